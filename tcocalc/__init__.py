@@ -1,0 +1,64 @@
+"""tcocalc: plan RL post-training clusters (trainer/generator split, throughput, staleness, cost).
+
+Import as ``import tcocalc as tc``. The public names (../shared/CONTRACT.md) are listed in
+``__all__`` and resolved lazily, so ``import tcocalc`` costs almost nothing until a name is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+__version__ = "0.1.0"
+
+# public name -> defining module
+_EXPORTS: dict[str, str] = {
+    # catalogs
+    "Accelerator": "accelerators",
+    "hardware": "accelerators",
+    "hardware_table": "accelerators",
+    "hardware_names": "accelerators",
+    "ModelArch": "models",
+    "model": "models",
+    "model_table": "models",
+    "model_names": "models",
+    # errors
+    "TcocalcError": "errors",
+    "UnknownEntryError": "errors",
+    "InfeasibleError": "errors",
+    "ScenarioError": "errors",
+    "MissingSpecError": "errors",
+    "DataFileError": "errors",
+    # units
+    "Q_": "units",
+    "get_registry": "units",
+}
+
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from .accelerators import Accelerator, hardware, hardware_names, hardware_table  # noqa: F401
+    from .errors import (  # noqa: F401
+        DataFileError,
+        InfeasibleError,
+        MissingSpecError,
+        ScenarioError,
+        TcocalcError,
+        UnknownEntryError,
+    )
+    from .models import ModelArch, model, model_names, model_table  # noqa: F401
+    from .units import Q_, get_registry  # noqa: F401
+
+
+def __getattr__(name: str):
+    try:
+        module = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module 'tcocalc' has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,38 @@
+"""Where shipped data lives, in a checkout and in an installed wheel.
+
+``hardware_specs/`` and ``data/`` sit at the repository root; pyproject.toml maps them into the
+package as ``tcocalc.hardware_specs`` and ``tcocalc.data`` so that a wheel carries them too.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+from importlib.resources.abc import Traversable
+from pathlib import Path
+
+_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _dir(name: str) -> Traversable:
+    local = _ROOT / name
+    if local.is_dir() and (_ROOT / "pyproject.toml").is_file():
+        return local
+    return importlib.resources.files(f"tcocalc.{name}")
+
+
+def hardware_dir() -> Traversable:
+    """Folder of the accelerator spec files (one TOML per accelerator)."""
+    return _dir("hardware_specs")
+
+
+def data_dir() -> Traversable:
+    """Folder of model configs, price tables and calibration data."""
+    return _dir("data")
+
+
+def display_path(path: Traversable) -> str:
+    """A short path for error messages (relative to the repository when possible)."""
+    try:
+        return str(Path(str(path)).relative_to(_ROOT))
+    except ValueError:
+        return str(path)

@@ -1,0 +1,77 @@
+"""The ``tcocalc`` command line (../shared/CONTRACT.md, "Command line").
+
+Every error a user can cause prints one line naming the problem and exits with status 2; no
+traceback reaches the terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+EXIT_USAGE = 2
+
+
+def _fmt(v: float) -> str:
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+
+
+def _print_frame(df, *, as_csv: bool) -> None:
+    import pandas as pd
+
+    if as_csv:
+        df.to_csv(sys.stdout, index=False)
+        return
+    with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200,
+                           "display.float_format", _fmt):
+        print(df.to_string(index=False))
+
+
+def _cmd_hardware(args) -> int:
+    from .accelerators import hardware_table
+
+    df = hardware_table()
+    if not args.sources:
+        df = df[[c for c in df.columns if not c.endswith((" source", " date"))]]
+    _print_frame(df, as_csv=args.csv)
+    return 0
+
+
+def _cmd_models(args) -> int:
+    from .models import model_table
+
+    df = model_table()
+    if not args.sources:
+        df = df.drop(columns=["source", "date", "hf_repo", "aliases"])
+    _print_frame(df, as_csv=args.csv)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tcocalc", description="Plan RL post-training clusters: split, speed and cost.")
+    sub = p.add_subparsers(dest="command", required=True)
+    for name, func, helptext in (("hardware", _cmd_hardware, "the accelerator table"),
+                                 ("models", _cmd_models, "the model table")):
+        sp = sub.add_parser(name, help=helptext)
+        sp.add_argument("--csv", action="store_true", help="print CSV instead of a text table")
+        sp.add_argument("--sources", action="store_true", help="include the source and date of every figure")
+        sp.set_defaults(func=func)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .errors import TcocalcError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except TcocalcError as exc:
+        print(f"tcocalc: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:  # e.g. `tcocalc hardware | head`
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

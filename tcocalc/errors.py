@@ -1,0 +1,71 @@
+"""Typed errors of the public contract (../shared/CONTRACT.md, "Conventions").
+
+Every error a user can meet is one of these, so callers (the app, the command line, notebooks)
+can tell "you typed a name we do not know" from "this does not fit" from "this input is bad".
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "TcocalcError",
+    "UnknownEntryError",
+    "InfeasibleError",
+    "ScenarioError",
+    "MissingSpecError",
+    "DataFileError",
+]
+
+
+class TcocalcError(Exception):
+    """Base class of every error raised by tcocalc."""
+
+
+class UnknownEntryError(TcocalcError, KeyError):
+    """A catalog name (hardware, model, price list) that does not exist.
+
+    ``matches`` lists the closest known names, best first.
+    """
+
+    def __init__(self, kind: str, name: str, matches: list[str] | tuple[str, ...] = ()):
+        self.kind = kind
+        self.name = name
+        self.matches = tuple(matches)
+        hint = f"; did you mean {', '.join(repr(m) for m in self.matches)}?" if self.matches else ""
+        super().__init__(f"unknown {kind} {name!r}{hint}")
+
+    def __str__(self) -> str:  # KeyError would print the repr of the message
+        return self.args[0]
+
+
+class InfeasibleError(TcocalcError, ValueError):
+    """A request that cannot run: it does not fit in memory, or no layout divides the GPUs.
+
+    ``suggestion`` holds the smallest feasible alternative where one exists (e.g. a GPU count).
+    """
+
+    def __init__(self, message: str, *, suggestion: object | None = None):
+        self.suggestion = suggestion
+        super().__init__(message)
+
+
+class ScenarioError(TcocalcError, ValueError):
+    """Bad input: names the offending ``field`` (a dotted path such as ``workload.group_size``)."""
+
+    def __init__(self, field: str, message: str):
+        self.field = field
+        super().__init__(f"{field}: {message}" if field else message)
+
+
+class MissingSpecError(TcocalcError, LookupError):
+    """A figure the hardware (or a data table) does not have, e.g. FP4 peak on a Hopper GPU.
+
+    Raised instead of assuming or extrapolating a value.
+    """
+
+
+class DataFileError(TcocalcError, ValueError):
+    """A shipped or user data file that fails validation; names the file, entry and field."""
+
+    def __init__(self, path: str, entry: str, field: str, message: str):
+        self.path, self.entry, self.field = path, entry, field
+        super().__init__(f"{path}: entry {entry!r}, field {field!r}: {message}")
