@@ -29,6 +29,19 @@ _EXPORTS: dict[str, str] = {
     "ScenarioError": "errors",
     "MissingSpecError": "errors",
     "DataFileError": "errors",
+    # performance (roofline)
+    "Parallelism": "parallel",
+    "KernelTime": "kernels",
+    "prefill": "kernels",
+    "decode": "kernels",
+    "GenerationEstimate": "generation",
+    "generation_throughput": "generation",
+    "TrainingEstimate": "training",
+    "training_throughput": "training",
+    "ridge_table": "ridge",
+    "operating_points": "ridge",
+    "attainable_flops_per_s": "ridge",
+    "validation_table": "validation",
     # units
     "Q_": "units",
     "get_registry": "units",
@@ -46,8 +59,14 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         TcocalcError,
         UnknownEntryError,
     )
+    from .generation import GenerationEstimate, generation_throughput  # noqa: F401
+    from .kernels import KernelTime, decode, prefill  # noqa: F401
     from .models import ModelArch, model, model_names, model_table  # noqa: F401
+    from .parallel import Parallelism  # noqa: F401
+    from .ridge import attainable_flops_per_s, operating_points, ridge_table  # noqa: F401
+    from .training import TrainingEstimate, training_throughput  # noqa: F401
     from .units import Q_, get_registry  # noqa: F401
+    from .validation import validation_table  # noqa: F401
 
 
 def __getattr__(name: str):

@@ -47,6 +47,25 @@ def _cmd_models(args) -> int:
     return 0
 
 
+def _cmd_validate(args) -> int:
+    from .validation import validation_table
+
+    df = validation_table()
+    shown = df.drop(columns=["source"] if not args.sources else [])
+    shown = shown.assign(within=shown["within"].map({True: "yes", False: "NO"}))
+    if args.csv:
+        _print_frame(shown, as_csv=True)
+        return 0
+    _print_frame(shown.drop(columns=["known_miss"]), as_csv=False)
+    err = df["error [%]"].abs()
+    clean = df["known_miss"] == ""
+    print(f"\n{len(df)} cases; median |error| {err.median():.1f}% over all, {err[clean].median():.1f}% "
+          f"without the {int((~clean).sum())} known misses; {int(df['within'].sum())} within tolerance.")
+    for _, row in df[~clean].iterrows():
+        print(f"  known miss {row['id']}: {row['known_miss']}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tcocalc", description="Plan RL post-training clusters: split, speed and cost.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -56,6 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--csv", action="store_true", help="print CSV instead of a text table")
         sp.add_argument("--sources", action="store_true", help="include the source and date of every figure")
         sp.set_defaults(func=func)
+    sp = sub.add_parser("validate", help="predicted vs published for every validation case, with errors")
+    sp.add_argument("--csv", action="store_true", help="print CSV instead of a text table")
+    sp.add_argument("--sources", action="store_true", help="include each case's source")
+    sp.set_defaults(func=_cmd_validate)
     return p
 
 

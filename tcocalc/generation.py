@@ -1,0 +1,201 @@
+"""Steady-state generation throughput with continuous batching (offline, max-throughput serving).
+
+RL rollout is offline max-throughput generation (validation cases §2), so this is the generator's
+capacity model. For fixed prompt length ``P`` and response length ``R``:
+
+* concurrency per instance is bounded by the KV pool: ``b_max = dp · ⌊pool / kv(P + R/2)⌋`` where the
+  pool is ``u_kv · (HBM − weights − workspace)`` per GPU (TensorRT-LLM's KV fraction of free memory)
+  and a running sequence holds on average ``P + R/2`` tokens of KV (rl-modeling.md §4.1);
+* each step decodes one token for each of ``b`` sequences at mean context ``P + R/2`` and, since
+  ``b/R`` sequences finish per step, prefills ``b·P/R`` prompt tokens of newcomers (in-flight batching
+  with chunked prefill mixes both into one forward pass);
+* output tokens/s per instance = ``b / TPOT`` with ``TPOT`` the step time (:mod:`tcocalc.kernels`).
+
+Unless given, the layout (TP, attention-DP, EP, PP) and the concurrency are chosen to maximise output
+tokens/s per GPU; the search is vectorised over concurrency.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .calibration import calibration_for
+from .errors import InfeasibleError, ScenarioError
+from .kernels import _check_positive, _resolve, forward_cost, inference_memory_per_gpu, kv_bytes_per_seq_per_gpu
+from .parallel import Parallelism
+
+__all__ = ["GenerationEstimate", "generation_throughput", "candidate_serving_layouts"]
+
+_POW2 = (1, 2, 4, 8, 16, 32, 64)
+
+
+@dataclass(frozen=True)
+class GenerationEstimate:
+    """Steady-state generation on ``gpus`` GPUs.
+
+    Attributes: ``output_tokens_per_s`` (all replicas), ``output_tokens_per_s_per_gpu``, ``concurrency``
+    (sequences in flight over all replicas), ``ttft_s`` (time to first token under load), ``tpot_s``
+    (time per output token = step time), ``parallel`` (one instance), ``replicas``,
+    ``memory_per_gpu_bytes`` (weights + KV in use + workspace), ``max_concurrency`` (KV-bound),
+    ``bound`` and ``tier`` ("calibrated" or "theoretical").
+    """
+
+    output_tokens_per_s: float
+    output_tokens_per_s_per_gpu: float
+    concurrency: float
+    ttft_s: float
+    tpot_s: float
+    parallel: Parallelism
+    replicas: int
+    memory_per_gpu_bytes: float
+    max_concurrency: float
+    weights_per_gpu_bytes: float
+    bound: str
+    tier: str
+
+
+def candidate_serving_layouts(m, acc, gpus: int | None = None) -> list[Parallelism]:
+    """Serving-instance layouts worth searching: TP and attention-DP inside the scale-up domain
+    (powers of two), EP over the stage for MoE models, PP when a stage alone cannot hold the model."""
+    out = []
+    dom = acc.scaleup_domain_gpus
+    for tp in _POW2:
+        if tp > dom or m.num_attention_heads % tp:
+            continue
+        for dp in _POW2 if m.is_moe else (1,):
+            if tp * dp > dom:
+                continue
+            eps = sorted({1, tp * dp}) if m.is_moe else [1]
+            for ep in eps:
+                if m.is_moe and m.num_experts % ep:
+                    continue
+                for pp in _POW2[:6]:
+                    if pp > m.num_layers:
+                        continue
+                    par = Parallelism(tp=tp, dp=dp, ep=ep, pp=pp)
+                    if gpus is not None and gpus % par.gpus:
+                        continue
+                    out.append(par)
+    return out
+
+
+def _fewest_stages(layouts, m, acc, cal, precision, kv_precision, seq_tokens):
+    """Keep, for each (TP, DP, EP), only the smallest PP that holds the weights and one full sequence:
+    serving runtimes add pipeline stages only when a stage cannot hold the model."""
+    chosen: dict[tuple[int, int, int], Parallelism] = {}
+    for par in sorted(layouts, key=lambda q: q.pp):
+        key = (par.tp, par.dp, par.ep)
+        if key in chosen:
+            continue
+        _, pool = _pool_per_gpu(m, acc, cal, par, precision)
+        if pool > float(kv_bytes_per_seq_per_gpu(m, par, kv_precision, seq_tokens)):
+            chosen[key] = par
+    return list(chosen.values())
+
+
+def _pool_per_gpu(m, acc, cal, par, precision):
+    weights = inference_memory_per_gpu(m, par, precision)
+    free = acc.hbm_bytes - weights - cal.inference_workspace_bytes
+    return weights, cal.kv_memory_fraction * free
+
+
+def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, precision="bf16",
+                          concurrency=None, parallel=None, kv_precision=None, theoretical=False,
+                          _calibration=None) -> GenerationEstimate:
+    """Steady-state output tokens/s of ``gpus`` GPUs generating ``response_tokens`` after ``prompt_tokens``.
+
+    Parameters
+    ----------
+    model, hw : names or catalog entries.
+    gpus : int [GPUs]                      all generator GPUs; replicas = gpus / instance size.
+    prompt_tokens, response_tokens : [tokens]  fixed lengths (the RL model handles distributions).
+    precision : "bf16" | "fp8" | "fp4"     weights and GEMMs; ``kv_precision`` defaults to it.
+    concurrency : sequences in flight over all replicas; default: the best within KV memory.
+    parallel : Parallelism of one instance; default: searched.
+    theoretical : pure datasheet roofline instead of the calibrated model.
+
+    Raises
+    ------
+    ScenarioError   bad argument (names it).
+    InfeasibleError the model does not fit; names the smallest instance that would.
+    """
+    gpus_f = _check_positive("gpus", gpus)
+    if gpus_f != int(gpus_f):
+        raise ScenarioError("gpus", f"must be a whole number, got {gpus!r}")
+    gpus = int(gpus_f)
+    p = _check_positive("prompt_tokens", prompt_tokens)
+    r = _check_positive("response_tokens", response_tokens)
+    if concurrency is not None:
+        _check_positive("concurrency", concurrency)
+    m, acc, precision, kv_precision, par0 = _resolve(model, hw, precision, kv_precision, parallel)
+    cal = _calibration or calibration_for(acc, theoretical=theoretical)
+    layouts = [par0] if parallel is not None else _fewest_stages(candidate_serving_layouts(m, acc, gpus), m, acc,
+                                                                   cal, precision, kv_precision, p + r)
+    if parallel is not None and gpus % par0.gpus:
+        raise ScenarioError("gpus", f"{gpus} GPUs cannot be divided into instances of {par0.gpus} ({par0.label()})")
+    ctx = p + r / 2.0
+    best: GenerationEstimate | None = None
+    for par in layouts:
+        weights, pool = _pool_per_gpu(m, acc, cal, par, precision)
+        if pool <= 0:
+            continue
+        per_seq = float(kv_bytes_per_seq_per_gpu(m, par, kv_precision, ctx))
+        b_max = par.dp * np.floor(pool / per_seq)  # per_seq already spans the pp stages
+        replicas = gpus // par.gpus
+        if b_max < 1:
+            continue
+        if concurrency is not None:
+            b = float(concurrency) / replicas
+            if b > b_max:
+                continue
+            grid = np.array([b])
+        else:
+            grid = np.unique(np.concatenate([np.geomspace(1, b_max, 24), [b_max]]))
+        res = forward_cost(m, acc, cal, par, precision=precision, kv_precision=kv_precision, dec_seqs=grid,
+                           dec_ctx=ctx, pre_seqs=grid / r, pre_tokens=p)
+        tpot = res["stage_s"] * par.pp
+        rate = grid / tpot
+        i = int(np.argmax(rate))
+        per_gpu = float(rate[i]) * replicas / gpus
+        if best is not None and per_gpu <= best.output_tokens_per_s_per_gpu:
+            continue
+        b = float(grid[i])
+        one = forward_cost(m, acc, cal, par, precision=precision, kv_precision=kv_precision, pre_seqs=1.0,
+                           pre_tokens=p)
+        ttft = float(one["stage_s"]) * par.pp + float(tpot[i])
+        parts = {"compute": float(res["cbound_s"][i]), "memory": float(res["mbound_s"][i]),
+                 "comm": float(res["comm_s"][i])}
+        kv_used = float(kv_bytes_per_seq_per_gpu(m, par, kv_precision, ctx)) * b / (par.dp * par.pp)
+        best = GenerationEstimate(
+            output_tokens_per_s=float(rate[i]) * replicas, output_tokens_per_s_per_gpu=per_gpu,
+            concurrency=b * replicas, ttft_s=ttft, tpot_s=float(tpot[i]), parallel=par, replicas=replicas,
+            memory_per_gpu_bytes=weights + kv_used + cal.inference_workspace_bytes,
+            max_concurrency=float(b_max) * replicas, weights_per_gpu_bytes=weights,
+            bound=max(parts, key=parts.get), tier=cal.tier)
+    if best is None:
+        raise _no_fit(m, acc, cal, precision, kv_precision, ctx, gpus, concurrency, parallel)
+    return best
+
+
+def _no_fit(m, acc, cal, precision, kv_precision, ctx, gpus, concurrency, parallel) -> InfeasibleError:
+    """Name the smallest instance that would hold the model and one sequence."""
+    smallest = None
+    for par in sorted(candidate_serving_layouts(m, acc), key=lambda q: (q.gpus, q.pp)):
+        weights, pool = _pool_per_gpu(m, acc, cal, par, precision)
+        if pool > float(kv_bytes_per_seq_per_gpu(m, par, kv_precision, ctx)):
+            smallest = par
+            break
+    what = f"{m.name} ({precision}) with {ctx:,.0f}-token contexts on {gpus} x {acc.name}"
+    if concurrency is not None and smallest is not None and gpus % smallest.gpus == 0:
+        return InfeasibleError(f"{what}: concurrency {concurrency:g} does not fit in KV memory; lower it or add GPUs",
+                               suggestion=smallest)
+    if smallest is None:
+        return InfeasibleError(f"{what}: does not fit in any layout up to {acc.scaleup_domain_gpus * 32} GPUs per "
+                               f"instance; use a lower precision or hardware with more memory")
+    hint = f"the smallest instance that fits is {smallest.gpus} GPUs ({smallest.label()})"
+    if parallel is not None:
+        return InfeasibleError(f"{what}: layout {parallel.label()} does not fit; {hint}", suggestion=smallest)
+    return InfeasibleError(f"{what}: does not fit; {hint}; use a multiple of {smallest.gpus} GPUs",
+                           suggestion=smallest.gpus)

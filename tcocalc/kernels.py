@@ -1,0 +1,338 @@
+"""Per-operation roofline of a transformer forward pass: prefill and decode steps.
+
+Each layer is split into operations (attention projections, attention core, dense MLP or MoE
+experts, shared experts and router, element-wise kernels, LM head). Every operation costs
+``max(compute, memory)``:
+
+* compute = FLOPs / (peak · η_gemm(M, N, K)), with η_gemm = η_max(precision) · Π f(x),
+  f(x) = x / (x + x_half) over the GEMM's three dimensions (calculon's size-dependent efficiency
+  curves, ../shared/STYLE.md; aiconfigurator's shape-keyed utilisation, peers.md ACC-04, without
+  profiling tables); attention runs at the KV precision's peak · η_attn (FlashAttention-3);
+* memory = bytes / (HBM bandwidth · η_bw) (aiconfigurator's 0.8);
+
+plus exposed communication: tensor-parallel all-reduce (ring, ``2(n-1)/n·S/B``), expert-parallel
+all-to-all (dispatch + combine, over the scale-up domain or the scale-out NIC), a fixed launch
+cost per operation (aiconfigurator's 3 µs), all divided by the runtime efficiency of the
+generation (data/calibration.toml). MoE weights read in a step scale with the share of experts the
+batch touches, ``1 - (1 - k/E)^b`` (rl-modeling.md §4.2).
+
+Pipeline parallelism: a step of ``batch`` sequences runs as ``pp`` micro-batches of ``batch/pp`` in
+flight, one per stage; a token's step latency is ``pp`` stage times.
+
+All functions here work on numpy arrays of batch sizes so that searches are vectorised.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .accelerators import Accelerator, hardware
+from .calibration import Calibration, calibration_for
+from .errors import ScenarioError
+from .models import ModelArch, model
+from .parallel import Parallelism
+from .units import bytes_per_element
+
+__all__ = ["KernelTime", "prefill", "decode", "forward_cost", "inference_memory_per_gpu", "kv_bytes_per_seq_per_gpu"]
+
+ACT_BYTES = 2.0  # activations travel in bf16 between kernels
+
+
+@dataclass(frozen=True)
+class KernelTime:
+    """Time of one prefill or decode step of a serving instance.
+
+    ``seconds`` = (Σ_ops max(compute, memory) + exposed comm + launch overhead) / runtime efficiency.
+    ``compute_s``, ``memory_s`` and ``comm_s`` are the summed components before the max, per step;
+    ``bound`` names the largest of compute-bound op time, memory-bound op time and communication.
+    ``tier`` is "calibrated" or "theoretical" (pure datasheet roofline).
+    """
+
+    seconds: float
+    compute_s: float
+    memory_s: float
+    comm_s: float
+    overhead_s: float
+    bound: str
+    tokens: float
+    tokens_per_s: float
+    flops: float
+    bytes: float
+    tier: str
+
+    @property
+    def arithmetic_intensity(self) -> float:
+        """FLOPs per HBM byte of the step [FLOP/B]."""
+        return self.flops / self.bytes if self.bytes else 0.0
+
+
+def _f(x, half):
+    x = np.asarray(x, dtype=float)
+    return x / (x + half) if half else np.ones_like(x)
+
+
+def _gemm_eff(cal: Calibration, precision: str, m, n, k):
+    """η_gemm = η_max · m/(m + tile/2) · f(n) · f(k).
+
+    Rows ``m``: tile quantisation, a GEMM pads its rows to the tile height (128 on Hopper/Blackwell
+    CUTLASS kernels), half a tile wasted on average (grouped MoE GEMMs pad every expert). Columns and
+    depth: small matrices fill the GPU's waves poorly, ``f(x) = x/(x + x_half)`` with ``x_half`` fitted.
+    """
+    return (cal.gemm_efficiency(precision) * _f(m, cal.gemm_tile_rows / 2.0) * _f(n, cal.gemm_half_dim)
+            * _f(k, cal.gemm_half_dim))
+
+
+def _attn_precision(m: ModelArch, acc: Accelerator, kv_precision: str) -> str:
+    """Precision of the attention math.
+
+    GQA: the KV precision (TensorRT-LLM's FP8 context/generation FMHA on FP8 KV; FP4 KV is
+    dequantised to FP8). MLA: BF16 (FlashMLA; DeepSeek's inference overview: "BF16 MLA core").
+    """
+    if m.attention == "mla":
+        return "bf16"
+    p = "fp8" if kv_precision == "fp4" else kv_precision
+    return p if p in acc.precisions else "bf16"
+
+
+def _link(acc: Accelerator, cal: Calibration, group_gpus: int) -> float:
+    """Per-GPU one-direction bandwidth for a collective over ``group_gpus`` GPUs [B/s]."""
+    if group_gpus <= acc.scaleup_domain_gpus:
+        return acc.scaleup_bytes_per_s * cal.scaleup_efficiency
+    return acc.scaleout_bytes_per_s * cal.scaleout_efficiency
+
+
+def _a2a_latency(acc: Accelerator, cal: Calibration, group_gpus: int) -> float:
+    """Fixed latency of one MoE dispatch + combine [s]: scale-up or scale-out figure by group size."""
+    if group_gpus <= acc.scaleup_domain_gpus:
+        return cal.alltoall_latency_scaleup_s
+    return cal.alltoall_latency_scaleout_s
+
+
+def kv_bytes_per_seq_per_gpu(m: ModelArch, par: Parallelism, kv_precision: str, ctx) -> np.ndarray:
+    """KV bytes one sequence of ``ctx`` tokens holds on each GPU of its attention rank [B].
+
+    GQA heads are split over TP (replicated once TP exceeds the KV heads); the MLA latent is replicated
+    over TP; layers are split over PP.
+    """
+    split = 1 if m.attention == "mla" else min(par.tp, m.num_kv_heads)
+    return m.kv_bytes_per_token(kv_precision) * np.asarray(ctx, dtype=float) / (split * par.pp)
+
+
+def inference_memory_per_gpu(m: ModelArch, par: Parallelism, precision: str) -> float:
+    """Weight bytes on the most loaded GPU of a serving instance [B].
+
+    Attention and dense MLP weights are split over TP (replicated over attention-DP); routed experts are
+    spread over the ``tp·dp`` GPUs of a stage; layers over PP; the larger of embedding and LM head (split
+    over TP) sits on an end stage.
+    """
+    beta = bytes_per_element(precision)
+    layers = m.num_layers / par.pp
+    dense_share = m.num_dense_layers / m.num_layers
+    per_layer = m.attention_params_per_layer / par.tp
+    per_layer += dense_share * (m.dense_mlp_params if m.num_dense_layers else 0.0) / par.tp
+    if m.is_moe:
+        per_layer += (1 - dense_share) * (m.moe_always_on_params_per_layer / par.tp
+                                          + m.num_experts * m.expert_params / par.stage_gpus)
+    ends = max(m.embedding_params, m.lm_head_params) / par.tp
+    return float((layers * per_layer + ends) * beta)
+
+
+def forward_cost(m: ModelArch, acc: Accelerator, cal: Calibration, par: Parallelism, *, precision: str,
+                 kv_precision: str, dec_seqs=0.0, dec_ctx=0.0, pre_seqs=0.0, pre_tokens=0.0, pre_ctx=0.0):
+    """Cost of one forward step of a serving instance, per pipeline stage (arrays broadcast).
+
+    ``dec_seqs`` sequences decode one token each at context ``dec_ctx``; ``pre_seqs`` sequences prefill
+    ``pre_tokens`` new tokens on top of ``pre_ctx`` cached ones. Counts are per instance and per step;
+    each stage processes ``1/pp`` of them at a time.
+
+    Returns a dict of numpy arrays: ``stage_s`` (time of one stage step), ``compute_s``, ``memory_s``,
+    ``comm_s``, ``overhead_s``, ``cbound_s``, ``mbound_s``, ``flops``, ``bytes`` (per GPU per stage step).
+    """
+    tp, dp, pp = par.tp, par.dp, par.pp
+    beta_w = bytes_per_element(precision)
+    peak = acc.peak_flops_per_s(precision)
+    attn_prec = _attn_precision(m, acc, kv_precision)
+    attn_peak = acc.peak_flops_per_s(attn_prec) * cal.attention_efficiency
+    bw = acc.hbm_bytes_per_s * cal.hbm_efficiency
+    h, L = m.hidden_size, m.num_layers
+
+    dec_seqs = np.asarray(dec_seqs, dtype=float) / pp
+    pre_seqs = np.asarray(pre_seqs, dtype=float) / pp
+    n_dec = dec_seqs / dp                                   # decode tokens per attention rank
+    n_pre = pre_seqs * pre_tokens / dp                      # prefill tokens per attention rank
+    tok = n_dec + n_pre
+    seqs_rank = (dec_seqs + pre_seqs) / dp
+    layers = L / pp
+
+    acc_c = np.zeros_like(tok)
+    acc_m = np.zeros_like(tok)
+    cbound = np.zeros_like(tok)
+    mbound = np.zeros_like(tok)
+    flops_sum = np.zeros_like(tok)
+    bytes_sum = np.zeros_like(tok)
+
+    def op(flops, nbytes, t_compute, weight=1.0):
+        nonlocal acc_c, acc_m, cbound, mbound, flops_sum, bytes_sum
+        t_mem = nbytes / bw
+        acc_c = acc_c + weight * t_compute
+        acc_m = acc_m + weight * t_mem
+        cbound = cbound + weight * np.where(t_compute >= t_mem, t_compute, 0.0)
+        mbound = mbound + weight * np.where(t_compute < t_mem, t_mem, 0.0)
+        flops_sum = flops_sum + weight * flops
+        bytes_sum = bytes_sum + weight * nbytes
+
+    def gemm(rows, params, n_dim, k_dim, weight=1.0, params_div=1.0):
+        fl = 2.0 * rows * params / params_div
+        by = params * beta_w / params_div + ACT_BYTES * rows * (n_dim + k_dim)
+        eff = _gemm_eff(cal, precision, np.maximum(rows, 1e-9), n_dim, k_dim)
+        op(fl, by, np.where(rows > 0, fl / (peak * eff), 0.0), weight)
+
+    q_dim = m.num_attention_heads * m.qk_head_dim
+    # 1. attention projections (QKV, O; MLA LoRA projections; DSA indexer projections)
+    gemm(tok, m.attention_params_per_layer, q_dim / tp, h, weight=layers, params_div=tp)
+    # 2. attention core
+    kv_layer = m.kv_bytes_per_token(kv_precision) / L
+    kv_split = 1 if m.attention == "mla" else min(tp, m.num_kv_heads)
+    idx_bytes = m.index_head_dim * 1.0  # DSA indexer keys are FP8 (1 B per element)
+    if np.any(n_dec > 0):
+        ctx_att = m.attended_context(dec_ctx)
+        fl = n_dec * m.attention_flops_per_token(dec_ctx, absorbed=True) / L / tp
+        by = n_dec * (ctx_att * kv_layer / kv_split + float(dec_ctx) * idx_bytes)
+        op(fl, by, fl / attn_peak, layers)
+    if np.any(n_pre > 0):
+        mean_ctx = pre_ctx + pre_tokens / 2.0  # causal: the average new token sees half the new span
+        fl = n_pre * m.attention_flops_per_token(mean_ctx) / L / tp
+        by = (pre_seqs / dp) * float(pre_ctx) * kv_layer / kv_split + n_pre * kv_layer / kv_split
+        op(fl, by, fl / attn_peak, layers)
+    # 3. MLP
+    if m.num_dense_layers:
+        dense_layers = layers * m.num_dense_layers / L
+        gemm(tok, m.dense_mlp_params, m.intermediate_size / tp, h, weight=dense_layers, params_div=tp)
+    comm = np.zeros_like(tok)
+    n_ops_layer = 9.0
+    if m.is_moe:
+        moe_layers = layers * m.num_moe_layers / L
+        g = par.stage_gpus
+        tok_stage = tok * dp
+        touched = 1.0 - (1.0 - m.experts_per_token / m.num_experts) ** tok_stage
+        rows_per_expert = tok_stage * m.experts_per_token / m.num_experts
+        fl = 2.0 * tok_stage * m.experts_per_token * m.expert_params / g
+        by = touched * m.num_experts * m.expert_params * beta_w / g + ACT_BYTES * tok_stage * m.experts_per_token * (
+            2 * h) / g
+        eff = _gemm_eff(cal, precision, np.maximum(rows_per_expert, 1e-9), m.moe_intermediate_size / par.expert_tp, h)
+        op(fl, by, np.where(tok > 0, fl / (peak * eff), 0.0), moe_layers)
+        gemm(tok, m.moe_always_on_params_per_layer, max(m.moe_intermediate_size, m.num_experts) / tp, h,
+             weight=moe_layers, params_div=tp)
+        if dp > 1:
+            # Attention-DP ranks hold different tokens: each token goes to the min(k, ep) expert-parallel
+            # groups that own its experts, and to every one of the etp GPUs sharding those experts
+            # (dispatch in the GEMM precision, combine in bf16; DeepSeek inference overview).
+            dispatch = 1.0 if precision in ("fp8", "fp4") else ACT_BYTES
+            fan_out = min(m.experts_per_token, par.ep) * par.expert_tp * (g - 1) / g
+            a2a = (tok / tp) * h * (dispatch + ACT_BYTES) * fan_out
+            comm = comm + moe_layers * (a2a / _link(acc, cal, g) + np.where(tok > 0, _a2a_latency(acc, cal, g), 0.0))
+        n_ops_layer += 3.0
+    # 4. element-wise kernels (norms, residual adds, RoPE, SwiGLU): memory only, not split by TP
+    act_width = (m.intermediate_size if not m.is_moe else m.experts_per_token * m.moe_intermediate_size)
+    by = ACT_BYTES * tok * (10.0 * h + 3.0 * act_width / tp)
+    op(0.0 * tok, by, 0.0 * tok, layers)
+    # 5. LM head: logits only for the last position of each sequence
+    gemm(seqs_rank, m.lm_head_params, m.vocab_size / tp, h, params_div=tp)
+    # 6. tensor-parallel all-reduce, twice per layer
+    if tp > 1:
+        ar = ACT_BYTES * tok * h * 2.0 * (tp - 1) / tp
+        comm = comm + 2.0 * layers * ar / _link(acc, cal, tp)
+    # 7. pipeline hand-off: activations of the micro-batch to the next stage
+    if pp > 1:
+        comm = comm + ACT_BYTES * tok * h / _link(acc, cal, 2) + cal.op_overhead_s
+    overhead = np.full_like(tok, n_ops_layer * layers * cal.op_overhead_s)
+    overhead = np.where(tok > 0, overhead, 0.0)
+    stage = (cbound + mbound + comm + overhead) / cal.inference_runtime_efficiency
+    return dict(stage_s=stage, compute_s=acc_c, memory_s=acc_m, comm_s=comm, overhead_s=overhead,
+                cbound_s=cbound, mbound_s=mbound, flops=flops_sum, bytes=bytes_sum)
+
+
+def _check_positive(name: str, value, *, allow_zero: bool = False) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ScenarioError(name, f"expected a number, got {value!r}") from None
+    if not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+        raise ScenarioError(name, f"must be {'≥' if allow_zero else '>'} 0 and finite, got {value!r}")
+    return v
+
+
+def _resolve(model_, hw, precision, kv_precision, parallel):
+    m = model(model_)
+    acc = hardware(hw)
+    if precision not in ("bf16", "fp8", "fp4"):
+        raise ScenarioError("precision", f"must be 'bf16', 'fp8' or 'fp4', got {precision!r}")
+    if kv_precision is None:  # NVFP4 checkpoints serve with an FP8 KV cache (TensorRT-LLM perf-overview rows)
+        kv_precision = "fp8" if precision == "fp4" else precision
+    if kv_precision not in ("bf16", "fp8", "fp4"):
+        raise ScenarioError("kv_precision", f"must be 'bf16', 'fp8' or 'fp4', got {kv_precision!r}")
+    if precision not in acc.precisions:
+        raise ScenarioError("precision", f"{acc.name} has no {precision} tensor cores; it supports "
+                                         f"{', '.join(acc.precisions)}")
+    if parallel is None:
+        parallel = Parallelism()
+    elif isinstance(parallel, dict):
+        parallel = Parallelism(**parallel)
+    if m.is_moe and m.num_experts % parallel.ep:
+        raise ScenarioError("parallel.ep", f"ep={parallel.ep} must divide the {m.num_experts} experts")
+    if m.num_attention_heads % parallel.tp:
+        raise ScenarioError("parallel.tp", f"tp={parallel.tp} must divide {m.num_attention_heads} attention heads")
+    return m, acc, precision, kv_precision, parallel
+
+
+def _kernel_time(res: dict, pp: int, tokens: float, tier: str) -> KernelTime:
+    seconds = float(res["stage_s"]) * pp
+    parts = {"compute": float(res["cbound_s"]), "memory": float(res["mbound_s"]), "comm": float(res["comm_s"])}
+    return KernelTime(
+        seconds=seconds, compute_s=float(res["compute_s"]) * pp, memory_s=float(res["memory_s"]) * pp,
+        comm_s=float(res["comm_s"]) * pp, overhead_s=float(res["overhead_s"]) * pp,
+        bound=max(parts, key=parts.get), tokens=tokens, tokens_per_s=tokens / seconds if seconds else 0.0,
+        flops=float(res["flops"]), bytes=float(res["bytes"]), tier=tier)
+
+
+def prefill(model, hw, *, parallel=None, batch=1, prompt_tokens, context_tokens=0, precision="bf16",
+            kv_precision=None, theoretical=False) -> KernelTime:
+    """One prefill step: ``batch`` sequences each process ``prompt_tokens`` new tokens on top of
+    ``context_tokens`` already in the KV cache (prefix caching, multi-turn).
+
+    Parameters
+    ----------
+    model, hw : str or ModelArch / Accelerator
+    parallel : Parallelism, optional
+        One serving instance (default: a single GPU).
+    batch : int [sequences]; prompt_tokens, context_tokens : int [tokens]
+    precision : "bf16" | "fp8" | "fp4"   weights and GEMM math; ``kv_precision`` defaults to it (fp8 for fp4).
+    theoretical : bool
+        Pure datasheet roofline (every efficiency 1) instead of the calibrated one.
+
+    Returns
+    -------
+    KernelTime ; ``tokens_per_s`` counts prompt tokens.
+    """
+    m, acc, precision, kv_precision, par = _resolve(model, hw, precision, kv_precision, parallel)
+    b = _check_positive("batch", batch)
+    p = _check_positive("prompt_tokens", prompt_tokens)
+    c = _check_positive("context_tokens", context_tokens, allow_zero=True)
+    cal = calibration_for(acc, theoretical=theoretical)
+    res = forward_cost(m, acc, cal, par, precision=precision, kv_precision=kv_precision,
+                       pre_seqs=b, pre_tokens=p, pre_ctx=c)
+    return _kernel_time(res, par.pp, b * p, cal.tier)
+
+
+def decode(model, hw, *, parallel=None, batch, context_tokens, precision="bf16", kv_precision=None,
+           theoretical=False) -> KernelTime:
+    """One decode step: ``batch`` sequences [sequences] each produce one token at ``context_tokens``
+    of context [tokens]. ``tokens_per_s`` counts output tokens. See :func:`prefill` for the arguments."""
+    m, acc, precision, kv_precision, par = _resolve(model, hw, precision, kv_precision, parallel)
+    b = _check_positive("batch", batch)
+    c = _check_positive("context_tokens", context_tokens)
+    cal = calibration_for(acc, theoretical=theoretical)
+    res = forward_cost(m, acc, cal, par, precision=precision, kv_precision=kv_precision, dec_seqs=b, dec_ctx=c)
+    return _kernel_time(res, par.pp, b, cal.tier)

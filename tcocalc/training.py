@@ -1,0 +1,262 @@
+"""Trainer throughput, memory and MFU for a TP/PP/EP/DP layout (Megatron-Core style).
+
+Per micro-batch (one sequence of ``seq_tokens``) and GPU, each layer costs
+
+* GEMMs, forward + backward = ``6·rows·params`` FLOPs at the training precision with the same
+  shape-aware efficiency as inference (:mod:`tcocalc.kernels`); MoE experts see
+  ``rows = ep·s·k/E`` tokens each;
+* causal attention core ``3 x`` its forward FLOPs in BF16 (Transformer Engine keeps attention in BF16
+  under FP8 recipes) at the FlashAttention efficiency;
+* element-wise traffic (norms, residuals, SwiGLU), three passes (forward, backward);
+* exposed communication: sequence-parallel TP collectives (four all-reduce equivalents per layer,
+  a calibrated share exposed), MoE all-to-all (dispatch + combine, forward and backward), pipeline
+  hand-offs, and once per step the distributed-optimizer gradient reduce-scatter and parameter
+  all-gather (a calibrated share exposed);
+* activation recompute when memory requires it (selective, then full: one more forward).
+
+The step adds the 1F1B pipeline bubble ``(pp-1)/(m·vp)`` for ``m`` micro-batches per data-parallel
+rank (Narayanan et al. 2021, arXiv 2104.04473), and the Adam update (memory-bound).
+
+Memory per GPU: bf16 weights (2 B/param), fp32 gradient buffer (4 B/param), Adam master weights and
+moments (12 B/param) sharded over data parallelism (distributed optimizer / ZeRO-1, Rajbhandari et al.
+2020), and activations ``s·(15h + 4.75·I)/tp`` bytes per layer and in-flight micro-batch
+(Korthikanti et al. 2022, arXiv 2205.05198, eq. for sequence parallelism with flash attention:
+``34·s·h/tp`` at ``I = 4h``); full recompute keeps only each layer's ``2·s·h/tp`` input.
+
+MFU (CONTRACT.md) = ``training_flops_per_token(seq, causal) · tokens/s / (GPUs · dense peak)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .calibration import calibration_for
+from .errors import InfeasibleError, ScenarioError
+from .kernels import ACT_BYTES, _check_positive, _gemm_eff, _link, _resolve
+from .parallel import Parallelism
+from .units import bytes_per_element
+
+__all__ = ["TrainingEstimate", "training_throughput", "training_step"]
+
+_POW2 = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+_VP = (1, 2, 3, 4, 5, 6, 8)  # virtual-pipeline (interleaving) factors searched
+DEFAULT_GLOBAL_BATCH_TOKENS = 1_048_576  # Megatron-Bridge Llama3-70B recipe: GBS 128 x 8192 tokens
+
+
+@dataclass(frozen=True)
+class TrainingEstimate:
+    """Trainer throughput for one layout.
+
+    ``mfu`` uses the dense peak at ``precision`` and causal attention FLOPs (``mfu_convention`` says so);
+    ``memory_per_gpu_bytes`` is the most loaded GPU; ``recompute`` is "none", "selective" or "full".
+    """
+
+    tokens_per_s: float
+    tokens_per_s_per_gpu: float
+    mfu: float
+    step_time_s: float
+    parallel: Parallelism
+    memory_per_gpu_bytes: float
+    recompute: str
+    global_batch_tokens: float
+    bubble_fraction: float
+    compute_s: float
+    comm_s: float
+    tier: str
+    mfu_convention: str
+
+
+def _params_per_gpu(m, par: Parallelism) -> tuple[float, float]:
+    """(non-expert, expert) parameters on one GPU."""
+    dense = m.num_layers * m.attention_params_per_layer + m.num_dense_layers * (
+        m.dense_mlp_params if m.num_dense_layers else 0.0)
+    dense += m.num_moe_layers * m.moe_always_on_params_per_layer if m.is_moe else 0.0
+    dense += m.embedding_params + (0.0 if m.tie_word_embeddings else m.lm_head_params)
+    expert = m.routed_expert_params_total
+    return dense / (par.tp * par.pp), expert / (par.ep * _expert_tp(par) * par.pp)
+
+
+def _expert_tp(par: Parallelism) -> int:
+    """Tensor parallelism inside an expert: Megatron-Core's expert-TP, ``min(tp, tp·dp/ep)``."""
+    return min(par.tp, par.stage_gpus // par.ep)
+
+
+def _expert_dp(par: Parallelism) -> int:
+    """Data-parallel replicas of each expert: ``tp·dp / (ep·etp)``."""
+    return max(par.stage_gpus // (par.ep * _expert_tp(par)), 1)
+
+
+def _activation_bytes_per_layer(m, seq: float, tp: int, recompute: str) -> float:
+    h = m.hidden_size
+    if recompute == "full":
+        return ACT_BYTES * seq * h / tp
+    i_eff = m.experts_per_token * m.moe_intermediate_size if m.is_moe else m.intermediate_size
+    return seq * (15.0 * h + 4.75 * i_eff) / tp * (1.0 if recompute == "none" else 0.9)
+
+
+def training_step(m, acc, cal, par: Parallelism, *, seq: float, global_batch: float, precision: str) -> dict | None:
+    """Cost of one optimizer step for a fixed layout; ``None`` when it does not fit in memory."""
+    tp, pp, dp, ep = par.tp, par.pp, par.dp, par.ep
+    h, L = m.hidden_size, m.num_layers
+    micro = global_batch / dp                       # micro-batches (one sequence each) per DP rank
+    dense_p, expert_p = _params_per_gpu(m, par)
+    edp = _expert_dp(par)
+    state = dense_p * (2 + 4 + 12 / dp) + expert_p * (2 + 4 + 12 / edp)
+    cap = cal.training_memory_fraction * acc.hbm_bytes
+    in_flight = min(pp, micro) * (L / pp)
+    recompute = None
+    for mode in ("none", "selective", "full"):
+        act = in_flight * _activation_bytes_per_layer(m, seq, tp, mode)
+        if state + act <= cap:
+            recompute = mode
+            break
+    if recompute is None:
+        return None
+    mem = state + act
+
+    peak = acc.peak_flops_per_s(precision)
+    bw = acc.hbm_bytes_per_s * cal.hbm_efficiency
+    layers = L / pp
+    t_compute = 0.0
+
+    def gemm(rows, params, n_dim, k_dim, count):
+        eff = _gemm_eff(cal, precision, rows, n_dim, k_dim)
+        fl = 6.0 * rows * params / tp
+        t_c = fl / (peak * float(eff))
+        t_m = 3.0 * params * bytes_per_element(precision) / tp / bw
+        return count * max(t_c, t_m)
+
+    q_dim = m.num_attention_heads * m.qk_head_dim
+    t_compute += gemm(seq, m.attention_params_per_layer, q_dim / tp, h, layers)
+    if m.num_dense_layers:
+        t_compute += gemm(seq, m.dense_mlp_params, m.intermediate_size / tp, h, layers * m.num_dense_layers / L)
+    attn_fl = 3.0 * seq * m.attention_flops_per_token(seq / 2.0) / L / tp
+    attn_peak = acc.peak_flops_per_s("bf16") * cal.attention_efficiency
+    t_attn = layers * attn_fl / attn_peak
+    t_compute += t_attn
+    comm = 0.0
+    moe_layers = layers * m.num_moe_layers / L if m.is_moe else 0.0
+    if m.is_moe:
+        etp = _expert_tp(par)
+        group = ep * etp
+        rows = group * (seq / tp) * m.experts_per_token / m.num_experts
+        eff = float(_gemm_eff(cal, precision, rows, m.moe_intermediate_size / etp, h))
+        fl = 6.0 * seq * m.experts_per_token * m.expert_params / tp
+        t_compute += moe_layers * fl / (peak * eff)
+        t_compute += gemm(seq, m.moe_always_on_params_per_layer, m.moe_intermediate_size / tp, h, moe_layers)
+        if ep > 1:
+            dispatch = 1.0 if precision in ("fp8", "fp4") else ACT_BYTES
+            vol = 2.0 * (seq / tp) * h * (dispatch + ACT_BYTES) * min(m.experts_per_token, ep) * etp * (
+                group - 1) / group
+            comm += cal.ep_comm_exposed * moe_layers * vol / _link(acc, cal, group)
+    i_eff = m.experts_per_token * m.moe_intermediate_size if m.is_moe else m.intermediate_size
+    t_compute += layers * 3.0 * ACT_BYTES * (seq / tp) * (10.0 * h + 3.0 * i_eff) / bw
+    if recompute == "selective":
+        t_compute += t_attn / 3.0
+    elif recompute == "full":
+        t_compute *= 4.0 / 3.0
+    # LM head on the last stage
+    t_compute += 6.0 * seq * m.lm_head_params / tp / (peak * float(_gemm_eff(cal, precision, seq, m.vocab_size / tp,
+                                                                               h)))
+    if tp > 1:
+        comm += cal.tp_comm_exposed * layers * 4.0 * 2.0 * (tp - 1) / tp * ACT_BYTES * seq * h / _link(acc, cal, tp)
+    if pp > 1:
+        comm += 2.0 * ACT_BYTES * seq * h / tp / _link(acc, cal, 2)
+    n_ops = (12.0 if m.is_moe else 9.0) * layers * 3.0
+    per_micro = (t_compute + comm + n_ops * cal.op_overhead_s) / cal.training_runtime_efficiency
+    bubble = (pp - 1) / (micro * par.vp) if pp > 1 else 0.0
+    step = per_micro * micro * (1.0 + bubble)
+    # once per step: gradient reduce-scatter + parameter all-gather (bf16), Adam update
+    if dp > 1:
+        grads = dense_p * ACT_BYTES * 2.0 * (dp - 1) / dp / _link(acc, cal, par.gpus)
+        if expert_p and edp > 1:
+            grads += expert_p * ACT_BYTES * 2.0 * (edp - 1) / edp / _link(acc, cal, par.gpus)
+        step += cal.dp_comm_exposed * grads
+    step += 34.0 * (dense_p / dp + expert_p / edp) / bw
+    return dict(step_s=step, memory=mem, recompute=recompute, bubble=bubble,
+                compute_s=t_compute * micro, comm_s=comm * micro)
+
+
+def _candidate_layouts(m, acc, gpus: int):
+    for tp in _POW2:
+        if tp > acc.scaleup_domain_gpus or m.num_attention_heads % tp or gpus % tp:
+            continue
+        for pp in _POW2[:7]:
+            if pp > m.num_layers or gpus % (tp * pp):
+                continue
+            dp = gpus // (tp * pp)
+            for ep in (_POW2 if m.is_moe else (1,)):
+                if (tp * dp) % ep or (m.is_moe and m.num_experts % ep):
+                    continue
+                for vp in _VP if pp > 1 else (1,):
+                    if m.num_layers % (pp * vp) == 0:  # Megatron-Core: layers divide evenly into chunks
+                        yield Parallelism(tp=tp, pp=pp, dp=dp, ep=ep, vp=vp)
+
+
+def training_throughput(model, hw, *, gpus, seq_tokens, precision="bf16", parallel=None,
+                        global_batch_tokens=None, theoretical=False, _calibration=None) -> TrainingEstimate:
+    """Training tokens/s, MFU and memory for ``gpus`` GPUs on sequences of ``seq_tokens``.
+
+    Parameters
+    ----------
+    gpus : int [GPUs]; seq_tokens : [tokens] per training sequence.
+    precision : "bf16" | "fp8" | "fp4"  GEMM precision (MFU uses its dense peak).
+    parallel : Parallelism with ``tp·pp·dp == gpus``; default: the fastest layout that fits.
+    global_batch_tokens : tokens per optimizer step (default 1,048,576, at least one sequence per DP rank).
+    theoretical : pure datasheet roofline.
+
+    Raises ScenarioError for bad arguments and InfeasibleError (with the smallest GPU count that fits)
+    when no layout holds the model.
+    """
+    gpus_f = _check_positive("gpus", gpus)
+    if gpus_f != int(gpus_f):
+        raise ScenarioError("gpus", f"must be a whole number, got {gpus!r}")
+    gpus = int(gpus_f)
+    seq = _check_positive("seq_tokens", seq_tokens)
+    m, acc, precision, _, par0 = _resolve(model, hw, precision, None, parallel)
+    cal = _calibration or calibration_for(acc, theoretical=theoretical)
+    gbt = DEFAULT_GLOBAL_BATCH_TOKENS if global_batch_tokens is None else _check_positive(
+        "global_batch_tokens", global_batch_tokens)
+    if parallel is not None:
+        if par0.gpus != gpus:
+            raise ScenarioError("parallel", f"tp*pp*dp = {par0.gpus} must equal gpus = {gpus}")
+        layouts = [par0]
+    else:
+        layouts = list(_candidate_layouts(m, acc, gpus))
+    best = None
+    for par in layouts:
+        gb = max(gbt / seq, float(par.dp))
+        res = training_step(m, acc, cal, par, seq=seq, global_batch=gb, precision=precision)
+        if res is None:
+            continue
+        tps = gb * seq / res["step_s"]
+        if best is None or tps > best[0]:
+            best = (tps, par, res, gb)
+    if best is None:
+        raise _no_fit(m, acc, cal, gpus, seq, gbt, precision, parallel)
+    tps, par, res, gb = best
+    peak = acc.peak_flops_per_s(precision)
+    mfu = m.training_flops_per_token(seq) * tps / (gpus * peak)
+    return TrainingEstimate(
+        tokens_per_s=tps, tokens_per_s_per_gpu=tps / gpus, mfu=mfu, step_time_s=res["step_s"], parallel=par,
+        memory_per_gpu_bytes=res["memory"], recompute=res["recompute"], global_batch_tokens=gb * seq,
+        bubble_fraction=res["bubble"], compute_s=res["compute_s"], comm_s=res["comm_s"], tier=cal.tier,
+        mfu_convention=f"6·N_fl + causal attention FLOPs over dense {precision} peak "
+                       f"({peak / 1e12:,.0f} TFLOP/s per GPU)")
+
+
+def _no_fit(m, acc, cal, gpus, seq, gbt, precision, parallel) -> InfeasibleError:
+    what = f"training {m.name} ({precision}) on {gpus} x {acc.name} with {seq:,.0f}-token sequences"
+    if parallel is not None:
+        prefix = f"{what}: layout {parallel.label()} does not fit in memory"
+    else:
+        prefix = f"{what}: no layout fits in memory even with full recompute"
+    for n in (2 ** i for i in range(0, 16)):
+        if n <= gpus and parallel is None:
+            continue
+        for par in _candidate_layouts(m, acc, n):
+            if training_step(m, acc, cal, par, seq=seq, global_batch=max(gbt / seq, par.dp),
+                             precision=precision) is not None:
+                return InfeasibleError(f"{prefix}; the smallest power-of-two count that fits is {n} GPUs "
+                                       f"({par.label()})", suggestion=n)
+    return InfeasibleError(f"{prefix}; nothing up to 32,768 GPUs fits", suggestion=None)

@@ -1,0 +1,71 @@
+"""Trainer throughput, MFU convention, memory and layout search (issue 3)."""
+
+import math
+
+import pytest
+
+import tcocalc as tc
+
+
+@pytest.fixture(scope="module")
+def trn01():
+    return tc.training_throughput("Llama-3.1-70B", "H100", gpus=64, seq_tokens=8192, precision="fp8",
+                                  parallel=tc.Parallelism(tp=4, pp=8, dp=2, vp=5), global_batch_tokens=128 * 8192)
+
+
+@pytest.mark.reference
+def test_trn03_mfu_convention(trn01):
+    """TRN-02/03: MFU = (6·N_fl + causal attention) FLOP/token x tokens/s / (GPUs x dense peak); 719 TF/GPU
+    = 36% of FP8 and 73% of BF16 peak; our MFU must follow that arithmetic exactly."""
+    flops = tc.model("Llama-3.1-70B").training_flops_per_token(8192)
+    assert trn01.mfu == pytest.approx(flops * trn01.tokens_per_s_per_gpu / 1978.9e12, rel=1e-9)
+    assert "fp8" in trn01.mfu_convention and "causal" in trn01.mfu_convention
+    assert 719 / 1978.9 == pytest.approx(0.363, abs=0.001)  # the published identity itself
+
+
+def test_estimate_is_consistent(trn01):
+    assert trn01.tokens_per_s == pytest.approx(trn01.tokens_per_s_per_gpu * 64)
+    assert trn01.step_time_s == pytest.approx(trn01.global_batch_tokens / trn01.tokens_per_s)
+    assert trn01.memory_per_gpu_bytes <= tc.hardware("H100").hbm_bytes
+    assert 0 < trn01.bubble_fraction < 0.05  # (pp-1)/(m·vp) = 7/(64·5)
+    assert trn01.bubble_fraction == pytest.approx(7 / (64 * 5))
+
+
+@pytest.mark.reference
+def test_mem01_trainer_needs_about_30_h200_for_qwen3_235b():
+    """MEM-01: 16 B/param of trainer state for 235B params needs ≥ 30 H200 before activations; the
+    smallest power-of-two count that fits is therefore 32 or more."""
+    with pytest.raises(tc.InfeasibleError) as err:
+        tc.training_throughput("Qwen3-235B-A22B", "H200", gpus=16, seq_tokens=4096)
+    assert err.value.suggestion >= 32
+    est = tc.training_throughput("Qwen3-235B-A22B", "H200", gpus=err.value.suggestion, seq_tokens=4096)
+    assert est.memory_per_gpu_bytes <= 141e9
+
+
+def test_search_beats_or_matches_a_fixed_layout(trn01):
+    best = tc.training_throughput("Llama-3.1-70B", "H100", gpus=64, seq_tokens=8192, precision="fp8",
+                                  global_batch_tokens=128 * 8192)
+    assert best.tokens_per_s >= trn01.tokens_per_s * (1 - 1e-9)
+
+
+def test_more_gpus_more_throughput():
+    a = tc.training_throughput("Qwen3-8B", "H100", gpus=8, seq_tokens=4096)
+    b = tc.training_throughput("Qwen3-8B", "H100", gpus=32, seq_tokens=4096)
+    assert b.tokens_per_s > 3 * a.tokens_per_s
+
+
+def test_recompute_when_memory_is_tight():
+    est = tc.training_throughput("Llama-3.1-70B", "H100", gpus=32, seq_tokens=32768, precision="bf16")
+    assert est.recompute in ("selective", "full")
+    assert math.isfinite(est.mfu) and 0 < est.mfu < 1
+
+
+@pytest.mark.parametrize("kw,field", [
+    (dict(gpus=0), "gpus"), (dict(seq_tokens=-1), "seq_tokens"), (dict(precision="fp4"), "precision"),
+    (dict(parallel=tc.Parallelism(tp=2, dp=2)), "parallel"), (dict(global_batch_tokens=0), "global_batch_tokens"),
+])
+def test_bad_input(kw, field):
+    args = dict(gpus=8, seq_tokens=4096, precision="bf16") | kw
+    with pytest.raises(tc.ScenarioError) as err:
+        tc.training_throughput("Qwen3-8B", "H100", **args)
+    assert err.value.field == field
