@@ -42,6 +42,7 @@ _EXPORTS: dict[str, str] = {
     "operating_points": "ridge",
     "attainable_flops_per_s": "ridge",
     "validation_table": "validation",
+    "decode_sweep": "sweep",
     # units
     "Q_": "units",
     "get_registry": "units",
@@ -64,6 +65,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .models import ModelArch, model, model_names, model_table  # noqa: F401
     from .parallel import Parallelism  # noqa: F401
     from .ridge import attainable_flops_per_s, operating_points, ridge_table  # noqa: F401
+    from .sweep import decode_sweep  # noqa: F401
     from .training import TrainingEstimate, training_throughput  # noqa: F401
     from .units import Q_, get_registry  # noqa: F401
     from .validation import validation_table  # noqa: F401

@@ -56,6 +56,14 @@ def _cmd_validate(args) -> int:
     if args.csv:
         _print_frame(shown, as_csv=True)
         return 0
+    if args.markdown:
+        print("| id | case | unit | published | predicted | error | within ±tol |")
+        print("| --- | --- | --- | ---: | ---: | ---: | --- |")
+        for _, r in df.iterrows():
+            ok = "yes" if r["within"] else ("known miss" if r["known_miss"] else "NO")
+            print(f"| {r['id']} | {r['case']} | {r['unit']} | {_fmt(r['published'])} | {_fmt(r['predicted'])} | "
+                  f"{r['error [%]']:+.1f}% | {ok} (±{r['tolerance [%]']:.0f}%) |")
+        return 0
     _print_frame(shown.drop(columns=["known_miss"]), as_csv=False)
     err = df["error [%]"].abs()
     clean = df["known_miss"] == ""
@@ -78,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("validate", help="predicted vs published for every validation case, with errors")
     sp.add_argument("--csv", action="store_true", help="print CSV instead of a text table")
     sp.add_argument("--sources", action="store_true", help="include each case's source")
+    sp.add_argument("--markdown", action="store_true", help="print a Markdown table (as in the README)")
     sp.set_defaults(func=_cmd_validate)
     return p
 
