@@ -43,6 +43,15 @@ _EXPORTS: dict[str, str] = {
     "attainable_flops_per_s": "ridge",
     "validation_table": "validation",
     "decode_sweep": "sweep",
+    # RL scenarios
+    "Scenario": "scenario",
+    "load_scenario": "scenario",
+    "RLReport": "rl",
+    "evaluate": "rl",
+    "solve_split": "rl",
+    # prices
+    "TinkerQuote": "tinker",
+    "tinker_cost": "tinker",
     # units
     "Q_": "units",
     "get_registry": "units",
@@ -65,7 +74,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .models import ModelArch, model, model_names, model_table  # noqa: F401
     from .parallel import Parallelism  # noqa: F401
     from .ridge import attainable_flops_per_s, operating_points, ridge_table  # noqa: F401
+    from .rl import RLReport, evaluate, solve_split  # noqa: F401
+    from .scenario import Scenario, load_scenario  # noqa: F401
     from .sweep import decode_sweep  # noqa: F401
+    from .tinker import TinkerQuote, tinker_cost  # noqa: F401
     from .training import TrainingEstimate, training_throughput  # noqa: F401
     from .units import Q_, get_registry  # noqa: F401
     from .validation import validation_table  # noqa: F401

@@ -103,7 +103,7 @@ def _pool_per_gpu(m, acc, cal, par, precision):
 
 def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, precision="bf16",
                           concurrency=None, parallel=None, kv_precision=None, theoretical=False,
-                          _calibration=None) -> GenerationEstimate:
+                          context_tokens=None, _calibration=None) -> GenerationEstimate:
     """Steady-state output tokens/s of ``gpus`` GPUs generating ``response_tokens`` after ``prompt_tokens``.
 
     Parameters
@@ -115,6 +115,8 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
     concurrency : sequences in flight over all replicas; default: the best within KV memory.
     parallel : Parallelism of one instance; default: searched.
     theoretical : pure datasheet roofline instead of the calibrated model.
+    context_tokens : mean KV context of a running sequence [tokens]; default ``P + R/2``. The RL model
+        passes the length-biased ``P + E[R²]/(2·E[R])`` (rl-modeling.md §4.1).
 
     Raises
     ------
@@ -135,7 +137,7 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
                                                                    cal, precision, kv_precision, p + r)
     if parallel is not None and gpus % par0.gpus:
         raise ScenarioError("gpus", f"{gpus} GPUs cannot be divided into instances of {par0.gpus} ({par0.label()})")
-    ctx = p + r / 2.0
+    ctx = p + r / 2.0 if context_tokens is None else _check_positive("context_tokens", context_tokens)
     best: GenerationEstimate | None = None
     for par in layouts:
         weights, pool = _pool_per_gpu(m, acc, cal, par, precision)

@@ -1,0 +1,191 @@
+"""Trainer and generator capacity of an RL scenario as functions of their GPU counts (vectorised).
+
+Generator (rl-modeling.md §4): the best serving instance for the workload's prompt, response and
+length-biased context comes from :func:`~tcocalc.generation.generation_throughput`; a decode step of
+``b`` running trajectories per instance is fitted as ``t(b) = t0 + t1·b`` between ``b = 1`` and the
+KV-bound ``b_max`` (§4.2, the "latency curve" form), interleaved prefill included. ``N_g`` GPUs run
+``⌊N_g / instance⌋`` replicas. For tool-using trajectories whose KV stays resident while the tool runs,
+only the share ``φ = t_llm / (t_llm + t_env)`` of resident trajectories decodes (§4.7).
+
+Trainer (§3): training tokens/s from :func:`~tcocalc.training.training_throughput` at sequences of the
+mean trajectory length (sequence packing), for the few layout families that win at anchor sizes and
+every data-parallel width in between; per-sample FLOPs use ``E[T²]`` for causal attention.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .accelerators import hardware
+from .calibration import calibration_for
+from .errors import InfeasibleError
+from .generation import generation_throughput
+from .models import ModelArch
+from .parallel import Parallelism
+from .rl_workload import WorkloadStats
+from .training import _candidate_layouts, training_step
+
+__all__ = ["GeneratorCapacity", "generator_capacity", "trainer_capacity", "sample_flops"]
+
+
+@dataclass(frozen=True)
+class GeneratorCapacity:
+    instance: Parallelism
+    instance_gpus: int
+    b_max: float            # KV-bound running trajectories per instance
+    b_op: float             # decoding trajectories per instance in steady state
+    t0: float               # step time at b = 1 [s]
+    t1: float               # step time per extra running trajectory [s]
+    prefill_s: float        # one trajectory's prefill on an idle instance [s]
+    tokens_per_s_per_gpu: float  # steady-state model tokens/s per GPU at b_op
+    latency_s: float        # one trajectory dispatch -> done, tools included [s]
+    weights_per_gpu_bytes: float
+
+    def step_s(self, b):
+        return self.t0 + self.t1 * np.asarray(b, dtype=float)
+
+
+def _gen_key(m: ModelArch, hw: str, precision: str, kv: str | None, ws: WorkloadStats):
+    return (m, hw, precision, kv, round(ws.prefill_tokens, 3), round(ws.generated_per_kept, 3),
+            round(ws.context_tokens, 3), round(ws.tool_s + ws.startup_s, 6), ws.turns)
+
+
+@functools.lru_cache(maxsize=256)
+def _generator_capacity(m, hw, precision, kv, prefill, generated, ctx, env_s, turns, caching) -> GeneratorCapacity:
+    acc = hardware(hw)
+    kw = dict(prompt_tokens=max(prefill, 1.0), response_tokens=max(generated, 1.0), precision=precision,
+              kv_precision=kv, context_tokens=ctx)
+    gpus = acc.scaleup_domain_gpus
+    try:
+        best = generation_throughput(m, acc, gpus=gpus, **kw)
+    except InfeasibleError as exc:
+        if not isinstance(exc.suggestion, int):
+            raise
+        best = generation_throughput(m, acc, gpus=exc.suggestion, **kw)
+    par = best.parallel
+    inst = par.gpus
+    b_max = best.max_concurrency / best.replicas
+    one = generation_throughput(m, acc, gpus=inst, parallel=par, concurrency=1, **kw)
+    full = generation_throughput(m, acc, gpus=inst, parallel=par, concurrency=b_max, **kw)
+    t0 = one.tpot_s
+    t1 = max((full.tpot_s - t0) / max(b_max - 1.0, 1.0), 0.0)
+    prefill_s = max(one.ttft_s - one.tpot_s, 0.0)
+    b_op = b_max
+    t_llm = prefill_s + generated * (t0 + t1 * b_max)
+    if turns > 1 and caching and env_s > 0:
+        phi = t_llm / (t_llm + env_s)
+        b_op = max(1.0, b_max * phi)
+    step = t0 + t1 * b_op
+    latency = prefill_s + generated * step + env_s
+    return GeneratorCapacity(instance=par, instance_gpus=inst, b_max=b_max, b_op=b_op, t0=t0, t1=t1,
+                             prefill_s=prefill_s, tokens_per_s_per_gpu=b_op / step / inst, latency_s=latency,
+                             weights_per_gpu_bytes=best.weights_per_gpu_bytes)
+
+
+def generator_capacity(scn, m: ModelArch, ws: WorkloadStats) -> GeneratorCapacity:
+    """The generator's instance, step-time fit and steady-state rate for this phase (cached)."""
+    g = scn.generator
+    return _generator_capacity(m, hardware(g.hardware).name, g.precision, g.kv_precision, ws.prefill_tokens,
+                               ws.generated_per_kept, ws.context_tokens, ws.tool_s + ws.startup_s, ws.turns,
+                               scn.workload.prefix_caching)
+
+
+def sample_flops(m: ModelArch, ws: WorkloadStats) -> float:
+    """Model FLOPs to train one trajectory: ``6·N_fl·E[T] + 3·L·H_q·(d_qk + d_v)·E[T²]`` (causal attention,
+    rl-modeling §3.1; the second term is ``c_attn·6·L·H_q·d_h·T²/2`` with ``c_attn = 1``)."""
+    width = m.qk_head_dim + m.value_head_dim
+    return 6.0 * m.flop_params * ws.traj_tokens + 3.0 * m.num_layers * m.num_attention_heads * width * ws.traj_tokens_m2
+
+
+@functools.lru_cache(maxsize=256)
+def _families(m, hw, precision, seq, anchors: tuple[int, ...]) -> tuple[tuple[int, int, int, int], ...]:
+    """(tp, pp, ep_per_dp_ratio, vp) families that win at the anchor GPU counts."""
+    from .training import DEFAULT_GLOBAL_BATCH_TOKENS
+
+    acc = hardware(hw)
+    cal = calibration_for(acc)
+    fams = set()
+    for n in anchors:
+        scored = []
+        for par in _candidate_layouts(m, acc, n):
+            gb = max(DEFAULT_GLOBAL_BATCH_TOKENS / seq, float(par.dp))
+            res = training_step(m, acc, cal, par, seq=seq, global_batch=gb, precision=precision)
+            if res is not None:
+                scored.append((gb * seq / res["step_s"], par))
+        scored.sort(key=lambda x: -x[0])
+        for _, par in scored[:3]:
+            fams.add((par.tp, par.pp, par.ep, par.vp))
+    return tuple(sorted(fams))
+
+
+@functools.lru_cache(maxsize=4096)
+def _trainer_rate(m, hw, precision, seq, gbt, n, fams) -> tuple[float, float]:
+    """(tokens/s, MFU) of the best family member at ``n`` GPUs; (0, 0) when nothing fits."""
+    acc = hardware(hw)
+    cal = calibration_for(acc)
+    best = (0.0, 0.0)
+    for tp, pp, ep, vp in fams:
+        if n % (tp * pp):
+            continue
+        dp = n // (tp * pp)
+        if (tp * dp) % ep or (m.is_moe and m.num_experts % ep):
+            continue
+        par = Parallelism(tp=tp, pp=pp, dp=dp, ep=ep, vp=vp)
+        gb = max(gbt / seq, float(dp))
+        res = training_step(m, acc, cal, par, seq=seq, global_batch=gb, precision=precision)
+        if res is None:
+            continue
+        tps = gb * seq / res["step_s"]
+        if tps > best[0]:
+            mfu = m.training_flops_per_token(seq) * tps / (n * acc.peak_flops_per_s(precision))
+            best = (tps, mfu)
+    return best
+
+
+def trainer_capacity(scn, m: ModelArch, ws: WorkloadStats, n_t) -> tuple[np.ndarray, np.ndarray]:
+    """Trainer (samples/s if never starved, busy MFU) for each trainer GPU count in ``n_t``.
+
+    ``samples/s = tokens/s · flops_per_token(E[T]) / (F_sample · (1 + n_extra/3))`` where the extra
+    forward passes (old-policy log-probs, reference model) cost a third of a training pass each.
+    Infeasible counts give 0.
+    """
+    t = scn.trainer
+    hw = hardware(t.hardware).name
+    precision = scn.model.precision
+    seq = float(max(256, round(ws.traj_tokens)))
+    gbt = ws.samples_per_step * ws.traj_tokens / scn.trainer.minibatches_per_step
+    n_t = np.atleast_1d(np.asarray(n_t, dtype=int))
+    lo, hi = int(n_t.min()), int(n_t.max())
+    pow2 = [2 ** i for i in range(0, 20) if lo <= 2 ** i <= hi]
+    anchors = tuple(sorted({lo, hi, int(np.median(n_t)), *pow2}))
+    fams = _families(m, hw, precision, seq, anchors)
+    extra = (1.0 if t.old_logprob_pass else 0.0) + (1.0 if t.reference_model else 0.0)
+    flop_rate_per_token = m.training_flops_per_token(seq)
+    f_sample = sample_flops(m, ws) * (1.0 + extra / 3.0)
+    rates = np.array([_trainer_rate(m, hw, precision, seq, gbt, int(n), fams) for n in n_t])
+    for i in np.flatnonzero(rates[:, 0] == 0):  # no winning family divides this count: search it fully
+        rates[i] = _trainer_rate(m, hw, precision, seq, gbt, int(n_t[i]), _families(m, hw, precision, seq,
+                                                                                     (int(n_t[i]),)))
+    if t.mfu_busy is not None:  # a measured MFU replaces the training model; memory feasibility still applies
+        peak = hardware(hw).peak_flops_per_s(precision)
+        fits = rates[:, 0] > 0
+        return np.where(fits, n_t * peak * t.mfu_busy / f_sample, 0.0), np.where(fits, t.mfu_busy, 0.0)
+    samples = rates[:, 0] * flop_rate_per_token / f_sample
+    return samples, rates[:, 1]
+
+
+def trainer_min_gpus(scn, m: ModelArch, ws: WorkloadStats) -> int:
+    """Smallest trainer GPU count that holds the model (from the training model's infeasibility hint)."""
+    from .training import training_throughput
+
+    seq = float(max(256, round(ws.traj_tokens)))
+    acc = hardware(scn.trainer.hardware)
+    try:
+        training_throughput(m, acc, gpus=1, seq_tokens=seq, precision=scn.model.precision)
+        return 1
+    except InfeasibleError as exc:
+        return int(exc.suggestion) if isinstance(exc.suggestion, int) else math.inf

@@ -1,0 +1,265 @@
+"""RL scenario: what is trained (model), on what (trainer and generator pools), on which workload,
+orchestrated how, with which sandboxes, at what price. Validated once, then frozen.
+
+The TOML layout is the contract's minimum schema (../shared/CONTRACT.md, "Scenario TOML") plus
+documented extensions. Every field carries its unit and default in its description; unknown keys are
+refused naming the key; :func:`load_scenario` turns every problem into a :class:`~tcocalc.errors.ScenarioError`
+naming the dotted field (``workload.group_size``). TOML is parsed as data only (``tomllib``).
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .errors import ScenarioError
+
+__all__ = ["Scenario", "load_scenario", "scenario_from_dict", "MAX_SCENARIO_BYTES"]
+
+MAX_SCENARIO_BYTES = 1_000_000  # a scenario is a few kB; refuse anything near a megabyte unread
+
+Precision = Literal["bf16", "fp8", "fp4"]
+Mode = Literal["colocated", "sync", "one_step_off", "async", "inflight"]
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, validate_default=True)
+
+
+class ModelSection(_Section):
+    name: str = Field(min_length=1, description="catalog name (tc.model_table()), or a label when config is given")
+    precision: Precision = Field("bf16", description="trainer precision (weights and GEMMs)")
+    config: dict[str, Any] | None = Field(None, description="Hugging Face config.json for a model outside the catalog")
+
+
+class TrainerSection(_Section):
+    hardware: str = Field(min_length=1, description="accelerator name (tc.hardware_table())")
+    gpus: int = Field(ge=1, description="trainer GPUs [GPU]")
+    old_logprob_pass: bool = Field(False, description="recompute old-policy log-probs (one extra forward pass)")
+    reference_model: bool = Field(False, description="KL to a reference model (one extra forward pass)")
+    minibatches_per_step: int = Field(1, ge=1, le=100_000, description="optimizer updates per rollout step (g_mb)")
+    mfu_busy: float | None = Field(None, gt=0, le=1, description="measured MFU while training, to use instead of "
+                                                                "the roofline training model (rl-modeling §3.2)")
+
+
+class GeneratorSection(_Section):
+    hardware: str = Field(min_length=1, description="accelerator name; may differ from the trainer's")
+    gpus: int = Field(ge=1, description="generator GPUs [GPU] (colocated: equals trainer.gpus)")
+    precision: Precision = Field("bf16", description="generator weights and GEMMs")
+    kv_precision: Precision | None = Field(None, description="KV cache precision (default: precision; fp8 for fp4)")
+
+
+class SolveRate(_Section):
+    never: float = Field(0.0, ge=0, le=1, description="share of prompts never solved (p = 0)")
+    always: float = Field(0.0, ge=0, le=1, description="share of prompts always solved (p = 1)")
+    beta_a: float = Field(1.0, gt=0, le=1e6, description="the rest have p ~ Beta(a, b)")
+    beta_b: float = Field(1.0, gt=0, le=1e6, description="the rest have p ~ Beta(a, b)")
+
+    @model_validator(mode="after")
+    def _shares(self):
+        if self.never + self.always > 1:
+            raise ValueError("never + always must not exceed 1")
+        return self
+
+
+class Workload(_Section):
+    prompts_per_step: int = Field(ge=1, le=10_000_000, description="prompts per optimizer step")
+    group_size: int = Field(ge=1, le=100_000, description="responses per prompt (G)")
+    prompt_tokens: float = Field(gt=0, le=1e8, description="prompt tokens per trajectory incl. system/tools [token]")
+    response_tokens_mean: float = Field(gt=0, le=1e8, description="mean model tokens per trajectory, all turns, "
+                                                                  "before the cap (lognormal) [token]")
+    response_tokens_p99: float | None = Field(None, gt=0, le=1e9, description="99th percentile [token]; sets sigma")
+    response_tokens_sigma: float | None = Field(None, ge=0, le=5, description="lognormal sigma (instead of p99)")
+    response_tokens_max: float | None = Field(None, gt=0, le=1e9, description="cap [token] (default: no cap)")
+    turns: int = Field(1, ge=1, le=10_000, description="model turns per trajectory (tool calls = turns - 1)")
+    observation_tokens_per_turn: float = Field(0.0, ge=0, le=1e8,
+                                               description="tool output tokens per tool call [token]")
+    prefix_caching: bool = Field(True, description="reuse the KV of earlier turns (else re-prefill every turn)")
+    steps: int = Field(100, ge=1, le=100_000_000, description="optimizer steps in the whole run (default 100)")
+    solve_rate: SolveRate = Field(default_factory=SolveRate)
+
+    @model_validator(mode="after")
+    def _tail(self):
+        if self.response_tokens_p99 is not None and self.response_tokens_sigma is not None:
+            raise ValueError("give response_tokens_p99 or response_tokens_sigma, not both")
+        if self.response_tokens_p99 is not None and self.response_tokens_p99 < self.response_tokens_mean:
+            raise ValueError(f"response_tokens_p99 ({self.response_tokens_p99:g}) is below the mean "
+                             f"({self.response_tokens_mean:g}); a lognormal's p99 exceeds its mean")
+        if self.response_tokens_max is not None and self.response_tokens_max < 1:
+            raise ValueError("response_tokens_max must be at least 1 token")
+        return self
+
+    @property
+    def samples_per_step(self) -> int:
+        return self.prompts_per_step * self.group_size
+
+
+class Orchestration(_Section):
+    mode: Mode = Field("async", description="colocated | sync | one_step_off | async | inflight")
+    max_staleness: int = Field(1, ge=0, le=10_000, description="async/inflight: max policy-version lag [steps]")
+    oversampling: float = Field(0.0, ge=0, le=10, description="extra share of rollouts dispatched and dropped")
+    partial_rollout: bool = Field(False, description="resume unfinished rollouts next step instead of dropping")
+    sync_blocks_trainer: bool = Field(True, description="async modes: the trainer waits while it pushes weights "
+                                                        "(NCCL broadcast, slime/verl); false when the generator "
+                                                        "reloads a checkpoint on its own (Prime RL)")
+    filter_zero_advantage: bool = Field(True, description="drop groups whose rewards are all equal (DAPO dynamic "
+                                                          "sampling); else train on them")
+
+
+class Sandbox(_Section):
+    tool_call_s: float = Field(0.0, ge=0, le=1e6, description="mean sandbox execution per tool call [s]")
+    startup_s: float = Field(0.0, ge=0, le=1e6, description="cold start per sandbox [s]")
+    cpu_cores: float = Field(1.0, ge=0, le=1e4, description="CPU cores per live sandbox")
+    max_concurrency: int = Field(0, ge=0, description="cap on live sandboxes (0 = unlimited)")
+    max_starting: int = Field(0, ge=0, description="cap on sandboxes starting at once (0 = unlimited)")
+    failure_rate: float = Field(0.0, ge=0, lt=1, description="probability a sandbox start fails")
+    retries: int = Field(2, ge=0, le=100, description="start retries before the rollout is lost")
+
+
+class Economics(_Section):
+    usd_per_gpu_hour: float = Field(1.59, gt=0, le=1e5, description="all-in cost per GPU-hour [USD/h] "
+                                                                  "(SemiAnalysis H200 TCO, unconfirmed)")
+    trainer_usd_per_gpu_hour: float | None = Field(None, gt=0, le=1e5, description="override for the trainer pool")
+    generator_usd_per_gpu_hour: float | None = Field(None, gt=0, le=1e5, description="override for the generator pool")
+    usd_per_cpu_core_hour: float = Field(0.04, ge=0, le=1e4, description="sandbox CPU [USD/core-hour]")
+    tinker_price_date: str = Field("2026-01-05", description="Tinker price list to compare with")
+
+
+class Phase(_Section):
+    name: str = Field(min_length=1)
+    start_step: int = Field(ge=0, description="first optimizer step of this phase")
+    response_scale: float = Field(1.0, gt=0, le=1000, description="multiplies response mean and p99")
+    turns: int | None = Field(None, ge=1, le=10_000)
+    tool_call_s: float | None = Field(None, ge=0, le=1e6)
+    always_solved: float | None = Field(None, ge=0, le=1, description="overrides workload.solve_rate.always")
+
+
+class Scenario(_Section):
+    """A validated RL post-training scenario (see the module docstring and scenarios/*.toml)."""
+
+    name: str = Field("scenario", min_length=1, max_length=200)
+    description: str = Field("", max_length=10_000)
+    model: ModelSection
+    trainer: TrainerSection
+    generator: GeneratorSection
+    workload: Workload
+    orchestration: Orchestration = Field(default_factory=Orchestration)
+    sandbox: Sandbox = Field(default_factory=Sandbox)
+    economics: Economics = Field(default_factory=Economics)
+    phases: tuple[Phase, ...] = ()
+
+    @field_validator("phases")
+    @classmethod
+    def _phases_sorted(cls, v):
+        starts = [p.start_step for p in v]
+        if starts != sorted(starts) or len(set(starts)) != len(starts):
+            raise ValueError("phases must have distinct start_step values in increasing order")
+        return v
+
+    @model_validator(mode="after")
+    def _check(self):
+        if self.orchestration.mode == "colocated" and self.generator.gpus != self.trainer.gpus:
+            raise ValueError("colocated: generator.gpus must equal trainer.gpus (one shared pool)")
+        if self.phases and self.phases[0].start_step >= self.workload.steps:
+            raise ValueError("the first phase starts after the last step")
+        return self
+
+    @property
+    def total_gpus(self) -> int:
+        """GPUs paid for: one pool when colocated, both pools otherwise."""
+        if self.orchestration.mode == "colocated":
+            return self.trainer.gpus
+        return self.trainer.gpus + self.generator.gpus
+
+    def with_split(self, trainer_gpus: int, generator_gpus: int) -> Scenario:
+        """A copy with another trainer/generator split."""
+        return self.model_copy(update={
+            "trainer": self.trainer.model_copy(update={"gpus": int(trainer_gpus)}),
+            "generator": self.generator.model_copy(update={"gpus": int(generator_gpus)}),
+        })
+
+    def to_dict(self) -> dict:
+        """Plain data (no None values), the TOML layout."""
+        return _strip_none(self.model_dump(mode="python"))
+
+    def to_toml(self, path: str | Path | None = None) -> str:
+        """The scenario as TOML text (written to ``path`` when given); :func:`load_scenario` reads it back."""
+        import tomli_w
+
+        data = self.to_dict()
+        phases = data.pop("phases", [])
+        if phases:
+            data["phases"] = phases
+        text = tomli_w.dumps(data)
+        if path is not None:
+            Path(path).write_text(text)
+        return text
+
+
+def _strip_none(obj):
+    if isinstance(obj, dict):
+        return {k: _strip_none(v) for k, v in obj.items() if v is not None and not (k == "phases" and not v)}
+    if isinstance(obj, list | tuple):
+        return [_strip_none(v) for v in obj]
+    return obj
+
+
+def _field_path(loc: tuple) -> str:
+    return ".".join(str(p) for p in loc if not isinstance(p, int) or True)
+
+
+def scenario_from_dict(data: Any) -> Scenario:
+    """Validate plain data (a parsed TOML document) into a :class:`Scenario`.
+
+    Raises :class:`ScenarioError` naming the first offending field, e.g. ``workload.group_size``.
+    """
+    if not isinstance(data, dict):
+        raise ScenarioError("", "a scenario must be a table of sections ([model], [trainer], ...)")
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        if err["type"] == "extra_forbidden":
+            raise ScenarioError(loc, "unknown key (check the spelling; see the documented schema)") from None
+        if err["type"] == "missing":
+            raise ScenarioError(loc, "missing (required)") from None
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] in ("finite_number",) or (isinstance(err.get("input"), float) and not
+                                                 math.isfinite(err["input"])):
+            msg = "must be a finite number"
+        raise ScenarioError(loc or "scenario", msg) from None
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read a scenario TOML file. Every problem (missing file, size, bad TOML, bad values) is a
+    :class:`ScenarioError` naming the file or field."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+    except OSError as exc:
+        raise ScenarioError("path", f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
+    if size > MAX_SCENARIO_BYTES:
+        raise ScenarioError("path", f"{p.name} is {size:,} bytes; a scenario must be under {MAX_SCENARIO_BYTES:,}")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError("path", f"cannot read {p.name} as UTF-8 text: {exc}") from None
+    return loads_scenario(text, source=p.name)
+
+
+def loads_scenario(text: str, *, source: str = "<text>") -> Scenario:
+    """Parse scenario TOML text (as :func:`load_scenario`)."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_SCENARIO_BYTES:
+        raise ScenarioError("path", f"{source} is larger than {MAX_SCENARIO_BYTES:,} bytes")
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError("toml", f"{source} is not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ScenarioError("toml", f"{source} nests too deeply") from None
+    return scenario_from_dict(data)

@@ -1,0 +1,111 @@
+"""Tinker (Thinking Machines) list prices and the cost of one RL trajectory on it.
+
+Billing (tinker-docs "Pricing Terms"; validation TK-01): prompt tokens at the prefill price, sampled
+tokens at the sample price, every trained token at the train price. Prices are per million tokens from
+``data/tinker_prices.csv``, each row with its list dates and source. A model the chosen list does not
+offer raises :class:`~tcocalc.errors.MissingSpecError` ("not offered"); no price is made up.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+from dataclasses import dataclass
+
+from ._data import data_dir
+from ._names import close_matches, normalize
+from .errors import MissingSpecError, ScenarioError
+
+__all__ = ["TinkerQuote", "tinker_cost", "tinker_price_table", "DEFAULT_TINKER_DATE"]
+
+DEFAULT_TINKER_DATE = "2026-01-05"
+
+
+@dataclass(frozen=True)
+class TinkerQuote:
+    """One trajectory on Tinker: ``usd`` in total and ``usd_per_mtok`` per million trained tokens."""
+
+    model: str
+    usd: float
+    usd_per_mtok: float
+    prefill_usd_per_mtok: float
+    sample_usd_per_mtok: float
+    train_usd_per_mtok: float
+    list_from: str
+    source: str
+
+
+@functools.cache
+def _rows() -> tuple[dict, ...]:
+    with (data_dir() / "tinker_prices.csv").open() as f:
+        rows = tuple(csv.DictReader(f))
+    for r in rows:
+        for k in ("prefill_usd_per_mtok", "sample_usd_per_mtok", "train_usd_per_mtok"):
+            r[k] = float(r[k])
+    return rows
+
+
+def tinker_price_table():
+    """The price rows as a DataFrame (USD per million tokens, list dates, sources)."""
+    import pandas as pd
+
+    return pd.DataFrame(list(_rows()))
+
+
+def _check_date(date: str) -> str:
+    import datetime as dt
+
+    try:
+        dt.date.fromisoformat(str(date))
+    except ValueError:
+        raise ScenarioError("economics.tinker_price_date", f"{date!r} is not a date (YYYY-MM-DD)") from None
+    return str(date)
+
+
+def _price_row(model_name: str, price_date: str | None) -> dict:
+    key = normalize(model_name)
+    matches = [r for r in _rows() if key in (normalize(r["model"]), normalize(r["catalog_name"]),
+                                             normalize(r["tinker_id"]))]
+    if not matches:
+        try:  # a catalog alias (e.g. "Llama-3.3-70B" -> Llama-3.1-70B)
+            from .models import model as catalog_model
+
+            canon = normalize(catalog_model(model_name).name)
+            matches = [r for r in _rows() if normalize(r["catalog_name"]) == canon]
+        except Exception:
+            matches = []
+    if not matches:
+        names = [r["catalog_name"] or r["model"] for r in _rows()]
+        hint = close_matches(model_name, names)
+        raise MissingSpecError(f"{model_name!r} is not offered by Tinker in any price list we have"
+                               + (f"; close: {', '.join(hint)}" if hint else ""))
+    if price_date is None:
+        return max(matches, key=lambda r: r["list_from"])
+    date = _check_date(price_date)
+    dated = [r for r in matches if r["list_from"] <= date and (not r["list_to"] or date <= r["list_to"])]
+    if not dated:
+        have = ", ".join(sorted({r["list_from"] for r in matches}))
+        raise MissingSpecError(f"{model_name!r} is not offered by Tinker on {date} (lists with it start {have})")
+    return max(dated, key=lambda r: r["list_from"])
+
+
+def tinker_cost(model_name: str, *, prompt_tokens: float, response_tokens: float, price_date: str | None = None,
+                train_tokens: float | None = None) -> TinkerQuote:
+    """Tinker's price for one trajectory (validation TK-01, issue 6 identity).
+
+    ``usd = prompt·prefill + response·sample + train·train`` (train tokens default to prompt + response);
+    ``usd_per_mtok`` divides by the trained tokens. ``price_date`` picks the list (default: the latest
+    list that offers the model).
+    """
+    for name, v in (("prompt_tokens", prompt_tokens), ("response_tokens", response_tokens)):
+        if not isinstance(v, int | float) or v < 0 or v != v or v == float("inf"):
+            raise ScenarioError(name, f"must be a finite number >= 0, got {v!r}")
+    trained = prompt_tokens + response_tokens if train_tokens is None else train_tokens
+    if trained <= 0:
+        raise ScenarioError("train_tokens", "a trajectory must train on at least one token")
+    r = _price_row(model_name, price_date)
+    usd = (prompt_tokens * r["prefill_usd_per_mtok"] + response_tokens * r["sample_usd_per_mtok"]
+           + trained * r["train_usd_per_mtok"]) / 1e6
+    return TinkerQuote(model=r["model"], usd=usd, usd_per_mtok=usd / trained * 1e6,
+                       prefill_usd_per_mtok=r["prefill_usd_per_mtok"], sample_usd_per_mtok=r["sample_usd_per_mtok"],
+                       train_usd_per_mtok=r["train_usd_per_mtok"], list_from=r["list_from"], source=r["source"])

@@ -1,0 +1,150 @@
+"""Workload statistics for RL rollouts: length distribution, useful groups, tails, multi-turn, staleness.
+
+Pure, vectorisable functions; each cites its formula in ../shared/reference/rl-modeling.md (§ numbers
+below) and is reproduced by a test (tests/test_workload.py, validation ID-*, TAIL-*, MT-*).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import ndtr, ndtri
+
+from .errors import ScenarioError
+
+__all__ = [
+    "Z99", "lognormal_from_mean_p99", "lognormal_mu", "lognormal_partial_moment", "capped_moment",
+    "truncated_share", "useful_probability", "useful_group_fraction", "blom_z", "expected_max",
+    "oversampling_cutoff", "multiturn_prefill_tokens", "cache_hit_fraction", "staleness_means",
+    "intra_step_lag",
+]
+
+Z99 = float(ndtri(0.99))  # 2.3263
+
+
+def lognormal_from_mean_p99(mean: float, p99: float) -> float:
+    """σ of a lognormal with the given mean and 99th percentile (rl-modeling §2.1).
+
+    ``ln p99 − ln mean = z·σ − σ²/2`` with ``z = Φ⁻¹(0.99)``; the smaller root
+    ``σ = z − sqrt(z² − 2·ln(p99/mean))``. Needs ``mean ≤ p99 ≤ e^{z²/2}·mean ≈ 14.97·mean``.
+    """
+    if p99 < mean:
+        raise ScenarioError("workload.response_tokens_p99", f"{p99:g} is below the mean {mean:g}")
+    disc = Z99 ** 2 - 2.0 * math.log(p99 / mean)
+    if disc < 0:
+        raise ScenarioError("workload.response_tokens_p99",
+                            f"p99/mean = {p99 / mean:.1f} exceeds the lognormal's limit "
+                            f"{math.exp(Z99 ** 2 / 2):.2f}; give response_tokens_sigma instead")
+    return Z99 - math.sqrt(disc)
+
+
+def lognormal_mu(mean: float, sigma: float) -> float:
+    """μ from the (uncapped) mean: ``μ = ln m − σ²/2``."""
+    return math.log(mean) - sigma ** 2 / 2.0
+
+
+def lognormal_partial_moment(j: float, mu: float, sigma: float, cap: float) -> float:
+    """``E[R^j; R ≤ L] = exp(jμ + j²σ²/2)·Φ((ln L − μ − jσ²)/σ)`` (rl-modeling §2.1)."""
+    full = math.exp(j * mu + j * j * sigma * sigma / 2.0)
+    if sigma == 0:
+        return full if math.exp(mu) <= cap else 0.0
+    return full * float(ndtr((math.log(cap) - mu - j * sigma * sigma) / sigma))
+
+
+def truncated_share(mu: float, sigma: float, cap: float | None) -> float:
+    """Share of responses that hit the cap: ``1 − Φ((ln L − μ)/σ)``."""
+    if cap is None:
+        return 0.0
+    if sigma == 0:
+        return 1.0 if math.exp(mu) > cap else 0.0
+    return float(1.0 - ndtr((math.log(cap) - mu) / sigma))
+
+
+def capped_moment(j: float, mu: float, sigma: float, cap: float | None) -> float:
+    """``E[min(R, L)^j] = E[R^j; R ≤ L] + L^j·(1 − Φ((ln L − μ)/σ))`` (rl-modeling §2.1)."""
+    if cap is None:
+        return math.exp(j * mu + j * j * sigma * sigma / 2.0)
+    return lognormal_partial_moment(j, mu, sigma, cap) + cap ** j * truncated_share(mu, sigma, cap)
+
+
+def useful_probability(p, group_size: int):
+    """``P(useful | p, G) = 1 − p^G − (1 − p)^G`` for binary rewards (rl-modeling §2.2)."""
+    p = np.asarray(p, dtype=float)
+    return 1.0 - p ** group_size - (1.0 - p) ** group_size
+
+
+def useful_group_fraction(group_size: int, *, never: float = 0.0, always: float = 0.0, beta_a: float = 1.0,
+                          beta_b: float = 1.0) -> float:
+    """Share of groups whose rewards are not all equal, for the solve-rate mixture (rl-modeling §2.2).
+
+    ``f_u = (1 − z0 − z1)·(1 − E[p^G] − E[(1−p)^G])`` with the Beta closed forms
+    ``E[p^G] = Π_{i<G} (a+i)/(a+b+i)`` and ``E[(1−p)^G] = Π_{i<G} (b+i)/(a+b+i)``.
+    Uniform p gives ``(G−1)/(G+1)``.
+    """
+    if group_size < 1:
+        raise ScenarioError("workload.group_size", "must be at least 1")
+    i = np.arange(group_size, dtype=float)
+    # products in log space: stable for large G
+    e_pg = math.exp(float(np.sum(np.log(beta_a + i) - np.log(beta_a + beta_b + i))))
+    e_qg = math.exp(float(np.sum(np.log(beta_b + i) - np.log(beta_a + beta_b + i))))
+    return max(0.0, (1.0 - never - always) * (1.0 - e_pg - e_qg))
+
+
+def blom_z(n) -> np.ndarray:
+    """Blom's normal score for the maximum of ``n`` draws: ``Φ⁻¹((n − 0.375)/(n + 0.25))``."""
+    n = np.asarray(n, dtype=float)
+    return ndtri((n - 0.375) / (n + 0.25))
+
+
+def expected_max(n, mu: float, sigma: float, cap: float | None):
+    """``E[max_n R] ≈ min(L, exp(μ + σ·z_n))`` (rl-modeling §4.5; order statistics, Blom)."""
+    m = np.exp(mu + sigma * blom_z(np.maximum(n, 1.0)))
+    return np.minimum(m, cap) if cap is not None else m
+
+
+def oversampling_cutoff(alpha: float, mu: float, sigma: float, cap: float | None) -> float:
+    """Step length in tokens when ``(1+α)·N`` are dispatched and the first ``N`` kept:
+    ``τ = exp(μ + σ·Φ⁻¹(1/(1+α)))`` (rl-modeling §4.6; validation ID-08)."""
+    if alpha <= 0:
+        return math.inf if cap is None else cap
+    tau = math.exp(mu + sigma * float(ndtri(1.0 / (1.0 + alpha))))
+    return min(tau, cap) if cap is not None else tau
+
+
+def multiturn_prefill_tokens(first_prompt: float, per_turn_growth: float, turns: int, *, caching: bool) -> float:
+    """Prefill tokens of one episode.
+
+    Without prefix caching every turn re-prefills the whole context:
+    ``K·P0 + Δ·K(K−1)/2`` (Fireworks multi-turn cost doc; validation MT-01). With caching only the new
+    tokens: ``P0 + (K−1)·Δ``.
+    """
+    k = float(turns)
+    if caching:
+        return first_prompt + (k - 1.0) * per_turn_growth
+    return k * first_prompt + per_turn_growth * k * (k - 1.0) / 2.0
+
+
+def cache_hit_fraction(first_prompt: float, per_turn_growth: float, turns: int) -> float:
+    """Share of re-prefilled tokens a prefix cache would serve:
+    ``1 − (P0 + (K−1)Δ)/(K·P0 + Δ·K(K−1)/2)`` (validation MT-01/MT-02)."""
+    total = multiturn_prefill_tokens(first_prompt, per_turn_growth, turns, caching=False)
+    return 1.0 - multiturn_prefill_tokens(first_prompt, per_turn_growth, turns, caching=True) / total
+
+
+def staleness_means(in_flight, queued, batch, sigma: float) -> dict:
+    """Mean policy-version lag from Little's law (rl-modeling §5.3; validation ID-06).
+
+    sample-weighted ``(C + Q)/B``; token-weighted ``(C·e^{σ²} + Q)/B`` (decode duration ∝ length, so
+    ``1 + CV² = e^{σ²}``); with in-flight weight updates the token-weighted lag is
+    ``Q/B + (C/B)·e^{σ²}/2``.
+    """
+    c, q, b = (np.asarray(x, dtype=float) for x in (in_flight, queued, batch))
+    bias = math.exp(sigma * sigma)
+    return {"sample": (c + q) / b, "token": (c * bias + q) / b, "inflight_token": q / b + (c / b) * bias / 2.0}
+
+
+def intra_step_lag(minibatches: int) -> tuple[float, float]:
+    """(mean, max) lag from ``g_mb`` optimizer updates per rollout step: ``(g−1)/2`` and ``g−1``
+    (PipelineRL's definition; validation ID-07)."""
+    return (minibatches - 1) / 2.0, float(minibatches - 1)
