@@ -19,7 +19,7 @@ __all__ = ["Calibration", "calibration_for"]
 _FACTORS = (
     "hbm_efficiency", "scaleup_efficiency", "scaleout_efficiency", "op_overhead_s", "kv_memory_fraction",
     "inference_workspace_bytes", "training_memory_fraction", "tp_comm_exposed", "dp_comm_exposed",
-    "ep_comm_exposed",
+    "ep_comm_exposed", "host_offload_bytes_per_s",
     "gemm_efficiency_bf16", "gemm_efficiency_fp8", "gemm_efficiency_fp4", "attention_efficiency",
     "gemm_half_dim", "gemm_tile_rows", "alltoall_latency_scaleup_s",
     "alltoall_latency_scaleout_s", "inference_runtime_efficiency", "training_runtime_efficiency",
@@ -27,7 +27,8 @@ _FACTORS = (
 _OPTIONAL = {"gemm_efficiency_fp8", "gemm_efficiency_fp4"}
 _KINDS = {"measured", "published", "fitted", "assumption", "borrowed"}
 _FRACTIONS = set(_FACTORS) - {"op_overhead_s", "inference_workspace_bytes", "gemm_half_dim", "gemm_tile_rows",
-                                     "alltoall_latency_scaleup_s", "alltoall_latency_scaleout_s"}
+                                     "alltoall_latency_scaleup_s", "alltoall_latency_scaleout_s",
+                                     "host_offload_bytes_per_s"}
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class Calibration:
     tp_comm_exposed: float
     dp_comm_exposed: float
     ep_comm_exposed: float
+    host_offload_bytes_per_s: float
     gemm_efficiency_bf16: float
     gemm_efficiency_fp8: float | None
     gemm_efficiency_fp4: float | None
@@ -81,7 +83,7 @@ def _peak(generation: str) -> Calibration:
     """The theoretical tier: every efficiency 1, no overheads, no shape penalty, all memory usable."""
     ones = {k: 1.0 for k in _FACTORS}
     ones.update(op_overhead_s=0.0, inference_workspace_bytes=0.0, gemm_half_dim=0.0, gemm_tile_rows=0.0,
-                alltoall_latency_scaleup_s=0.0, alltoall_latency_scaleout_s=0.0)
+                alltoall_latency_scaleup_s=0.0, alltoall_latency_scaleout_s=0.0, host_offload_bytes_per_s=1e30)
     return Calibration(generation=generation, tier="theoretical", **ones)
 
 

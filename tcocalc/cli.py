@@ -74,6 +74,69 @@ def _cmd_validate(args) -> int:
     return 0
 
 
+def _cost_lines(report):
+    """Hourly cost lines of the evaluated split (GPUs per pool, sandbox CPUs) [USD/h]."""
+    import pandas as pd
+
+    scn, met = report.scenario, report.metrics
+    econ = scn.economics
+    p_t = econ.trainer_usd_per_gpu_hour or econ.usd_per_gpu_hour
+    p_g = econ.generator_usd_per_gpu_hour or econ.usd_per_gpu_hour
+    rows = [{"line": "trainer GPUs", "quantity": met["trainer_gpus"], "unit": "GPU", "usd_per_unit_hour": p_t,
+             "usd_per_hour": met["trainer_gpus"] * p_t}]
+    if scn.orchestration.mode != "colocated":
+        rows.append({"line": "generator GPUs", "quantity": met["generator_gpus"], "unit": "GPU",
+                     "usd_per_unit_hour": p_g, "usd_per_hour": met["generator_gpus"] * p_g})
+    rows.append({"line": "sandbox CPU cores", "quantity": met["sandbox_cpu_cores"], "unit": "core",
+                 "usd_per_unit_hour": econ.usd_per_cpu_core_hour,
+                 "usd_per_hour": met["sandbox_cpu_cores"] * econ.usd_per_cpu_core_hour})
+    df = pd.DataFrame(rows)
+    return df.rename(columns={"usd_per_unit_hour": "price [USD/unit-h]", "usd_per_hour": "cost [USD/h]",
+                              "quantity": "quantity"})
+
+
+def _cmd_run(args) -> int:
+    import json
+    from pathlib import Path
+
+    from .errors import ScenarioError
+    from .rl import METRIC_UNITS, evaluate, solve_split
+    from .scenario import load_scenario
+
+    if args.simulate:
+        raise ScenarioError("--simulate", "the discrete-event simulator is not in this release yet; "
+                                          "run without --simulate for the analytical model")
+    scn = load_scenario(args.scenario)
+    report = solve_split(scn) if args.solve else evaluate(scn)
+    if args.csv:
+        out = Path(args.csv)
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ScenarioError("--csv", f"cannot create {out}: {exc.strerror or exc}") from None
+        report.to_csv(out / "metrics.csv")
+        _cost_lines(report).to_csv(out / "cost_breakdown.csv", index=False)
+        report.phases.to_csv(out / "phases.csv", index=False)
+        if report.sweep is not None:
+            report.sweep.to_csv(out / "sweep.csv", index=False)
+    if args.json:
+        print(json.dumps(report.metrics))
+        return 0
+    print(f"{scn.name}: {scn.description}" if scn.description else scn.name)
+    print(f"mode {scn.orchestration.mode}; trainer {report.metrics['trainer_gpus']:.0f} x {scn.trainer.hardware}, "
+          f"generator {report.metrics['generator_gpus']:.0f} x {scn.generator.hardware}"
+          + (" (solved split)" if args.solve else ""))
+    for key, value in report.metrics.items():
+        unit, meaning = METRIC_UNITS[key]
+        shown = "not offered" if value is None else _fmt(value)
+        print(f"  {key:40s} {shown:>14s} {unit:12s} {meaning}")
+    for line in report.advice:
+        print(f"* {line}")
+    if args.csv:
+        print(f"CSV tables written to {args.csv}/")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tcocalc", description="Plan RL post-training clusters: split, speed and cost.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -83,6 +146,13 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--csv", action="store_true", help="print CSV instead of a text table")
         sp.add_argument("--sources", action="store_true", help="include the source and date of every figure")
         sp.set_defaults(func=func)
+    sp = sub.add_parser("run", help="evaluate an RL scenario (TOML): split, throughput, idle, staleness, cost")
+    sp.add_argument("scenario", help="path to a scenario TOML file (see scenarios/)")
+    sp.add_argument("--solve", action="store_true", help="find the best trainer/generator split")
+    sp.add_argument("--simulate", action="store_true", help="cross-check with the discrete-event simulator")
+    sp.add_argument("--csv", metavar="DIR", help="write metrics, sweep, phases and cost breakdown as CSV into DIR")
+    sp.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
+    sp.set_defaults(func=_cmd_run)
     sp = sub.add_parser("validate", help="predicted vs published for every validation case, with errors")
     sp.add_argument("--csv", action="store_true", help="print CSV instead of a text table")
     sp.add_argument("--sources", action="store_true", help="include each case's source")
@@ -99,10 +169,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except TcocalcError as exc:
-        print(f"tcocalc: error: {exc}", file=sys.stderr)
+        print(f"tcocalc: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:  # e.g. `tcocalc hardware | head`
         return 0
+    except (OSError, ValueError, RecursionError, MemoryError) as exc:  # never a traceback for bad input
+        print(f"tcocalc: error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:500]
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -74,14 +74,16 @@ def _f(x, half):
 
 
 def _gemm_eff(cal: Calibration, precision: str, m, n, k):
-    """η_gemm = η_max · m/(m + tile/2) · f(n) · f(k).
+    """η_gemm = η_max · m/(m + min(m, tile)/2) · f(n) · f(k).
 
     Rows ``m``: tile quantisation, a GEMM pads its rows to the tile height (128 on Hopper/Blackwell
-    CUTLASS kernels), half a tile wasted on average (grouped MoE GEMMs pad every expert). Columns and
+    CUTLASS kernels), half a tile wasted on average (grouped MoE GEMMs pad every expert); below one
+    tile, kernels pick smaller tiles (or swap operands), so the waste shrinks with ``m``. Columns and
     depth: small matrices fill the GPU's waves poorly, ``f(x) = x/(x + x_half)`` with ``x_half`` fitted.
     """
-    return (cal.gemm_efficiency(precision) * _f(m, cal.gemm_tile_rows / 2.0) * _f(n, cal.gemm_half_dim)
-            * _f(k, cal.gemm_half_dim))
+    m = np.asarray(m, dtype=float)
+    rows = m / (m + np.minimum(m, cal.gemm_tile_rows) / 2.0) if cal.gemm_tile_rows else np.ones_like(m)
+    return cal.gemm_efficiency(precision) * rows * _f(n, cal.gemm_half_dim) * _f(k, cal.gemm_half_dim)
 
 
 def _attn_precision(m: ModelArch, acc: Accelerator, kv_precision: str) -> str:

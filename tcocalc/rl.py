@@ -32,7 +32,7 @@ from .rl_capacity import GeneratorCapacity, generator_capacity, trainer_capacity
 from .rl_workload import WorkloadStats, phase_list, workload_stats
 from .scenario import Scenario
 from .weight_sync import weight_sync_seconds
-from .workload import expected_max, intra_step_lag, multiturn_prefill_tokens
+from .workload import expected_max, intra_step_lag, multiturn_prefill_tokens, staleness_throughput_cap
 
 __all__ = ["RLReport", "evaluate", "solve_split", "METRIC_UNITS", "OBJECTIVES"]
 
@@ -211,20 +211,34 @@ def _pipeline(scn: Scenario, m: ModelArch, ws: WorkloadStats, gcap: GeneratorCap
     else:
         eta = scn.orchestration.max_staleness
         mu_eff = B / (t_train + (t_sync if scn.orchestration.sync_blocks_trainer else 0.0))
+        # Per weight update the generator pauses for the sync; with partial rollout (interruptible, AReaL)
+        # it also discards the in-flight KV and re-prefills those contexts (rl-modeling §4.6).
+        reprefill = scn.orchestration.partial_rollout and mode == "async"
         lam_paused = lam_g / (1.0 + lam_g * t_sync / B)
         # Fixed point: a throttled generator runs fewer trajectories per replica, so each finishes sooner
         # (W_gen falls), which relaxes the staleness cap (η+1)·B/W_gen (Little's law, §5.4).
         w_env = w_gen - gcap.prefill_s - gen_per_dispatched * step_op
+        phi_share = gcap.b_op / gcap.b_max if gcap.b_max else 1.0   # decoding share of resident trajectories
+        tail_tokens = float(expected_max(n_disp, ws.mu, ws.sigma, ws.cap))
+        if scn.orchestration.oversampling > 0:
+            tail_tokens = min(tail_tokens, ws.tau)
         b = np.full(n_t.shape, gcap.b_op)
         for _ in range(30):
             w = gcap.prefill_s + gen_per_dispatched * (gcap.t0 + gcap.t1 * b) + w_env
-            x = np.minimum(np.minimum(lam_paused, mu_eff), keep * (eta + 1) * B / w)
+            if reprefill:
+                pause = t_sync + b * rep_safe / phi_share * ws.context_tokens / (gcap.prefill_tokens_per_s * rep_safe)
+                lam_paused = lam_g / (1.0 + lam_g * pause / B)
+            # The oldest batch's longest trajectory must finish within η+1 steps of its dispatch, so
+            # T_step ≥ T_tail/(η+1): a small staleness bound makes the trainer wait for the tail (verl
+            # RL-05), a large one hides it. T_tail runs at the current batch's step time.
+            t_tail = gcap.prefill_s + tail_tokens * (gcap.t0 + gcap.t1 * b) + w_env
+            x = np.minimum(np.minimum(lam_paused, mu_eff),
+                           staleness_throughput_cap(eta, B, np.maximum(w / keep, t_tail)))
             if ws.uses_sandbox and sb.max_concurrency > 0:
                 x = np.minimum(x, keep * sb.max_concurrency / w)
             if ws.uses_sandbox and sb.max_starting > 0 and startup > 0:
                 x = np.minimum(x, keep * sb.max_starting / startup)
-            b_new = np.clip((x / keep) * w / rep_safe * (gcap.b_op / gcap.b_max if gcap.b_max else 1.0), 1.0,
-                            gcap.b_op)
+            b_new = np.clip((x / keep) * w / rep_safe * phi_share, 1.0, gcap.b_op)
             if np.allclose(b_new, b, rtol=1e-6):
                 break
             b = 0.5 * (b + b_new)
@@ -235,7 +249,7 @@ def _pipeline(scn: Scenario, m: ModelArch, ws: WorkloadStats, gcap: GeneratorCap
         gen_cap_samples = lam_g
         mu_safe = mu_eff  # capacity if never starved includes the per-step weight push it must make
         inflight = (x / keep) * w_gen
-        trainer_bound = mu_eff < np.minimum(lam_paused, keep * (eta + 1) * B / w_gen)
+        trainer_bound = np.isclose(x, mu_eff) & (mu_eff < lam_paused)
         queued = np.where(trainer_bound, np.maximum(B / 2.0, (eta + 1) * B - inflight * keep), B / 2.0)
 
     trainer_idle = np.clip(trainer_idle, 0.0, 1.0)
@@ -416,6 +430,7 @@ def _ramp_hours(scn: Scenario, per_phase) -> float:
 
 def _evaluate_split(scn: Scenario, n_t: int, n_g: int) -> tuple[dict, object, list, dict]:
     m = _resolve_model(scn)
+    _resolve_hw(scn)
     per_phase = []
     details = {}
     for name, start, steps, over in phase_list(scn):

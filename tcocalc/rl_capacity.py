@@ -44,6 +44,7 @@ class GeneratorCapacity:
     tokens_per_s_per_gpu: float  # steady-state model tokens/s per GPU at b_op
     latency_s: float        # one trajectory dispatch -> done, tools included [s]
     weights_per_gpu_bytes: float
+    prefill_tokens_per_s: float  # bulk prefill rate of one instance at the running context [token/s]
 
     def step_s(self, b):
         return self.t0 + self.t1 * np.asarray(b, dtype=float)
@@ -81,9 +82,13 @@ def _generator_capacity(m, hw, precision, kv, prefill, generated, ctx, env_s, tu
         b_op = max(1.0, b_max * phi)
     step = t0 + t1 * b_op
     latency = prefill_s + generated * step + env_s
+    from .kernels import prefill as prefill_kernel
+
+    bulk = prefill_kernel(m, acc, parallel=par, batch=max(par.dp * par.pp, 1) * 8, prompt_tokens=max(ctx, 1.0),
+                          precision=precision, kv_precision=kv)
     return GeneratorCapacity(instance=par, instance_gpus=inst, b_max=b_max, b_op=b_op, t0=t0, t1=t1,
                              prefill_s=prefill_s, tokens_per_s_per_gpu=b_op / step / inst, latency_s=latency,
-                             weights_per_gpu_bytes=best.weights_per_gpu_bytes)
+                             weights_per_gpu_bytes=best.weights_per_gpu_bytes, prefill_tokens_per_s=bulk.tokens_per_s)
 
 
 def generator_capacity(scn, m: ModelArch, ws: WorkloadStats) -> GeneratorCapacity:
@@ -114,6 +119,8 @@ def _families(m, hw, precision, seq, anchors: tuple[int, ...]) -> tuple[tuple[in
         for par in _candidate_layouts(m, acc, n):
             gb = max(DEFAULT_GLOBAL_BATCH_TOKENS / seq, float(par.dp))
             res = training_step(m, acc, cal, par, seq=seq, global_batch=gb, precision=precision)
+            if res is None:
+                res = training_step(m, acc, cal, par, seq=seq, global_batch=gb, precision=precision, offload=True)
             if res is not None:
                 scored.append((gb * seq / res["step_s"], par))
         scored.sort(key=lambda x: -x[0])
@@ -137,6 +144,8 @@ def _trainer_rate(m, hw, precision, seq, gbt, n, fams) -> tuple[float, float]:
         par = Parallelism(tp=tp, pp=pp, dp=dp, ep=ep, vp=vp)
         gb = max(gbt / seq, float(dp))
         res = training_step(m, acc, cal, par, seq=seq, global_batch=gb, precision=precision)
+        if res is None:  # optimizer offload when the GPUs alone cannot hold the state (verl RL-08)
+            res = training_step(m, acc, cal, par, seq=seq, global_batch=gb, precision=precision, offload=True)
         if res is None:
             continue
         tps = gb * seq / res["step_s"]

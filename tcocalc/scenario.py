@@ -27,7 +27,7 @@ Mode = Literal["colocated", "sync", "one_step_off", "async", "inflight"]
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, validate_default=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, validate_default=True, strict=True)
 
 
 class ModelSection(_Section):
@@ -100,7 +100,8 @@ class Workload(_Section):
 
 class Orchestration(_Section):
     mode: Mode = Field("async", description="colocated | sync | one_step_off | async | inflight")
-    max_staleness: int = Field(1, ge=0, le=10_000, description="async/inflight: max policy-version lag [steps]")
+    max_staleness: float = Field(1.0, ge=0, le=10_000, description="async/inflight: max policy-version lag [steps]; "
+                                 "fractional values bound the share of stale samples (verl staleness_threshold)")
     oversampling: float = Field(0.0, ge=0, le=10, description="extra share of rollouts dispatched and dropped")
     partial_rollout: bool = Field(False, description="resume unfinished rollouts next step instead of dropping")
     sync_blocks_trainer: bool = Field(True, description="async modes: the trainer waits while it pushes weights "
@@ -150,7 +151,7 @@ class Scenario(_Section):
     orchestration: Orchestration = Field(default_factory=Orchestration)
     sandbox: Sandbox = Field(default_factory=Sandbox)
     economics: Economics = Field(default_factory=Economics)
-    phases: tuple[Phase, ...] = ()
+    phases: tuple[Phase, ...] = Field((), strict=False)  # TOML arrays arrive as lists
 
     @field_validator("phases")
     @classmethod

@@ -58,6 +58,7 @@ class TrainingEstimate:
     parallel: Parallelism
     memory_per_gpu_bytes: float
     recompute: str
+    optimizer_offload: bool
     global_batch_tokens: float
     bubble_fraction: float
     compute_s: float
@@ -94,14 +95,23 @@ def _activation_bytes_per_layer(m, seq: float, tp: int, recompute: str) -> float
     return seq * (15.0 * h + 4.75 * i_eff) / tp * (1.0 if recompute == "none" else 0.9)
 
 
-def training_step(m, acc, cal, par: Parallelism, *, seq: float, global_batch: float, precision: str) -> dict | None:
-    """Cost of one optimizer step for a fixed layout; ``None`` when it does not fit in memory."""
+def training_step(m, acc, cal, par: Parallelism, *, seq: float, global_batch: float, precision: str,
+                  offload: bool = False) -> dict | None:
+    """Cost of one optimizer step for a fixed layout; ``None`` when it does not fit in memory.
+
+    ``offload``: Adam master weights and moments live in host memory (DeepSpeed/verl "optimizer offload",
+    as in verl's DeepSeek-V3 run on 96 H20, validation RL-08); the GPU keeps bf16 weights and gradients
+    (4 B/param) and each step moves gradients down and weights up (4 B/param) at the host link rate.
+    """
     tp, pp, dp, ep = par.tp, par.pp, par.dp, par.ep
     h, L = m.hidden_size, m.num_layers
     micro = global_batch / dp                       # micro-batches (one sequence each) per DP rank
     dense_p, expert_p = _params_per_gpu(m, par)
     edp = _expert_dp(par)
-    state = dense_p * (2 + 4 + 12 / dp) + expert_p * (2 + 4 + 12 / edp)
+    if offload:
+        state = (dense_p + expert_p) * 4.0
+    else:
+        state = dense_p * (2 + 4 + 12 / dp) + expert_p * (2 + 4 + 12 / edp)
     cap = cal.training_memory_fraction * acc.hbm_bytes
     in_flight = min(pp, micro) * (L / pp)
     recompute = None
@@ -172,8 +182,11 @@ def training_step(m, acc, cal, par: Parallelism, *, seq: float, global_batch: fl
         if expert_p and edp > 1:
             grads += expert_p * ACT_BYTES * 2.0 * (edp - 1) / edp / _link(acc, cal, par.gpus)
         step += cal.dp_comm_exposed * grads
-    step += 34.0 * (dense_p / dp + expert_p / edp) / bw
-    return dict(step_s=step, memory=mem, recompute=recompute, bubble=bubble,
+    if offload:
+        step += 4.0 * (dense_p + expert_p) / cal.host_offload_bytes_per_s
+    else:
+        step += 34.0 * (dense_p / dp + expert_p / edp) / bw
+    return dict(step_s=step, memory=mem, recompute=recompute, bubble=bubble, offload=offload,
                 compute_s=t_compute * micro, comm_s=comm * micro)
 
 
@@ -194,7 +207,8 @@ def _candidate_layouts(m, acc, gpus: int):
 
 
 def training_throughput(model, hw, *, gpus, seq_tokens, precision="bf16", parallel=None,
-                        global_batch_tokens=None, theoretical=False, _calibration=None) -> TrainingEstimate:
+                        global_batch_tokens=None, theoretical=False, optimizer_offload=None,
+                        _calibration=None) -> TrainingEstimate:
     """Training tokens/s, MFU and memory for ``gpus`` GPUs on sequences of ``seq_tokens``.
 
     Parameters
@@ -204,6 +218,8 @@ def training_throughput(model, hw, *, gpus, seq_tokens, precision="bf16", parall
     parallel : Parallelism with ``tp·pp·dp == gpus``; default: the fastest layout that fits.
     global_batch_tokens : tokens per optimizer step (default 1,048,576, at least one sequence per DP rank).
     theoretical : pure datasheet roofline.
+    optimizer_offload : keep Adam state in host memory; ``None`` (default) offloads only when no layout fits
+        on the GPUs alone, ``False`` never, ``True`` always.
 
     Raises ScenarioError for bad arguments and InfeasibleError (with the smallest GPU count that fits)
     when no layout holds the model.
@@ -224,39 +240,44 @@ def training_throughput(model, hw, *, gpus, seq_tokens, precision="bf16", parall
     else:
         layouts = list(_candidate_layouts(m, acc, gpus))
     best = None
-    for par in layouts:
-        gb = max(gbt / seq, float(par.dp))
-        res = training_step(m, acc, cal, par, seq=seq, global_batch=gb, precision=precision)
-        if res is None:
-            continue
-        tps = gb * seq / res["step_s"]
-        if best is None or tps > best[0]:
-            best = (tps, par, res, gb)
+    for offload in ((False, True) if optimizer_offload is None else (bool(optimizer_offload),)):
+        for par in layouts:
+            gb = max(gbt / seq, float(par.dp))
+            res = training_step(m, acc, cal, par, seq=seq, global_batch=gb, precision=precision, offload=offload)
+            if res is None:
+                continue
+            tps = gb * seq / res["step_s"]
+            if best is None or tps > best[0]:
+                best = (tps, par, res, gb)
+        if best is not None:
+            break  # offload only when nothing fits on the GPUs alone
     if best is None:
-        raise _no_fit(m, acc, cal, gpus, seq, gbt, precision, parallel)
+        raise _no_fit(m, acc, cal, gpus, seq, gbt, precision, parallel, optimizer_offload is not False)
     tps, par, res, gb = best
     peak = acc.peak_flops_per_s(precision)
     mfu = m.training_flops_per_token(seq) * tps / (gpus * peak)
     return TrainingEstimate(
         tokens_per_s=tps, tokens_per_s_per_gpu=tps / gpus, mfu=mfu, step_time_s=res["step_s"], parallel=par,
-        memory_per_gpu_bytes=res["memory"], recompute=res["recompute"], global_batch_tokens=gb * seq,
+        memory_per_gpu_bytes=res["memory"], recompute=res["recompute"], optimizer_offload=res["offload"],
+        global_batch_tokens=gb * seq,
         bubble_fraction=res["bubble"], compute_s=res["compute_s"], comm_s=res["comm_s"], tier=cal.tier,
         mfu_convention=f"6·N_fl + causal attention FLOPs over dense {precision} peak "
                        f"({peak / 1e12:,.0f} TFLOP/s per GPU)")
 
 
-def _no_fit(m, acc, cal, gpus, seq, gbt, precision, parallel) -> InfeasibleError:
+def _no_fit(m, acc, cal, gpus, seq, gbt, precision, parallel, offload: bool) -> InfeasibleError:
     what = f"training {m.name} ({precision}) on {gpus} x {acc.name} with {seq:,.0f}-token sequences"
     if parallel is not None:
         prefix = f"{what}: layout {parallel.label()} does not fit in memory"
     else:
-        prefix = f"{what}: no layout fits in memory even with full recompute"
+        prefix = f"{what}: no layout fits in memory even with full recompute" + (
+            " and optimizer offload" if offload else "")
     for n in (2 ** i for i in range(0, 16)):
         if n <= gpus and parallel is None:
             continue
         for par in _candidate_layouts(m, acc, n):
             if training_step(m, acc, cal, par, seq=seq, global_batch=max(gbt / seq, par.dp),
-                             precision=precision) is not None:
+                             precision=precision, offload=offload) is not None:
                 return InfeasibleError(f"{prefix}; the smallest power-of-two count that fits is {n} GPUs "
                                        f"({par.label()})", suggestion=n)
     return InfeasibleError(f"{prefix}; nothing up to 32,768 GPUs fits", suggestion=None)

@@ -17,7 +17,7 @@ __all__ = [
     "Z99", "lognormal_from_mean_p99", "lognormal_mu", "lognormal_partial_moment", "capped_moment",
     "truncated_share", "useful_probability", "useful_group_fraction", "blom_z", "expected_max",
     "oversampling_cutoff", "multiturn_prefill_tokens", "cache_hit_fraction", "staleness_means",
-    "intra_step_lag",
+    "intra_step_lag", "staleness_throughput_cap", "areal_admission_capacity", "verl_stale_fraction_bound",
 ]
 
 Z99 = float(ndtri(0.99))  # 2.3263
@@ -148,3 +148,22 @@ def intra_step_lag(minibatches: int) -> tuple[float, float]:
     """(mean, max) lag from ``g_mb`` optimizer updates per rollout step: ``(g−1)/2`` and ``g−1``
     (PipelineRL's definition; validation ID-07)."""
     return (minibatches - 1) / 2.0, float(minibatches - 1)
+
+
+def staleness_throughput_cap(max_staleness, batch, latency_s):
+    """``X ≤ (η + 1)·B / E[W_gen]`` [samples/s]: Little's law on AReaL's admission rule (rl-modeling §5.4;
+    validation ID-05)."""
+    return (np.asarray(max_staleness, dtype=float) + 1.0) * batch / np.asarray(latency_s, dtype=float)
+
+
+def areal_admission_capacity(eta: int, version: int, batch: int, accepted_running: int, max_concurrent: int,
+                             running: int) -> int:
+    """Rollouts AReaL may still admit: ``min(max_concurrent − running, (η + v + 1)·B − (accepted + running))``
+    (inclusionAI/AReaL ``areal/core/staleness_manager.py``; validation ID-04)."""
+    return max(0, min(max_concurrent - running, (eta + version + 1) * batch - accepted_running))
+
+
+def verl_stale_fraction_bound(threshold: float) -> float:
+    """verl fully-async ``staleness_threshold = s`` generates at most ``(1+s)·B`` samples per sync period, so at
+    most ``s/(1+s)`` of trained samples are stale (rl-modeling §5.1, derived; validation ID-09)."""
+    return threshold / (1.0 + threshold)

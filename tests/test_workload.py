@@ -112,3 +112,20 @@ def test_bad_tail_inputs_name_the_field():
         w.lognormal_from_mean_p99(1000, 500)
     with pytest.raises(ScenarioError, match="sigma"):
         w.lognormal_from_mean_p99(1000, 20_000)
+
+
+@pytest.mark.reference
+def test_id04_areal_admission():
+    """ID-04: η=2, v=5, B=512, accepted+running 3000, max_concurrent 1024, running 200 -> 824."""
+    assert (2 + 5 + 1) * 512 - 3000 == 1096
+    assert w.areal_admission_capacity(2, 5, 512, 3000, 1024, 200) == 824
+
+
+@pytest.mark.reference
+def test_id05_staleness_throughput_cap():
+    assert float(w.staleness_throughput_cap(2, 512, 600)) == pytest.approx(2.56)
+
+
+@pytest.mark.reference
+def test_id09_verl_stale_fraction():
+    assert w.verl_stale_fraction_bound(0.5) == pytest.approx(1 / 3)
