@@ -73,11 +73,51 @@ def roofline() -> list[tuple[str, float, str]]:
     ]
 
 
+def rl() -> list[tuple[str, float, str]]:
+    from pathlib import Path
+
+    import tcocalc as tc
+    from tcocalc import rl_capacity
+
+    root = Path(__file__).resolve().parents[1] / "scenarios"
+    semi = tc.load_scenario(root / "semianalysis_qwen3_235b_h200.toml")
+    big = semi.with_split(1024, 3072)
+
+    def cold_solve():
+        rl_capacity._generator_capacity.cache_clear()
+        rl_capacity._families.cache_clear()
+        rl_capacity._trainer_rate.cache_clear()
+        tc.solve_split(big)
+
+    cold = _best(cold_solve, repeats=3)
+
+    def cold_eval():
+        rl_capacity._generator_capacity.cache_clear()
+        rl_capacity._families.cache_clear()
+        rl_capacity._trainer_rate.cache_clear()
+        tc.evaluate(semi)
+
+    ev_cold = _best(cold_eval, repeats=3)
+    warm = _best(lambda: tc.solve_split(big))
+    tc.evaluate(semi)
+    ev = _best(lambda: tc.evaluate(semi))
+    glm = tc.load_scenario(root / "glm5_h200_drift.toml")
+    tc.evaluate(glm)
+    ev_glm = _best(lambda: tc.evaluate(glm))
+    return [
+        ("solve_split over every split of 4,096 H200 (512 splits), cold caches", cold, "< 1 s"),
+        ("solve_split, same, warm caches", warm, "< 1 s"),
+        ("evaluate, SemiAnalysis scenario, cold caches (first call)", ev_cold, "< 0.02 s"),
+        ("evaluate, SemiAnalysis scenario (warm)", ev, "< 0.02 s"),
+        ("evaluate, GLM-5 scenario with two phases (warm)", ev_glm, "< 0.02 s"),
+    ]
+
+
 def main() -> None:
     print(f"# tcocalc benchmarks, {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
           f"python {platform.python_version()}")
     print(f"{'figure':66s} {'seconds':>9s}  target")
-    for name, secs, target in import_cost() + roofline():
+    for name, secs, target in import_cost() + roofline() + rl():
         print(f"{name:66s} {secs:9.4f}  {target}")
 
 
