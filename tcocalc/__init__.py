@@ -49,7 +49,15 @@ _EXPORTS: dict[str, str] = {
     "RLReport": "rl",
     "evaluate": "rl",
     "solve_split": "rl",
-    # prices
+    # cost
+    "CostInputs": "cost",
+    "CostBreakdown": "cost",
+    "default_cost_inputs": "cost",
+    "gpu_hour_cost": "cost",
+    "cloud_prices": "cost",
+    "build_rent_tinker": "cost",
+    "sensitivity": "cost",
+    "multitenancy": "cost",
     "TinkerQuote": "tinker",
     "tinker_cost": "tinker",
     # units
@@ -61,6 +69,16 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .accelerators import Accelerator, hardware, hardware_names, hardware_table  # noqa: F401
+    from .cost import (  # noqa: F401
+        CostBreakdown,
+        CostInputs,
+        build_rent_tinker,
+        cloud_prices,
+        default_cost_inputs,
+        gpu_hour_cost,
+        multitenancy,
+        sensitivity,
+    )
     from .errors import (  # noqa: F401
         DataFileError,
         InfeasibleError,

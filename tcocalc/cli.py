@@ -78,15 +78,28 @@ def _cost_lines(report):
     """Hourly cost lines of the evaluated split (GPUs per pool, sandbox CPUs) [USD/h]."""
     import pandas as pd
 
+    from .rl import gpu_prices
+
     scn, met = report.scenario, report.metrics
     econ = scn.economics
-    p_t = econ.trainer_usd_per_gpu_hour or econ.usd_per_gpu_hour
-    p_g = econ.generator_usd_per_gpu_hour or econ.usd_per_gpu_hour
+    p_t, p_g = gpu_prices(scn)
     rows = [{"line": "trainer GPUs", "quantity": met["trainer_gpus"], "unit": "GPU", "usd_per_unit_hour": p_t,
              "usd_per_hour": met["trainer_gpus"] * p_t}]
     if scn.orchestration.mode != "colocated":
         rows.append({"line": "generator GPUs", "quantity": met["generator_gpus"], "unit": "GPU",
                      "usd_per_unit_hour": p_g, "usd_per_hour": met["generator_gpus"] * p_g})
+    if econ.cost_inputs is not None:  # the cost engine's capex/opex lines per pool
+        from .cost import default_cost_inputs, gpu_hour_cost
+
+        rows = []
+        pools = [("trainer", met["trainer_gpus"])]
+        if scn.orchestration.mode != "colocated":
+            pools.append(("generator", met["generator_gpus"]))
+        for side, n in pools:
+            b = gpu_hour_cost(default_cost_inputs(getattr(scn, side).hardware, **econ.cost_inputs))
+            for (group, line), v in b.lines.items():
+                rows.append({"line": f"{side} {group}: {line}", "quantity": n, "unit": "GPU",
+                             "usd_per_unit_hour": v, "usd_per_hour": v * n})
     rows.append({"line": "sandbox CPU cores", "quantity": met["sandbox_cpu_cores"], "unit": "core",
                  "usd_per_unit_hour": econ.usd_per_cpu_core_hour,
                  "usd_per_hour": met["sandbox_cpu_cores"] * econ.usd_per_cpu_core_hour})

@@ -298,9 +298,8 @@ def _pipeline(scn: Scenario, m: ModelArch, ws: WorkloadStats, gcap: GeneratorCap
     cores = live * sb.cpu_cores
 
     # cost (§8)
+    p_t, p_g = gpu_prices(scn)
     econ = scn.economics
-    p_t = econ.trainer_usd_per_gpu_hour or econ.usd_per_gpu_hour
-    p_g = econ.generator_usd_per_gpu_hour or econ.usd_per_gpu_hour
     gpus_paid = n_t if mode == "colocated" else n_t + n_g
     gpu_usd_h = n_t * p_t if mode == "colocated" else n_t * p_t + n_g * p_g
     usd_h = gpu_usd_h + cores * econ.usd_per_cpu_core_hour
@@ -325,6 +324,29 @@ def _pipeline(scn: Scenario, m: ModelArch, ws: WorkloadStats, gcap: GeneratorCap
     out["weight_sync_s"] = t_sync
     out["rollout_latency_s"] = np.broadcast_to(w_gen, step.shape).astype(float)
     return out
+
+
+def gpu_prices(scn: Scenario) -> tuple[float, float]:
+    """($/GPU-hour trainer, $/GPU-hour generator): explicit per-pool prices, else the cost engine on
+    ``[economics.cost_inputs]`` (each pool's hardware defaults plus the overrides), else ``usd_per_gpu_hour``."""
+    econ = scn.economics
+    prices = []
+    for side, explicit in (("trainer", econ.trainer_usd_per_gpu_hour), ("generator", econ.generator_usd_per_gpu_hour)):
+        if explicit is not None:
+            prices.append(explicit)
+        elif econ.cost_inputs is not None:
+            from .cost import default_cost_inputs, gpu_hour_cost
+
+            try:
+                inputs = default_cost_inputs(getattr(scn, side).hardware, **econ.cost_inputs)
+            except ScenarioError as exc:
+                raise ScenarioError(f"economics.cost_inputs.{exc.field}", str(exc).split(": ", 1)[-1]) from None
+            except TypeError as exc:
+                raise ScenarioError("economics.cost_inputs", str(exc)) from None
+            prices.append(gpu_hour_cost(inputs).usd_per_gpu_hour)
+        else:
+            prices.append(econ.usd_per_gpu_hour)
+    return prices[0], prices[1]
 
 
 def _partial_rollout(scn: Scenario, ws: WorkloadStats) -> tuple[float, float]:

@@ -128,6 +128,9 @@ class Economics(_Section):
     generator_usd_per_gpu_hour: float | None = Field(None, gt=0, le=1e5, description="override for the generator pool")
     usd_per_cpu_core_hour: float = Field(0.04, ge=0, le=1e4, description="sandbox CPU [USD/core-hour]")
     tinker_price_date: str = Field("2026-01-05", description="Tinker price list to compare with")
+    cost_inputs: dict[str, Any] | None = Field(None, strict=False, description="ownership-cost inputs "
+                                               "(tc.CostInputs fields) overriding each pool's hardware defaults; "
+                                               "when given, they set the $/GPU-hour instead of usd_per_gpu_hour")
 
 
 class Phase(_Section):
