@@ -104,7 +104,12 @@ def rl() -> list[tuple[str, float, str]]:
     glm = tc.load_scenario(root / "glm5_h200_drift.toml")
     tc.evaluate(glm)
     ev_glm = _best(lambda: tc.evaluate(glm))
+    nofilter = semi.model_copy(update={"orchestration": semi.orchestration.model_copy(
+        update={"filter_zero_advantage": False})})
+    tc.simulate(nofilter, steps=2)
+    sim = _best(lambda: tc.simulate(nofilter, steps=1000, seed=1), repeats=1)
     return [
+        ("simulate 1,000 steps x 1,024 samples on 256 GPUs (Qwen3-235B, async)", sim, "< 10 s"),
         ("solve_split over every split of 4,096 H200 (512 splits), cold caches", cold, "< 1 s"),
         ("solve_split, same, warm caches", warm, "< 1 s"),
         ("evaluate, SemiAnalysis scenario, cold caches (first call)", ev_cold, "< 0.02 s"),

@@ -49,6 +49,7 @@ _EXPORTS: dict[str, str] = {
     "RLReport": "rl",
     "evaluate": "rl",
     "solve_split": "rl",
+    "simulate": "simulate",
     # cost
     "CostInputs": "cost",
     "CostBreakdown": "cost",
@@ -94,6 +95,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .ridge import attainable_flops_per_s, operating_points, ridge_table  # noqa: F401
     from .rl import RLReport, evaluate, solve_split  # noqa: F401
     from .scenario import Scenario, load_scenario  # noqa: F401
+    from .simulate import simulate  # noqa: F401
     from .sweep import decode_sweep  # noqa: F401
     from .tinker import TinkerQuote, tinker_cost  # noqa: F401
     from .training import TrainingEstimate, training_throughput  # noqa: F401

@@ -116,11 +116,14 @@ def _cmd_run(args) -> int:
     from .rl import METRIC_UNITS, evaluate, solve_split
     from .scenario import load_scenario
 
-    if args.simulate:
-        raise ScenarioError("--simulate", "the discrete-event simulator is not in this release yet; "
-                                          "run without --simulate for the analytical model")
     scn = load_scenario(args.scenario)
     report = solve_split(scn) if args.solve else evaluate(scn)
+    sim = None
+    if args.simulate:
+        from .simulate import simulate
+
+        steps = min(scn.workload.steps, args.sim_steps)
+        sim = simulate(report.scenario, steps=steps, seed=args.seed)
     if args.csv:
         out = Path(args.csv)
         try:
@@ -133,16 +136,27 @@ def _cmd_run(args) -> int:
         if report.sweep is not None:
             report.sweep.to_csv(out / "sweep.csv", index=False)
     if args.json:
-        print(json.dumps(report.metrics))
+        print(json.dumps(report.metrics if sim is None else {"analytical": report.metrics,
+                                                              "simulation": sim.metrics}))
         return 0
+    if sim is not None and args.csv:
+        sim.to_csv(Path(args.csv) / "metrics_simulated.csv")
+        sim.details["timeline"].to_csv(Path(args.csv) / "timeline.csv", index=False)
     print(f"{scn.name}: {scn.description}" if scn.description else scn.name)
     print(f"mode {scn.orchestration.mode}; trainer {report.metrics['trainer_gpus']:.0f} x {scn.trainer.hardware}, "
           f"generator {report.metrics['generator_gpus']:.0f} x {scn.generator.hardware}"
           + (" (solved split)" if args.solve else ""))
+    if sim is not None:
+        print(f"  {'metric':40s} {'analytical':>14s} {'simulated':>14s} unit   ({sim.details['steps']} steps, "
+              f"seed {sim.details['seed']})")
     for key, value in report.metrics.items():
         unit, meaning = METRIC_UNITS[key]
         shown = "not offered" if value is None else _fmt(value)
-        print(f"  {key:40s} {shown:>14s} {unit:12s} {meaning}")
+        if sim is not None:
+            sv = sim.metrics[key]
+            print(f"  {key:40s} {shown:>14s} {('not offered' if sv is None else _fmt(sv)):>14s} {unit}")
+        else:
+            print(f"  {key:40s} {shown:>14s} {unit:12s} {meaning}")
     for line in report.advice:
         print(f"* {line}")
     if args.csv:
@@ -163,6 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("scenario", help="path to a scenario TOML file (see scenarios/)")
     sp.add_argument("--solve", action="store_true", help="find the best trainer/generator split")
     sp.add_argument("--simulate", action="store_true", help="cross-check with the discrete-event simulator")
+    sp.add_argument("--sim-steps", type=int, default=200, help="steps to simulate (default 200, at most the run)")
+    sp.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
     sp.add_argument("--csv", metavar="DIR", help="write metrics, sweep, phases and cost breakdown as CSV into DIR")
     sp.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
     sp.set_defaults(func=_cmd_run)

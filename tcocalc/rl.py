@@ -32,7 +32,13 @@ from .rl_capacity import GeneratorCapacity, generator_capacity, trainer_capacity
 from .rl_workload import WorkloadStats, phase_list, workload_stats
 from .scenario import Scenario
 from .weight_sync import weight_sync_seconds
-from .workload import expected_max, intra_step_lag, multiturn_prefill_tokens, staleness_throughput_cap
+from .workload import (
+    expected_max,
+    intra_step_lag,
+    multiturn_prefill_tokens,
+    staleness_throughput_cap,
+    sync_dispatch_groups,
+)
 
 __all__ = ["RLReport", "evaluate", "solve_split", "METRIC_UNITS", "OBJECTIVES"]
 
@@ -181,10 +187,17 @@ def _pipeline(scn: Scenario, m: ModelArch, ws: WorkloadStats, gcap: GeneratorCap
     t_train = B / mu_safe
     n_disp = B / keep
     if mode in SYNC_MODES:
+        # a synchronous batch over-provisions groups so that one round fills it (DAPO gen_batch_size)
+        n_disp = ws.group_size * sync_dispatch_groups(B / (keep * ws.group_size), keep)
         per_rep = n_disp / rep_safe
         if scn.orchestration.oversampling > 0:
-            longest = min(ws.tau, ws.cap) if ws.cap is not None else ws.tau
-            longest = np.full(per_rep.shape, longest)
+            # the batch fills when the first B/(keep·G) of the dispatched groups have finished
+            from .workload import group_quantile_z
+
+            needed = B * (1.0 - ws.oversample_waste) / (keep * ws.group_size)  # groups that must finish
+            alpha_eff = n_disp / ws.group_size / needed - 1.0
+            longest = math.exp(ws.mu + ws.sigma * group_quantile_z(alpha_eff, ws.group_size))
+            longest = np.full(per_rep.shape, min(longest, ws.cap) if ws.cap is not None else longest)
         else:
             longest = expected_max(n_disp, ws.mu, ws.sigma, ws.cap) * np.ones_like(per_rep)
         work = per_rep * gen_per_dispatched
@@ -220,6 +233,7 @@ def _pipeline(scn: Scenario, m: ModelArch, ws: WorkloadStats, gcap: GeneratorCap
         w_env = w_gen - gcap.prefill_s - gen_per_dispatched * step_op
         phi_share = gcap.b_op / gcap.b_max if gcap.b_max else 1.0   # decoding share of resident trajectories
         tail_tokens = float(expected_max(n_disp, ws.mu, ws.sigma, ws.cap))
+        tail_slack = 0.0 if scn.orchestration.partial_rollout else 0.5
         if scn.orchestration.oversampling > 0:
             tail_tokens = min(tail_tokens, ws.tau)
         b = np.full(n_t.shape, gcap.b_op)
@@ -228,12 +242,16 @@ def _pipeline(scn: Scenario, m: ModelArch, ws: WorkloadStats, gcap: GeneratorCap
             if reprefill:
                 pause = t_sync + b * rep_safe / phi_share * ws.context_tokens / (gcap.prefill_tokens_per_s * rep_safe)
                 lam_paused = lam_g / (1.0 + lam_g * pause / B)
-            # The oldest batch's longest trajectory must finish within η+1 steps of its dispatch, so
-            # T_step ≥ T_tail/(η+1): a small staleness bound makes the trainer wait for the tail (verl
-            # RL-05), a large one hides it. T_tail runs at the current batch's step time.
+            # The trainer may not move more than η versions past a running trajectory, so the batch's
+            # longest trajectory must finish within about η + ½ step times of its dispatch (dispatched,
+            # on average, half-way through a step): T_step ≥ T_tail/(η + ½). With partial rollout it is
+            # paused and resumed across the update instead, gaining one more step: T_tail/(η + 1).
+            # A small bound makes the trainer wait for the tail (verl RL-05); a large one hides it.
             t_tail = gcap.prefill_s + tail_tokens * (gcap.t0 + gcap.t1 * b) + w_env
+            # half a batch waits in the buffer on average while the next one assembles (Q = B/2)
             x = np.minimum(np.minimum(lam_paused, mu_eff),
-                           staleness_throughput_cap(eta, B, np.maximum(w / keep, t_tail)))
+                           np.minimum(keep * staleness_throughput_cap(eta, B, w, queued=B / 2.0),
+                                      staleness_throughput_cap(eta - tail_slack, B, t_tail)))
             if ws.uses_sandbox and sb.max_concurrency > 0:
                 x = np.minimum(x, keep * sb.max_concurrency / w)
             if ws.uses_sandbox and sb.max_starting > 0 and startup > 0:

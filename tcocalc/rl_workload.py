@@ -9,9 +9,10 @@ Definitions (rl-modeling.md §2, §4.3, §4.6; documented in the scenario schema
 * prefill tokens per trajectory: ``P + (K−1)·o`` with prefix caching, else every turn re-prefills its
   whole context (``K·P0 + Δ·K(K−1)/2`` with ``Δ = R/K + o``);
 * a running trajectory's KV context is length-biased: ``P + (K−1)·o/2 + E[R²]/(2·E[R])`` (§4.1);
-* oversampling ``α`` with abort keeps the first ``N`` of ``(1+α)·N``: responses are cut at
-  ``τ = exp(μ + σ·Φ⁻¹(1/(1+α)))``; kept ones average ``E[R | R ≤ τ]``, each aborted one wasted ``τ``;
-  partial rollout resumes them instead (no waste).
+* oversampling ``α`` with abort keeps the first ``N`` of ``(1+α)·N`` groups (GRPO needs whole groups, so
+  a group finishes with its slowest member): responses are cut at ``τ = exp(μ + σ·Φ⁻¹((1+α)^{-1/G}))``;
+  kept ones average ``E[R | R ≤ τ]``, each aborted one wasted ``E[min(R, τ)]``; partial rollout resumes them
+  instead (no waste).
 """
 
 from __future__ import annotations
@@ -100,13 +101,17 @@ def workload_stats(scn: Scenario, overrides: dict | None = None, name: str = "ru
     r2 = wl.capped_moment(2, mu, sigma, cap)
     trunc = wl.truncated_share(mu, sigma, cap)
     alpha = orch.oversampling
-    tau = wl.oversampling_cutoff(alpha, mu, sigma, cap) if alpha > 0 else math.inf
+    if alpha > 0:  # the first N of (1+α)·N groups: a group finishes with its slowest member
+        tau = math.exp(mu + sigma * wl.group_quantile_z(alpha, w.group_size))
+        tau = min(tau, cap) if cap is not None else tau
+    else:
+        tau = math.inf
     if alpha > 0 and not orch.partial_rollout:
         limit = min(tau, cap) if cap is not None else tau
-        kept_mean = wl.lognormal_partial_moment(1, mu, sigma, limit) / max(1.0 / (1.0 + alpha), 1e-12)
-        kept_mean = min(kept_mean, r1)
-        kept_m2 = min(wl.lognormal_partial_moment(2, mu, sigma, limit) * (1.0 + alpha), r2)
-        generated = kept_mean + alpha * limit
+        f_tau = max(1.0 - wl.truncated_share(mu, sigma, limit), 1e-12)
+        kept_mean = min(wl.lognormal_partial_moment(1, mu, sigma, limit) / f_tau, r1)   # E[R | R ≤ τ]
+        kept_m2 = min(wl.lognormal_partial_moment(2, mu, sigma, limit) / f_tau, r2)
+        generated = kept_mean + alpha * wl.capped_moment(1, mu, sigma, limit)         # aborted ones ran to τ
         waste = alpha / (1.0 + alpha)
     else:
         kept_mean, kept_m2, generated, waste = r1, r2, r1, 0.0

@@ -17,7 +17,8 @@ __all__ = [
     "Z99", "lognormal_from_mean_p99", "lognormal_mu", "lognormal_partial_moment", "capped_moment",
     "truncated_share", "useful_probability", "useful_group_fraction", "blom_z", "expected_max",
     "oversampling_cutoff", "multiturn_prefill_tokens", "cache_hit_fraction", "staleness_means",
-    "intra_step_lag", "staleness_throughput_cap", "areal_admission_capacity", "verl_stale_fraction_bound",
+    "intra_step_lag", "staleness_throughput_cap", "group_quantile_z", "sync_dispatch_groups",
+    "areal_admission_capacity", "verl_stale_fraction_bound",
 ]
 
 Z99 = float(ndtri(0.99))  # 2.3263
@@ -150,10 +151,27 @@ def intra_step_lag(minibatches: int) -> tuple[float, float]:
     return (minibatches - 1) / 2.0, float(minibatches - 1)
 
 
-def staleness_throughput_cap(max_staleness, batch, latency_s):
-    """``X ≤ (η + 1)·B / E[W_gen]`` [samples/s]: Little's law on AReaL's admission rule (rl-modeling §5.4;
-    validation ID-05)."""
-    return (np.asarray(max_staleness, dtype=float) + 1.0) * batch / np.asarray(latency_s, dtype=float)
+def staleness_throughput_cap(max_staleness, batch, latency_s, queued=0.0):
+    """``X ≤ ((η + 1)·B − Q) / E[W_gen]`` [samples/s]: Little's law on AReaL's admission rule, which bounds
+    running plus accepted-but-unconsumed samples by ``(η + 1)·B`` (rl-modeling §5.4; validation ID-05 with
+    ``Q = 0``). ``Q`` is the mean number of accepted samples waiting in the buffer."""
+    return ((np.asarray(max_staleness, dtype=float) + 1.0) * batch - queued) / np.asarray(latency_s, dtype=float)
+
+
+def group_quantile_z(alpha: float, group_size: int) -> float:
+    """Normal score of the per-sample quantile at which the first ``N`` of ``(1+α)·N`` *groups* finish:
+    a group completes when its slowest member does, ``F(τ)^G = 1/(1+α)`` [derived; rl-modeling §4.6 with
+    GRPO's whole-group requirement]."""
+    return float(ndtri((1.0 / (1.0 + alpha)) ** (1.0 / group_size)))
+
+
+def sync_dispatch_groups(groups_needed: float, keep: float) -> float:
+    """Groups a synchronous step dispatches to fill its batch: the expectation plus two standard deviations of
+    the binomial shortfall, as DAPO's over-provisioned ``gen_batch_size`` does, so a second generation round
+    (another tail) is rare [derived]."""
+    if groups_needed <= 0:
+        return 0.0
+    return groups_needed + 2.0 * math.sqrt(max(groups_needed * (1.0 - keep), 0.0) / max(keep, 1e-3))
 
 
 def areal_admission_capacity(eta: int, version: int, batch: int, accepted_running: int, max_concurrent: int,

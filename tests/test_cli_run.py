@@ -44,6 +44,9 @@ def test_bad_scenario_one_line_exit_2(tmp_path, content):
     assert res.stderr.startswith("tcocalc: error:")
 
 
-def test_simulate_flag_is_refused_clearly(capsys):
-    assert main(["run", DEFAULT, "--simulate"]) == 2
-    assert "simulator" in capsys.readouterr().err
+def test_simulate_flag_prints_both_columns_and_writes_the_timeline(tmp_path, capsys):
+    assert main(["run", DEFAULT, "--simulate", "--sim-steps", "10", "--csv", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "analytical" in out and "simulated" in out
+    tl = pd.read_csv(tmp_path / "timeline.csv")
+    assert len(tl) == 10 and "step_time [s]" in tl.columns
