@@ -1,27 +1,16 @@
-"""tcocalc planner (placeholder until the app issue): the accelerator and model catalogs.
+"""tcocalc planner: the router. Pages live in app_pages/; the library (tcocalc/) does every calculation.
 
-Start with ``streamlit run app.py``. The page only renders what the library returns.
+Start with ``streamlit run app.py``.
 """
 
 import streamlit as st
 
-import tcocalc as tc
-
-st.set_page_config(page_title="tcocalc", layout="wide")
-st.title("tcocalc: RL post-training planner")
-st.caption("The planner pages (split solver, cost, compare) arrive with later releases. "
-           "For now: the sourced catalogs every estimate will stand on.")
-
-
-@st.cache_data
-def _tables():
-    return tc.hardware_table(), tc.model_table()
-
-
-hw, models = _tables()
-st.subheader("Accelerators (dense peaks, per GPU)")
-st.dataframe(hw, hide_index=True)
-st.download_button("Download accelerators as CSV", hw.to_csv(index=False), "hardware.csv", "text/csv")
-st.subheader("Models (derived from config.json)")
-st.dataframe(models, hide_index=True)
-st.download_button("Download models as CSV", models.to_csv(index=False), "models.csv", "text/csv")
+st.set_page_config(page_title="tcocalc: RL post-training planner", layout="wide")
+pages = [
+    st.Page("app_pages/plan.py", title="Plan", icon=":material/insights:", default=True),
+    st.Page("app_pages/hardware.py", title="Hardware", icon=":material/memory:"),
+    st.Page("app_pages/cost.py", title="Cost", icon=":material/payments:"),
+    st.Page("app_pages/compare.py", title="Compare", icon=":material/compare:"),
+    st.Page("app_pages/validation.py", title="Validation", icon=":material/fact_check:"),
+]
+st.navigation(pages).run()

@@ -427,6 +427,9 @@ def _finish(scn, m, per_phase: list[tuple[WorkloadStats, dict, GeneratorCapacity
         if k in ("tinker_usd_per_mtok", "cost_ratio_vs_tinker", "run_hours", "run_usd"):
             continue
         vals = [r[k] for r in rows]
+        if len(set(vals)) == 1:  # the same in every phase (GPU counts, prices): no averaging round-off
+            metrics[k] = float(vals[0])
+            continue
         metrics[k] = float(sum(v * w for v, w in zip(vals, weights, strict=True)) / tot)
     steps_total = sum(r["steps"] for r in rows)
     metrics["step_time_s"] = total_s / steps_total
@@ -530,7 +533,8 @@ def solve_split(scenario: Scenario, objective: str = "usd_per_useful_sample", *,
                 max_staleness: float | None = None, max_sandboxes: int | None = None) -> RLReport:
     """Best trainer/generator split of the scenario's GPUs (``trainer.gpus + generator.gpus``).
 
-    Every split in steps of ``granularity`` GPUs (default: the smaller scale-up domain, at most 8) is
+    Every split in steps of ``granularity`` GPUs (default: 1 up to 64 GPUs, else the smaller scale-up
+    domain, at most 8) is
     evaluated at once; splits where a side cannot hold the model are skipped. ``objective`` is
     ``"usd_per_useful_sample"`` (minimise) or ``"useful_samples_per_s"`` (maximise). Constraints:
     ``max_staleness`` [steps] on the mean staleness and ``max_sandboxes`` on live sandboxes. With phases,
@@ -550,7 +554,9 @@ def solve_split(scenario: Scenario, objective: str = "usd_per_useful_sample", *,
     m = _resolve_model(scn)
     acc_t, acc_g = _resolve_hw(scn)
     total = scn.trainer.gpus + scn.generator.gpus
-    g = granularity or min(8, acc_t.scaleup_domain_gpus, acc_g.scaleup_domain_gpus)
+    if granularity is None:  # whole 8-GPU servers on real clusters; single GPUs on small ones
+        granularity = 1 if total <= 64 else min(8, acc_t.scaleup_domain_gpus, acc_g.scaleup_domain_gpus)
+    g = granularity
     if g < 1:
         raise ScenarioError("granularity", "must be at least 1")
     n_t = np.arange(g, total, g)

@@ -1,10 +1,93 @@
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+ARTIFACTS = ROOT / "test-artifacts"
 
 
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _e2e_available() -> str | None:
+    """Why e2e tests cannot run here, or None. In CI they must run: a missing browser fails them there."""
+    if not Path(CHROMIUM).exists():
+        return f"Debian chromium not found at {CHROMIUM}"
+    try:
+        import playwright  # noqa: F401
+    except ImportError:
+        return "playwright is not installed (pip install -e '.[test]')"
+    return None
+
+
+@pytest.fixture(scope="session")
+def app_url(tmp_path_factory):
+    why = _e2e_available()
+    if why:
+        if os.environ.get("CI"):
+            pytest.fail(f"e2e tests must run in CI: {why}")
+        pytest.skip(why)
+    port = _free_port()
+    log = open(tmp_path_factory.mktemp("streamlit") / "server.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+         "--server.fileWatcherType", "none"], stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+    url, deadline = f"http://127.0.0.1:{port}/", time.time() + 60
+    while time.time() < deadline:
+        try:
+            if urllib.request.urlopen(url + "_stcore/health", timeout=1).read() == b"ok":
+                break
+        except OSError:
+            time.sleep(0.2)
+    else:
+        os.kill(proc.pid, signal.SIGKILL)
+        raise RuntimeError("streamlit did not become healthy")
+    yield url
+    os.kill(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    flags = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage"]
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=flags, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture()
+def page(browser, app_url):
+    ARTIFACTS.mkdir(exist_ok=True)
+    ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
+    pg = ctx.new_page()
+    pg.set_default_timeout(60_000)
+    yield pg
+    ctx.close()
+
+
+__all__ = ["shutil"]

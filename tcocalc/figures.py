@@ -1,0 +1,141 @@
+"""Plotly figure builders for the app and notebooks (pure functions; no Streamlit here)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["split_sweep_figure", "timeline_figure", "roofline_figure", "waterfall_figure", "tornado_figure",
+           "validation_figure", "compare_figure"]
+
+
+def _go():
+    import plotly.graph_objects as go
+
+    return go
+
+
+def split_sweep_figure(sweep, chosen_trainer_gpus: float | None = None):
+    """Trainer and generator capacity [useful samples/s] and $/useful sample against the trainer share."""
+    go = _go()
+    from plotly.subplots import make_subplots
+
+    df = sweep[sweep["feasible"]]
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    x = df["trainer_gpus"]
+    fig.add_trace(go.Scatter(x=x, y=df["trainer_capacity_samples_per_s"], name="trainer capacity [samples/s]",
+                             mode="lines"), secondary_y=False)
+    fig.add_trace(go.Scatter(x=x, y=df["generator_capacity_samples_per_s"], name="generator capacity [samples/s]",
+                             mode="lines"), secondary_y=False)
+    fig.add_trace(go.Scatter(x=x, y=df["useful_samples_per_s"], name="achieved [useful samples/s]",
+                             mode="lines", line=dict(dash="dot")), secondary_y=False)
+    fig.add_trace(go.Scatter(x=x, y=df["usd_per_useful_sample"], name="cost [USD/useful sample]", mode="lines",
+                             line=dict(color="gray")), secondary_y=True)
+    best = df[df["best"]]
+    if not best.empty:
+        fig.add_vline(x=float(best["trainer_gpus"].iloc[0]), line_dash="dash", line_color="green",
+                      annotation_text="best split", annotation_position="top")
+    if chosen_trainer_gpus is not None:
+        fig.add_vline(x=chosen_trainer_gpus, line_dash="dot", line_color="red", annotation_text="current",
+                      annotation_position="bottom")
+    fig.update_xaxes(title_text="trainer GPUs (the rest generate)")
+    fig.update_yaxes(title_text="samples/s", secondary_y=False)
+    fig.update_yaxes(title_text="USD per useful sample", secondary_y=True)
+    fig.update_layout(height=420, legend=dict(orientation="h", y=-0.25), margin=dict(t=30))
+    return fig
+
+
+def timeline_figure(timeline, max_steps: int = 12):
+    """Per step: trainer busy, weight sync and waiting, as a stacked timeline (from the simulator)."""
+    go = _go()
+    tl = timeline.head(max_steps)
+    fig = go.Figure()
+    for _, r in tl.iterrows():
+        start, busy, sync = r["start [s]"], r["trainer_busy [s]"], r["weight_sync [s]"]
+        wait = max(r["step_time [s]"] - busy - sync, 0.0)
+        for label, base, dur, color in (("trainer waiting", start, wait, "#f4b183"),
+                                        ("trainer training", start + wait, busy, "#5b9bd5"),
+                                        ("weight sync", start + wait + busy, sync, "#a9d18e")):
+            fig.add_trace(go.Bar(x=[dur], y=[f"step {int(r['step'])}"], base=[base], orientation="h",
+                                 marker_color=color, name=label, showlegend=bool(r["step"] == tl["step"].iloc[0]),
+                                 hovertemplate=f"{label}: %{{x:.1f}} s<extra></extra>"))
+    fig.update_layout(barmode="overlay", height=60 + 28 * len(tl), xaxis_title="time [s]",
+                      yaxis=dict(autorange="reversed"), margin=dict(t=30), legend=dict(orientation="h", y=-0.3))
+    return fig
+
+
+def roofline_figure(ridge, points=None):
+    """Attainable FLOP/s against arithmetic intensity per accelerator and precision (log-log), with a
+    model's prefill, decode and training points."""
+    go = _go()
+    fig = go.Figure()
+    xs = np.logspace(-1, 4, 200)
+    for _, r in ridge.iterrows():
+        peak = r["peak [TFLOP/s]"]
+        bw = r["hbm bandwidth [TB/s]"]
+        y = np.minimum(peak, xs * bw)
+        fig.add_trace(go.Scatter(x=xs, y=y, mode="lines", name=f"{r['accelerator']} {r['precision']}"))
+    if points is not None:
+        for _, p in points.iterrows():
+            fig.add_trace(go.Scatter(x=[p["intensity [FLOP/B]"]], y=[p["attained [TFLOP/s]"]], mode="markers+text",
+                                     text=[f"{p['phase']} ({p['accelerator']})"], textposition="top center",
+                                     marker=dict(size=11, symbol="diamond"), name=f"{p['phase']} {p['accelerator']}"))
+    fig.update_xaxes(type="log", title_text="arithmetic intensity [FLOP/B]")
+    fig.update_yaxes(type="log", title_text="attainable [TFLOP/s]")
+    fig.update_layout(height=480, margin=dict(t=30))
+    return fig
+
+
+def waterfall_figure(breakdown_frame):
+    """$/GPU-hour built up line by line (capex then opex)."""
+    go = _go()
+    df = breakdown_frame
+    fig = go.Figure(go.Waterfall(x=[f"{g}: {n}" for g, n in zip(df["group"], df["line"], strict=True)] + ["total"],
+                                 y=list(df["usd_per_gpu_hour"]) + [df["usd_per_gpu_hour"].sum()],
+                                 measure=["relative"] * len(df) + ["total"],
+                                 text=[f"{v:.3f}" for v in df["usd_per_gpu_hour"]] + [
+                                     f"{df['usd_per_gpu_hour'].sum():.3f}"]))
+    fig.update_layout(height=420, yaxis_title="USD per GPU-hour", margin=dict(t=30))
+    return fig
+
+
+def tornado_figure(sens):
+    """$/M trained tokens at -20% and +20% of each input, widest swing on top."""
+    go = _go()
+    df = sens.dropna(subset=["swing_usd_per_mtok"]).iloc[::-1]
+    base = float(sens["base_usd_per_mtok"].iloc[0])
+    fig = go.Figure()
+    fig.add_trace(go.Bar(y=df["input"], x=df["low_usd_per_mtok"] - base, base=base, orientation="h",
+                         name="input -20%"))
+    fig.add_trace(go.Bar(y=df["input"], x=df["high_usd_per_mtok"] - base, base=base, orientation="h",
+                         name="input +20%"))
+    fig.update_layout(barmode="overlay", height=80 + 40 * len(df), xaxis_title="USD per million trained tokens",
+                      margin=dict(t=30))
+    return fig
+
+
+def validation_figure(table):
+    """Predicted against published for every validation case (log-log; the diagonal is perfect)."""
+    go = _go()
+    fig = go.Figure()
+    for kind, g in table.groupby("kind"):
+        fig.add_trace(go.Scatter(x=g["published"], y=g["predicted"], mode="markers", name=kind, text=g["id"],
+                                 hovertemplate="%{text}: published %{x:.4g}, predicted %{y:.4g}<extra></extra>"))
+    lo = float(min(table["published"].min(), table["predicted"].min())) * 0.7
+    hi = float(max(table["published"].max(), table["predicted"].max())) * 1.4
+    fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="exact", line=dict(color="gray")))
+    fig.add_trace(go.Scatter(x=[lo, hi], y=[lo * 1.25, hi * 1.25], mode="lines", name="+25%",
+                             line=dict(color="lightgray", dash="dot")))
+    fig.add_trace(go.Scatter(x=[lo, hi], y=[lo * 0.75, hi * 0.75], mode="lines", name="-25%",
+                             line=dict(color="lightgray", dash="dot")))
+    fig.update_xaxes(type="log", title_text="published")
+    fig.update_yaxes(type="log", title_text="predicted")
+    fig.update_layout(height=480, margin=dict(t=30))
+    return fig
+
+
+def compare_figure(frame, metric: str, unit: str):
+    """One bar per scenario for ``metric``."""
+    go = _go()
+    fig = go.Figure(go.Bar(x=frame["scenario"], y=frame[metric]))
+    fig.update_layout(height=380, yaxis_title=f"{metric} [{unit}]", margin=dict(t=30))
+    return fig

@@ -1,0 +1,73 @@
+"""End to end in a real Chromium (Debian's) driven by Playwright: the newcomer's path through the app."""
+
+import io
+import re
+
+import pandas as pd
+import pytest
+
+from .conftest import ARTIFACTS, ROOT
+
+pytestmark = pytest.mark.e2e
+
+
+def _kpi(page, label):
+    box = page.locator('[data-testid="stMetric"]', has_text=label).first
+    return box.locator('[data-testid="stMetricValue"]').inner_text()
+
+
+def test_plan_page_change_gpus_download_csv_and_screenshot(page, app_url):
+    page.goto(app_url)
+    page.get_by_text("Useful samples/s").first.wait_for()
+    before = _kpi(page, "Useful samples/s")
+    gen = page.get_by_role("spinbutton", name="Generator GPUs")
+    gen.fill("24")
+    gen.press("Enter")
+    page.get_by_text("Split 8 trainer : 24 generator GPUs").wait_for()
+    page.wait_for_timeout(1500)  # let the rerun settle before reading and clicking
+    after = _kpi(page, "Useful samples/s")
+    assert after != before
+    page.get_by_text("All metrics").click()
+    page.wait_for_timeout(800)
+    button = page.locator('[data-testid="stDownloadButton"]', has_text="Download metrics (CSV)").locator("button")
+    with page.expect_download() as dl:
+        button.click()
+    df = pd.read_csv(io.BytesIO(open(dl.value.path(), "rb").read()))
+    values = df.set_index("metric")["value"]
+    assert values["generator_gpus"] == 24
+    assert re.match(r"[\d.]+", after) and abs(float(after.split()[0]) - values["useful_samples_per_s"]) < 0.01 * float(
+        after.split()[0]) + 0.01
+    # the README's screenshot: a fresh Plan page with the split solved
+    page.goto(app_url)
+    page.get_by_text("Useful samples/s").first.wait_for()
+    page.get_by_text("Find the best split", exact=True).first.click()
+    page.get_by_role("heading", name="Split sweep").wait_for()
+    page.set_viewport_size({"width": 1400, "height": 2300})
+    page.wait_for_timeout(2500)  # let plotly draw
+    page.screenshot(path=str(ARTIFACTS / "plan.png"), full_page=True)
+    docs = ROOT / "docs"
+    docs.mkdir(exist_ok=True)
+    page.screenshot(path=str(docs / "plan.png"), full_page=True)
+
+
+def test_bad_upload_shows_an_error(page, app_url, tmp_path):
+    page.goto(app_url)
+    page.get_by_text("Useful samples/s").first.wait_for()
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[model]\nname = 'Qwen3-8B'\n[trainer]\nhardware = 'H100'\ngpus = -4\n")
+    page.locator('input[type="file"]').set_input_files(str(bad))
+    err = page.locator('[data-testid="stAlertContentError"]').first
+    err.wait_for()
+    assert "trainer" in err.inner_text()
+    assert "Traceback" not in page.content()
+
+
+@pytest.mark.parametrize("name", ["Hardware", "Cost", "Compare", "Validation"])
+def test_every_page_opens(page, app_url, name):
+    page.goto(app_url)
+    page.get_by_text("Useful samples/s").first.wait_for()
+    page.get_by_role("link", name=name).click()
+    page.get_by_role("heading", name=re.compile(name.split()[0])).first.wait_for()
+    page.wait_for_timeout(1500)
+    assert "Traceback" not in page.content()
+    page.screenshot(path=str(ARTIFACTS / f"{name.lower()}.png"), full_page=True)
