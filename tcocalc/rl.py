@@ -28,7 +28,7 @@ import numpy as np
 from .accelerators import hardware
 from .errors import InfeasibleError, MissingSpecError, ScenarioError
 from .models import ModelArch, model
-from .rl_capacity import GeneratorCapacity, generator_capacity, trainer_capacity, trainer_min_gpus
+from .rl_capacity import GeneratorCapacity, generator_capacities, trainer_capacity, trainer_min_gpus
 from .rl_workload import WorkloadStats, phase_list, workload_stats
 from .scenario import Scenario
 from .weight_sync import weight_sync_seconds
@@ -237,7 +237,7 @@ def _pipeline(scn: Scenario, m: ModelArch, ws: WorkloadStats, gcap: GeneratorCap
         if scn.orchestration.oversampling > 0:
             tail_tokens = min(tail_tokens, ws.tau)
         b = np.full(n_t.shape, gcap.b_op)
-        for _ in range(30):
+        for _ in range(80):
             w = gcap.prefill_s + gen_per_dispatched * (gcap.t0 + gcap.t1 * b) + w_env
             if reprefill:
                 pause = t_sync + b * rep_safe / phi_share * ws.context_tokens / (gcap.prefill_tokens_per_s * rep_safe)
@@ -257,7 +257,7 @@ def _pipeline(scn: Scenario, m: ModelArch, ws: WorkloadStats, gcap: GeneratorCap
             if ws.uses_sandbox and sb.max_starting > 0 and startup > 0:
                 x = np.minimum(x, keep * sb.max_starting / startup)
             b_new = np.clip((x / keep) * w / rep_safe * phi_share, 1.0, gcap.b_op)
-            if np.allclose(b_new, b, rtol=1e-6):
+            if np.allclose(b_new, b, rtol=1e-10):
                 break
             b = 0.5 * (b + b_new)
         w_gen = w
@@ -387,9 +387,34 @@ def _partial_rollout(scn: Scenario, ws: WorkloadStats) -> tuple[float, float]:
 
 # ----------------------------------------------------------------------------------------- public API
 def _phase_eval(scn, m, ws, n_t, n_g):
-    gcap = generator_capacity(scn, m, ws)
-    res = _pipeline(scn, m, ws, gcap, n_t, n_g)
-    return gcap, res
+    """Evaluate every candidate generator instance and keep, per split, the one with the most trained
+    samples/s (ties to the throughput-best instance). Returns the instance chosen for the first split."""
+    caps = generator_capacities(scn, m, ws)
+    best_res, best_gcap = None, None
+    choice = None
+    cap_max = None
+    for i, gcap in enumerate(caps):
+        res = _pipeline(scn, m, ws, gcap, n_t, n_g)
+        x = np.where(res["feasible"], res["trained_samples_per_s"], -1.0)
+        cap = np.where(res["feasible"], res["generator_capacity_samples_per_s"], 0.0)
+        cap_max = cap if cap_max is None else np.maximum(cap_max, cap)
+        if best_res is None:
+            best_res, choice = res, np.zeros(x.shape, dtype=int)
+            best_x = x
+            continue
+        better = x > best_x * (1 + 1e-9)
+        if better.any():
+            best_res = {k: np.where(better, v, best_res[k]) for k, v in res.items()}
+            choice = np.where(better, i, choice)
+            best_x = np.where(better, x, best_x)
+    # the pool's capacity is what its best instance could deliver, whichever serves this split best
+    best_res["generator_capacity_samples_per_s"] = np.where(best_res["feasible"], cap_max,
+                                                            best_res["generator_capacity_samples_per_s"])
+    best_gcap = caps[int(choice[0])]
+    if not bool(best_res["feasible"][0]):  # name the smallest instance in any error message
+        best_gcap = min(caps, key=lambda c: c.instance_gpus)
+    best_res["instance_index"] = choice
+    return best_gcap, best_res
 
 
 def _check_sides(scn: Scenario, m: ModelArch, ws: WorkloadStats, gcap: GeneratorCapacity, n_t: int, n_g: int, res):

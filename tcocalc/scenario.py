@@ -51,6 +51,8 @@ class GeneratorSection(_Section):
     gpus: int = Field(ge=1, description="generator GPUs [GPU] (colocated: equals trainer.gpus)")
     precision: Precision = Field("bf16", description="generator weights and GEMMs")
     kv_precision: Precision | None = Field(None, description="KV cache precision (default: precision; fp8 for fp4)")
+    tp: int | None = Field(None, ge=1, le=64, description="pin the serving instance to this tensor-parallel "
+                                                          "degree (default: the best instance is searched)")
 
 
 class SolveRate(_Section):

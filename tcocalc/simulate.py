@@ -30,7 +30,7 @@ import numpy as np
 
 from .errors import InfeasibleError, ScenarioError
 from .rl import METRIC_UNITS, RLReport, _resolve_hw, _resolve_model, evaluate
-from .rl_capacity import generator_capacity, sample_flops, trainer_capacity
+from .rl_capacity import sample_flops, trainer_capacity
 from .rl_workload import phase_list, workload_stats
 from .scenario import Scenario
 from .weight_sync import weight_sync_seconds
@@ -121,8 +121,8 @@ def simulate(scenario: Scenario, *, steps: int, seed: int = 0, max_events: int =
     acc_t, acc_g = _resolve_hw(scn)
     name, start, _, over = phase_list(scn)[0]
     ws = workload_stats(scn, over, name, start, steps)
-    gcap = generator_capacity(scn, m, ws)
     base = evaluate(scn)  # the analytical answer (also raises InfeasibleError for a split that cannot run)
+    gcap = base.details[name]["generator"]  # the serving instance the analytical model chose for this split
     mode = scn.orchestration.mode
     n_t, n_g = scn.trainer.gpus, scn.generator.gpus
     n_rep = max(n_g // gcap.instance_gpus, 1)
