@@ -38,7 +38,7 @@ class ModelSection(_Section):
 
 class TrainerSection(_Section):
     hardware: str = Field(min_length=1, description="accelerator name (tc.hardware_table())")
-    gpus: int = Field(ge=1, description="trainer GPUs [GPU]")
+    gpus: int = Field(ge=1, le=1_000_000, description="trainer GPUs [GPU]")
     old_logprob_pass: bool = Field(False, description="recompute old-policy log-probs (one extra forward pass)")
     reference_model: bool = Field(False, description="KL to a reference model (one extra forward pass)")
     minibatches_per_step: int = Field(1, ge=1, le=100_000, description="optimizer updates per rollout step (g_mb)")
@@ -48,7 +48,7 @@ class TrainerSection(_Section):
 
 class GeneratorSection(_Section):
     hardware: str = Field(min_length=1, description="accelerator name; may differ from the trainer's")
-    gpus: int = Field(ge=1, description="generator GPUs [GPU] (colocated: equals trainer.gpus)")
+    gpus: int = Field(ge=1, le=1_000_000, description="generator GPUs [GPU] (colocated: equals trainer.gpus)")
     precision: Precision = Field("bf16", description="generator weights and GEMMs")
     kv_precision: Precision | None = Field(None, description="KV cache precision (default: precision; fp8 for fp4)")
     tp: int | None = Field(None, ge=1, le=64, description="pin the serving instance to this tensor-parallel "
@@ -117,8 +117,8 @@ class Sandbox(_Section):
     tool_call_s: float = Field(0.0, ge=0, le=1e6, description="mean sandbox execution per tool call [s]")
     startup_s: float = Field(0.0, ge=0, le=1e6, description="cold start per sandbox [s]")
     cpu_cores: float = Field(1.0, ge=0, le=1e4, description="CPU cores per live sandbox")
-    max_concurrency: int = Field(0, ge=0, description="cap on live sandboxes (0 = unlimited)")
-    max_starting: int = Field(0, ge=0, description="cap on sandboxes starting at once (0 = unlimited)")
+    max_concurrency: int = Field(0, ge=0, le=100_000_000, description="cap on live sandboxes (0 = unlimited)")
+    max_starting: int = Field(0, ge=0, le=100_000_000, description="cap on sandboxes starting at once (0 = unlimited)")
     failure_rate: float = Field(0.0, ge=0, lt=1, description="probability a sandbox start fails")
     retries: int = Field(2, ge=0, le=100, description="start retries before the rollout is lost")
 
@@ -137,7 +137,7 @@ class Economics(_Section):
 
 class Phase(_Section):
     name: str = Field(min_length=1)
-    start_step: int = Field(ge=0, description="first optimizer step of this phase")
+    start_step: int = Field(ge=0, le=100_000_000, description="first optimizer step of this phase")
     response_scale: float = Field(1.0, gt=0, le=1000, description="multiplies response mean and p99")
     turns: int | None = Field(None, ge=1, le=10_000)
     tool_call_s: float | None = Field(None, ge=0, le=1e6)

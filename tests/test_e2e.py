@@ -71,3 +71,14 @@ def test_every_page_opens(page, app_url, name):
     page.wait_for_timeout(1500)
     assert "Traceback" not in page.content()
     page.screenshot(path=str(ARTIFACTS / f"{name.lower()}.png"), full_page=True)
+
+
+def test_oversized_upload_is_refused(page, app_url, tmp_path):
+    page.goto(app_url)
+    page.get_by_text("Useful samples/s").first.wait_for()
+    big = tmp_path / "big.toml"
+    big.write_text("# " + "x" * 300_000 + "\n")
+    page.locator('input[type="file"]').set_input_files(str(big))
+    err = page.locator('[data-testid="stAlertContentError"]').first
+    err.wait_for()
+    assert "under 200,000" in err.inner_text()
