@@ -84,7 +84,7 @@ def rl() -> list[tuple[str, float, str]]:
     big = semi.with_split(1024, 3072)
 
     def cold_solve():
-        rl_capacity._generator_capacity.cache_clear()
+        rl_capacity._generator_capacities.cache_clear()
         rl_capacity._families.cache_clear()
         rl_capacity._trainer_rate.cache_clear()
         tc.solve_split(big)
@@ -92,7 +92,7 @@ def rl() -> list[tuple[str, float, str]]:
     cold = _best(cold_solve, repeats=3)
 
     def cold_eval():
-        rl_capacity._generator_capacity.cache_clear()
+        rl_capacity._generator_capacities.cache_clear()
         rl_capacity._families.cache_clear()
         rl_capacity._trainer_rate.cache_clear()
         tc.evaluate(semi)
@@ -118,11 +118,29 @@ def rl() -> list[tuple[str, float, str]]:
     ]
 
 
+def app() -> list[tuple[str, float, str]]:
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    page = str(Path(__file__).resolve().parents[1] / "app_pages" / "plan.py")
+    at = AppTest.from_file(page, default_timeout=120).run()
+    first = _best(lambda: AppTest.from_file(page, default_timeout=120).run(), repeats=1)
+    values = iter([16, 24, 32, 40, 48])
+
+    def rerun():
+        at.number_input(key="generator_gpus").set_value(next(values)).run()
+
+    change = _best(rerun, repeats=5)
+    return [("Plan page: first render in a fresh session (AppTest)", first, "reference"),
+            ("Plan page: rerun after a GPU-count change (AppTest)", change, "< 0.3 s")]
+
+
 def main() -> None:
     print(f"# tcocalc benchmarks, {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
           f"python {platform.python_version()}")
     print(f"{'figure':66s} {'seconds':>9s}  target")
-    for name, secs, target in import_cost() + roofline() + rl():
+    for name, secs, target in import_cost() + roofline() + rl() + app():
         print(f"{name:66s} {secs:9.4f}  {target}")
 
 
