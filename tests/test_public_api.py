@@ -5,9 +5,13 @@ import sys
 
 import tcocalc as tc
 
-# Contract names implemented so far; later issues extend this set (never shrink it).
+# Every public name of ../shared/CONTRACT.md (later work may add names, never remove these).
 CONTRACT_NAMES = {
     "hardware", "hardware_table", "Accelerator", "model", "model_table", "ModelArch",
+    "Parallelism", "prefill", "decode", "generation_throughput", "training_throughput",
+    "KernelTime", "GenerationEstimate", "TrainingEstimate",
+    "CostInputs", "default_cost_inputs", "gpu_hour_cost", "CostBreakdown", "tinker_cost", "TinkerQuote",
+    "Scenario", "load_scenario", "evaluate", "solve_split", "simulate", "RLReport",
     "UnknownEntryError", "InfeasibleError", "ScenarioError",
 }
 
