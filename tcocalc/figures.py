@@ -76,11 +76,12 @@ def roofline_figure(ridge, points=None):
         fig.add_trace(go.Scatter(x=xs, y=y, mode="lines", name=f"{r['accelerator']} {r['precision']}"))
     if points is not None:
         for _, p in points.iterrows():
-            fig.add_trace(go.Scatter(x=[p["intensity [FLOP/B]"]], y=[p["attained [TFLOP/s]"]], mode="markers+text",
-                                     text=[f"{p['phase']} ({p['accelerator']})"], textposition="top center",
-                                     marker=dict(size=11, symbol="diamond"), name=f"{p['phase']} {p['accelerator']}"))
-    fig.update_xaxes(type="log", title_text="arithmetic intensity [FLOP/B]")
-    fig.update_yaxes(type="log", title_text="attainable [TFLOP/s]")
+            symbol = {"prefill": "diamond", "decode": "circle", "training": "square"}.get(p["phase"], "x")
+            fig.add_trace(go.Scatter(x=[p["intensity [FLOP/B]"]], y=[p["attained [TFLOP/s]"]], mode="markers",
+                                     marker=dict(size=12, symbol=symbol), name=f"{p['phase']} on {p['accelerator']}",
+                                     hovertemplate="%{x:.3g} FLOP/B, %{y:,.0f} TFLOP/s<extra></extra>"))
+    fig.update_xaxes(type="log", dtick=1, tickformat=",.0f", title_text="arithmetic intensity [FLOP/B]")
+    fig.update_yaxes(type="log", dtick=1, tickformat=",.0f", title_text="attainable [TFLOP/s]")
     fig.update_layout(height=480, margin=dict(t=30))
     return fig
 
@@ -114,22 +115,18 @@ def tornado_figure(sens):
 
 
 def validation_figure(table):
-    """Predicted against published for every validation case (log-log; the diagonal is perfect)."""
+    """Signed error per validation case [%], with the ±tolerance band; known misses in grey."""
     go = _go()
-    fig = go.Figure()
-    for kind, g in table.groupby("kind"):
-        fig.add_trace(go.Scatter(x=g["published"], y=g["predicted"], mode="markers", name=kind, text=g["id"],
-                                 hovertemplate="%{text}: published %{x:.4g}, predicted %{y:.4g}<extra></extra>"))
-    lo = float(min(table["published"].min(), table["predicted"].min())) * 0.7
-    hi = float(max(table["published"].max(), table["predicted"].max())) * 1.4
-    fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", name="exact", line=dict(color="gray")))
-    fig.add_trace(go.Scatter(x=[lo, hi], y=[lo * 1.25, hi * 1.25], mode="lines", name="+25%",
-                             line=dict(color="lightgray", dash="dot")))
-    fig.add_trace(go.Scatter(x=[lo, hi], y=[lo * 0.75, hi * 0.75], mode="lines", name="-25%",
-                             line=dict(color="lightgray", dash="dot")))
-    fig.update_xaxes(type="log", title_text="published")
-    fig.update_yaxes(type="log", title_text="predicted")
-    fig.update_layout(height=480, margin=dict(t=30))
+    df = table.iloc[::-1]
+    colors = ["#bbbbbb" if km else ("#2e7d32" if ok else "#c62828")
+              for km, ok in zip(df["known_miss"], df["within"], strict=True)]
+    fig = go.Figure(go.Bar(x=df["error [%]"], y=df["id"], orientation="h", marker_color=colors,
+                           customdata=df[["case", "published", "predicted", "unit"]].to_numpy(),
+                           hovertemplate="%{y}: %{customdata[0]}<br>published %{customdata[1]:.4g}, predicted "
+                                         "%{customdata[2]:.4g} %{customdata[3]}<br>error %{x:+.1f}%<extra></extra>"))
+    fig.add_vrect(x0=-25, x1=25, fillcolor="green", opacity=0.07, line_width=0)
+    fig.update_layout(height=60 + 18 * len(df), xaxis_title="error: predicted / published - 1 [%] "
+                      "(green band ±25%; grey bars are known misses)", margin=dict(t=30))
     return fig
 
 
