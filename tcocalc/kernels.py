@@ -38,6 +38,8 @@ from .units import bytes_per_element
 __all__ = ["KernelTime", "prefill", "decode", "forward_cost", "inference_memory_per_gpu", "kv_bytes_per_seq_per_gpu"]
 
 ACT_BYTES = 2.0  # activations travel in bf16 between kernels
+ELEMENTWISE_HIDDEN_PASSES = 10.0  # hidden-sized reads + writes per token and layer (norms, residuals); see op 4
+SWIGLU_PASSES = 3.0  # intermediate-sized reads + writes per token and layer (SwiGLU); see op 4
 
 
 @dataclass(frozen=True)
@@ -236,9 +238,11 @@ def forward_cost(m: ModelArch, acc: Accelerator, cal: Calibration, par: Parallel
             a2a = (tok / tp) * h * (dispatch + ACT_BYTES) * fan_out
             comm = comm + moe_layers * (a2a / _link(acc, cal, g) + np.where(tok > 0, _a2a_latency(acc, cal, g), 0.0))
         n_ops_layer += 3.0
-    # 4. element-wise kernels (norms, residual adds, RoPE, SwiGLU): memory only, not split by TP
+    # 4. element-wise kernels, memory only, not split by TP [derived by counting tensor reads and writes]:
+    #    two RMSNorms (read h, write h: 4h) and two residual adds (read 2h, write h: 6h) = 10h per token;
+    #    SwiGLU reads gate and up (2I) and writes I = 3I per token (split by TP)
     act_width = (m.intermediate_size if not m.is_moe else m.experts_per_token * m.moe_intermediate_size)
-    by = ACT_BYTES * tok * (10.0 * h + 3.0 * act_width / tp)
+    by = ACT_BYTES * tok * (ELEMENTWISE_HIDDEN_PASSES * h + SWIGLU_PASSES * act_width / tp)
     op(0.0 * tok, by, 0.0 * tok, layers)
     # 5. LM head: logits only for the last position of each sequence
     gemm(seqs_rank, m.lm_head_params, m.vocab_size / tp, h, params_div=tp)

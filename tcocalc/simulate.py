@@ -94,7 +94,6 @@ class _State:
         self.sbx_area = self.sbx_t = 0.0
         self.group_id = 0
         self.gen_open = True
-        self.slots = 1
         self.open_groups = 0
         self.running_by_version: dict = {}
         self.rr = 0
@@ -154,7 +153,6 @@ def simulate(scenario: Scenario, *, steps: int, seed: int = 0, max_events: int =
     keep_est = max(ws.useful_group_fraction if orch.filter_zero_advantage else 1.0, 1e-3) * (1.0 - ws.sandbox_loss)
 
     st = _State(n_rep)
-    st.slots = slots
     events: list = []
     counter = [0]
 

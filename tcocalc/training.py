@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from .calibration import calibration_for
 from .errors import InfeasibleError, ScenarioError
-from .kernels import ACT_BYTES, _check_positive, _gemm_eff, _link, _resolve
+from .kernels import ACT_BYTES, ELEMENTWISE_HIDDEN_PASSES, SWIGLU_PASSES, _check_positive, _gemm_eff, _link, _resolve
 from .parallel import Parallelism
 from .units import bytes_per_element
 
@@ -160,7 +160,8 @@ def training_step(m, acc, cal, par: Parallelism, *, seq: float, global_batch: fl
                 group - 1) / group
             comm += cal.ep_comm_exposed * moe_layers * vol / _link(acc, cal, group)
     i_eff = m.experts_per_token * m.moe_intermediate_size if m.is_moe else m.intermediate_size
-    t_compute += layers * 3.0 * ACT_BYTES * (seq / tp) * (10.0 * h + 3.0 * i_eff) / bw
+    # element-wise traffic: the inference count (kernels op 4) for forward, backward (x2)
+    t_compute += layers * 3.0 * ACT_BYTES * (seq / tp) * (ELEMENTWISE_HIDDEN_PASSES * h + SWIGLU_PASSES * i_eff) / bw
     if recompute == "selective":
         t_compute += t_attn / 3.0
     elif recompute == "full":
