@@ -82,7 +82,7 @@ with st.expander("Cluster and workload", expanded=True):
     c1.selectbox("Generator hardware", hw_names if scn0.generator.hardware in hw_names else
                  [scn0.generator.hardware, *hw_names], key="generator_hw")
     c2.number_input("Generator GPUs", min_value=1, max_value=100_000, step=8, key="generator_gpus",
-                    help="colocated: ignored, the trainer's pool generates")
+                    help="colocated: ignored (like the generator hardware), the trainer's pool generates")
     c3.selectbox("Generator precision", ["bf16", "fp8", "fp4"], key="generator_precision")
     c4.number_input("Max staleness [steps]", min_value=0.0, max_value=1000.0, step=0.5, key="max_staleness",
                     help="async/inflight: how many policy versions a trained sample may lag")
@@ -104,7 +104,8 @@ ss = st.session_state
 data = tomllib.loads(text)
 data["model"]["name"] = ss["model"]
 data["trainer"].update(hardware=ss["trainer_hw"], gpus=int(ss["trainer_gpus"]))
-data["generator"].update(hardware=ss["generator_hw"], precision=ss["generator_precision"],
+data["generator"].update(hardware=ss["trainer_hw"] if ss["mode"] == "colocated" else ss["generator_hw"],
+                         precision=ss["generator_precision"],
                          gpus=int(ss["trainer_gpus"]) if ss["mode"] == "colocated" else int(ss["generator_gpus"]))
 data.setdefault("orchestration", {}).update(mode=ss["mode"], max_staleness=float(ss["max_staleness"]))
 w = data["workload"]

@@ -254,7 +254,7 @@ def hardware_table():
 
     Columns: dense peaks in TFLOP/s, HBM in GB and TB/s, scale-up GB/s (bidirectional), domain,
     scale-out Gb/s, TDP in W, ridge points in FLOP/B, and the source and date of each figure.
-    A precision the hardware lacks is empty (NaN in the frame, shown as blank), never zero.
+    A precision the hardware lacks is empty (None), never zero.
     """
     import pandas as pd
 

@@ -170,6 +170,8 @@ class Scenario(_Section):
     def _check(self):
         if self.orchestration.mode == "colocated" and self.generator.gpus != self.trainer.gpus:
             raise ValueError("colocated: generator.gpus must equal trainer.gpus (one shared pool)")
+        if self.orchestration.mode == "colocated" and self.generator.hardware != self.trainer.hardware:
+            raise ValueError("colocated: generator.hardware must equal trainer.hardware (one shared pool)")
         if self.phases and self.phases[0].start_step >= self.workload.steps:
             raise ValueError("the first phase starts after the last step")
         return self

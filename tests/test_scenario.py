@@ -68,6 +68,8 @@ def test_minimal_scenario_takes_documented_defaults():
     (MINIMAL.replace("gpus = 8\n[workload]", "gpus = 16\n[workload]") + "[orchestration]\nmode = 'colocated'\n",
      "scenario"),
     ("x = [", "toml"),
+    (MINIMAL.replace('hardware = "H100"\ngpus = 8\n[workload]', 'hardware = "H200"\ngpus = 8\n[workload]')
+     + "[orchestration]\nmode = 'colocated'\n", "scenario"),
 ])
 def test_bad_scenarios_name_the_field(text, field):
     with pytest.raises(tc.ScenarioError) as err:
