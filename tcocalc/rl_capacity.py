@@ -34,6 +34,8 @@ __all__ = ["GeneratorCapacity", "generator_capacity", "generator_capacities", "t
 
 @dataclass(frozen=True)
 class GeneratorCapacity:
+    """One serving instance for a phase: its KV-bound slots, step-time line ``t0 + t1·b`` [s], latency and rate."""
+
     instance: Parallelism
     instance_gpus: int
     b_max: float            # KV-bound running trajectories per instance
@@ -47,6 +49,7 @@ class GeneratorCapacity:
     prefill_tokens_per_s: float  # bulk prefill rate of one instance at the running context [token/s]
 
     def step_s(self, b):
+        """Decode step time with ``b`` running trajectories [s]."""
         return self.t0 + self.t1 * np.asarray(b, dtype=float)
 
 

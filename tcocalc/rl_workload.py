@@ -28,6 +28,8 @@ __all__ = ["WorkloadStats", "workload_stats", "phase_list"]
 
 @dataclass(frozen=True)
 class WorkloadStats:
+    """Derived statistics of one phase (token counts in tokens, times in seconds; see the module docstring)."""
+
     phase: str
     start_step: int
     steps: int
@@ -56,10 +58,6 @@ class WorkloadStats:
     useful_group_fraction: float
     sandbox_loss: float              # share of rollouts lost to sandbox start failures
     keep_fraction: float             # trained / dispatched trajectories
-
-    @property
-    def dispatched_per_step(self) -> float:
-        return self.samples_per_step / self.keep_fraction
 
 
 def phase_list(scn: Scenario) -> list[tuple[str, int, int, dict]]:

@@ -31,12 +31,16 @@ class _Section(BaseModel):
 
 
 class ModelSection(_Section):
+    """``[model]``: what is trained (a catalog name, or a label plus ``[model.config]``)."""
+
     name: str = Field(min_length=1, description="catalog name (tc.model_table()), or a label when config is given")
     precision: Precision = Field("bf16", description="trainer precision (weights and GEMMs)")
     config: dict[str, Any] | None = Field(None, description="Hugging Face config.json for a model outside the catalog")
 
 
 class TrainerSection(_Section):
+    """``[trainer]``: the training pool and its per-step passes."""
+
     hardware: str = Field(min_length=1, description="accelerator name (tc.hardware_table())")
     gpus: int = Field(ge=1, le=1_000_000, description="trainer GPUs [GPU]")
     old_logprob_pass: bool = Field(False, description="recompute old-policy log-probs (one extra forward pass)")
@@ -47,6 +51,8 @@ class TrainerSection(_Section):
 
 
 class GeneratorSection(_Section):
+    """``[generator]``: the rollout pool (hardware may differ from the trainer's)."""
+
     hardware: str = Field(min_length=1, description="accelerator name; may differ from the trainer's")
     gpus: int = Field(ge=1, le=1_000_000, description="generator GPUs [GPU] (colocated: equals trainer.gpus)")
     precision: Precision = Field("bf16", description="generator weights and GEMMs")
@@ -56,6 +62,8 @@ class GeneratorSection(_Section):
 
 
 class SolveRate(_Section):
+    """``[workload.solve_rate]``: the per-prompt solve-rate mixture (rl-modeling §2.2)."""
+
     never: float = Field(0.0, ge=0, le=1, description="share of prompts never solved (p = 0)")
     always: float = Field(0.0, ge=0, le=1, description="share of prompts always solved (p = 1)")
     beta_a: float = Field(1.0, gt=0, le=1e6, description="the rest have p ~ Beta(a, b)")
@@ -69,6 +77,8 @@ class SolveRate(_Section):
 
 
 class Workload(_Section):
+    """``[workload]``: prompts, groups, lengths (lognormal with a cap), turns and run length."""
+
     prompts_per_step: int = Field(ge=1, le=10_000_000, description="prompts per optimizer step")
     group_size: int = Field(ge=1, le=100_000, description="responses per prompt (G)")
     prompt_tokens: float = Field(gt=0, le=1e8, description="prompt tokens per trajectory incl. system/tools [token]")
@@ -97,10 +107,13 @@ class Workload(_Section):
 
     @property
     def samples_per_step(self) -> int:
+        """Trajectories the trainer consumes per step: prompts x group size."""
         return self.prompts_per_step * self.group_size
 
 
 class Orchestration(_Section):
+    """``[orchestration]``: the mode and its staleness, oversampling and weight-sync rules."""
+
     mode: Mode = Field("async", description="colocated | sync | one_step_off | async | inflight")
     max_staleness: float = Field(1.0, ge=0, le=10_000, description="async/inflight: max policy-version lag [steps]; "
                                  "fractional values bound the share of stale samples (verl staleness_threshold)")
@@ -114,6 +127,8 @@ class Orchestration(_Section):
 
 
 class Sandbox(_Section):
+    """``[sandbox]``: tool-call environments (times, CPU, concurrency and start limits, failures)."""
+
     tool_call_s: float = Field(0.0, ge=0, le=1e6, description="mean sandbox execution per tool call [s]")
     startup_s: float = Field(0.0, ge=0, le=1e6, description="cold start per sandbox [s]")
     cpu_cores: float = Field(1.0, ge=0, le=1e4, description="CPU cores per live sandbox")
@@ -124,6 +139,8 @@ class Sandbox(_Section):
 
 
 class Economics(_Section):
+    """``[economics]``: GPU and CPU prices (or cost-engine inputs) and the Tinker list to compare with."""
+
     usd_per_gpu_hour: float = Field(1.59, gt=0, le=1e5, description="all-in cost per GPU-hour [USD/h] "
                                                                   "(SemiAnalysis H200 TCO, unconfirmed)")
     trainer_usd_per_gpu_hour: float | None = Field(None, gt=0, le=1e5, description="override for the trainer pool")
@@ -136,6 +153,8 @@ class Economics(_Section):
 
 
 class Phase(_Section):
+    """``[[phases]]``: a change of workload from ``start_step`` on (e.g. longer responses, more tool calls)."""
+
     name: str = Field(min_length=1)
     start_step: int = Field(ge=0, le=100_000_000, description="first optimizer step of this phase")
     response_scale: float = Field(1.0, gt=0, le=1000, description="multiplies response mean and p99")
