@@ -573,7 +573,14 @@ def solve_split(scenario: Scenario, objective: str = "usd_per_useful_sample", *,
     scn = scenario
     if scn.orchestration.mode == "colocated":
         report = evaluate(scn)
-        sweep = pd.DataFrame([{**report.metrics, "feasible": True}])
+        m = report.metrics
+        row = {k: m[k] for k in ("trainer_gpus", "generator_gpus", "step_time_s", "useful_samples_per_s",
+                                 "usd_per_hour", "mean_staleness_steps", "sandbox_concurrency",
+                                 "trainer_capacity_samples_per_s", "generator_capacity_samples_per_s",
+                                 "trainer_idle_fraction", "generator_idle_fraction", "trainer_mfu")}
+        row.update(trainer_share=1.0, feasible=True, meets_constraints=True, objective=objective, best=True,
+                   usd_per_useful_sample=m["usd_per_hour"] / 3600.0 / m["useful_samples_per_s"])
+        sweep = pd.DataFrame([row])
         return RLReport(scenario=scn, metrics=report.metrics, details=report.details, phases=report.phases,
                         sweep=sweep, advice=report.advice + ("colocated: one pool, nothing to split",))
     m = _resolve_model(scn)

@@ -86,3 +86,13 @@ def test_hardware_page_roofline_without_choices_is_not_broken():
 def test_validation_page_counts_cases():
     at = run("app_pages/validation.py")
     assert metric(at, "Cases") == "38"
+
+
+@pytest.mark.parametrize("scenario", sorted(p.stem for p in (ROOT / "scenarios").glob("*.toml")))
+def test_plan_every_shipped_scenario_solves_and_simulates(scenario):
+    at = run("app_pages/plan.py")
+    at.selectbox(key="scenario_file").select(scenario).run()
+    at.toggle(key="solve").set_value(True).run()
+    at.toggle(key="simulate").set_value(True).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]

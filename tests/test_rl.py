@@ -270,6 +270,13 @@ def test_generator_too_small_names_side_and_size():
     assert str(err.value).startswith("generator:") and err.value.suggestion >= 8
 
 
+def test_colocated_solve_has_the_same_sweep_columns():
+    scn = load("verl_fully_async_qwen25_7b_h20")
+    sweep = tc.solve_split(scn).sweep
+    other = tc.solve_split(load("default")).sweep
+    assert set(other.columns) <= set(sweep.columns) and len(sweep) == 1 and bool(sweep["best"].iloc[0])
+
+
 def test_bad_objective():
     with pytest.raises(tc.ScenarioError, match="objective"):
         tc.solve_split(load("default"), objective="fastest")
