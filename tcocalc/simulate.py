@@ -201,29 +201,22 @@ def simulate(scenario: Scenario, *, steps: int, seed: int = 0, max_events: int =
         st.sbx_t = st.now
 
     block = 8192
-    pool = {"u": np.empty(0), "n": np.empty(0), "i": 0, "j": 0}
+    pools = {"u": [np.empty(0), 0], "n": [np.empty(0), 0]}  # pre-drawn random numbers, refilled in blocks
 
-    def draw_uniform(k):
-        if pool["i"] + k > pool["u"].size:
-            pool["u"], pool["i"] = rng.random(max(block, k)), 0
-        out = pool["u"][pool["i"]:pool["i"] + k]
-        pool["i"] += k
-        return out
-
-    def draw_normal(k):
-        if pool["j"] + k > pool["n"].size:
-            pool["n"], pool["j"] = rng.standard_normal(max(block, k)), 0
-        out = pool["n"][pool["j"]:pool["j"] + k]
-        pool["j"] += k
-        return out
+    def draw(kind, k):
+        arr, i = pools[kind]
+        if i + k > arr.size:
+            arr, i = (rng.random if kind == "u" else rng.standard_normal)(max(block, k)), 0
+        pools[kind] = [arr, i + k]
+        return arr[i:i + k]
 
     def new_group():
         st.group_id += 1
-        u = draw_uniform(1)[0]
+        u = draw("u", 1)[0]
         p = 0.0 if u < sr.never else 1.0 if u < sr.never + sr.always else rng.beta(sr.beta_a, sr.beta_b)
-        wins = int((draw_uniform(G) < p).sum())
+        wins = int((draw("u", G) < p).sum())
         useful = (0 < wins < G) or not orch.filter_zero_advantage
-        lengths = np.exp(ws.mu + ws.sigma * draw_normal(G))
+        lengths = np.exp(ws.mu + ws.sigma * draw("n", G))
         if cap is not None:
             lengths = np.minimum(lengths, cap)
         grp = _Group(G, useful)
