@@ -100,8 +100,29 @@ class _State:
         self.total_resident = 0
 
 
+def phase_scenario(scn: Scenario, overrides: dict) -> Scenario:
+    """The scenario as it runs during one ``[[phases]]`` entry: the overrides applied, no phases left."""
+    w, sb = scn.workload, scn.sandbox
+    scale = overrides.get("response_scale", 1.0)
+    upd = {"response_tokens_mean": w.response_tokens_mean * scale}
+    if w.response_tokens_p99 is not None:
+        upd["response_tokens_p99"] = w.response_tokens_p99 * scale
+    if "turns" in overrides:
+        upd["turns"] = overrides["turns"]
+    if "always_solved" in overrides:
+        always = overrides["always_solved"]
+        upd["solve_rate"] = w.solve_rate.model_copy(update={"always": always,
+                                                            "never": min(w.solve_rate.never, 1.0 - always)})
+    sandbox = sb.model_copy(update={"tool_call_s": overrides["tool_call_s"]}) if "tool_call_s" in overrides else sb
+    return scn.model_copy(update={"workload": w.model_copy(update=upd), "sandbox": sandbox, "phases": ()})
+
+
 def simulate(scenario: Scenario, *, steps: int, seed: int = 0, max_events: int = DEFAULT_MAX_EVENTS) -> RLReport:
-    """Run the scenario's first phase (or its only one) for ``steps`` optimizer steps.
+    """Simulate ``steps`` optimizer steps of the scenario.
+
+    With ``[[phases]]``, each phase is simulated on its own for its share of ``steps`` (at least 5) and
+    the metrics are combined weighted by each phase's duration in the whole run, as the analytical report
+    does; ``details["phases"]`` holds each phase's simulated metrics.
 
     Returns an :class:`RLReport` with the contract's metrics (``source="simulation"``), ``details`` holding
     ``timeline`` (per step: start, end, trainer busy, generated tokens) and ``staleness`` (per trained
@@ -109,12 +130,58 @@ def simulate(scenario: Scenario, *, steps: int, seed: int = 0, max_events: int =
 
     Raises ScenarioError for ``steps <= 0`` and InfeasibleError when the run exceeds ``max_events``.
     """
-    import pandas as pd
 
     if not isinstance(steps, int) or isinstance(steps, bool) or steps <= 0:
         raise ScenarioError("steps", f"must be a whole number > 0, got {steps!r}")
     if steps > 1_000_000:
         raise ScenarioError("steps", f"at most 1,000,000 steps per simulation, got {steps:,}")
+    if scenario.phases:
+        return _simulate_phases(scenario, steps=steps, seed=seed, max_events=max_events)
+    return _simulate_one(scenario, steps=steps, seed=seed, max_events=max_events)
+
+
+def _simulate_phases(scn: Scenario, *, steps: int, seed: int, max_events: int) -> RLReport:
+    import pandas as pd
+
+    base = evaluate(scn)
+    phases = phase_list(scn)
+    total = sum(ph[2] for ph in phases)
+    parts, frames = [], []
+    for i, (name, _start, n, over) in enumerate(phases):
+        k = max(5, round(steps * n / total))
+        rep = _simulate_one(phase_scenario(scn, over), steps=k, seed=seed + i, max_events=max_events)
+        parts.append((name, n, rep))
+        frames.append(rep.details["timeline"].assign(phase=name))
+    durations = [n * rep.metrics["step_time_s"] for _, n, rep in parts]
+    tot = sum(durations)
+    metrics = {}
+    for key in METRIC_UNITS:
+        vals = [rep.metrics[key] for _, _, rep in parts]
+        if any(v is None for v in vals):
+            metrics[key] = None
+        elif key in ("run_hours", "run_usd"):
+            metrics[key] = float(sum(vals[j] * parts[j][1] / scn.workload.steps for j in range(len(parts))))
+        elif key == "step_time_s":
+            metrics[key] = tot / sum(n for _, n, _ in parts)
+        elif key == "max_staleness_steps":
+            metrics[key] = max(vals)
+        else:
+            metrics[key] = float(sum(v * d for v, d in zip(vals, durations, strict=True)) / tot)
+    staleness = pd.concat([rep.details["staleness"] for _, _, rep in parts], axis=1).fillna(0).sum(axis=1)
+    staleness = staleness.astype(int).rename("samples").sort_index()
+    return RLReport(scenario=scn, metrics=metrics, phases=base.phases,
+                    details={"timeline": pd.concat(frames, ignore_index=True), "staleness": staleness,
+                             "phases": {name: rep.metrics for name, _, rep in parts}, "seed": seed,
+                             "steps": sum(rep.details["steps"] for _, _, rep in parts),
+                             "events": sum(rep.details["events"] for _, _, rep in parts),
+                             "analytical": base.metrics},
+                    advice=base.advice, source="simulation")
+
+
+def _simulate_one(scenario: Scenario, *, steps: int, seed: int, max_events: int) -> RLReport:
+    """Simulate a scenario without phases."""
+    import pandas as pd
+
     scn = scenario
     m = _resolve_model(scn)
     acc_t, acc_g = _resolve_hw(scn)

@@ -123,3 +123,17 @@ def test_sandbox_failures_lose_rollouts():
     r = tc.simulate(scn.model_copy(update={"sandbox": sb}), steps=10, seed=2)
     assert r.metrics["discarded_fraction"] > tc.simulate(scn, steps=10, seed=2).metrics["discarded_fraction"]
     assert r.metrics["sandbox_concurrency"] > 0
+
+
+def test_phases_are_simulated_each_and_combined_like_the_analytical_report():
+    from pathlib import Path
+
+    scn = tc.load_scenario(Path(__file__).resolve().parents[1] / "scenarios" / "glm5_h200_drift.toml")
+    sim = tc.simulate(scn, steps=20, seed=0)
+    ana = sim.details["analytical"]
+    assert set(sim.details["phases"]) == {"initial", "drift"}
+    assert set(sim.details["timeline"]["phase"]) == {"initial", "drift"}
+    assert sim.metrics["useful_samples_per_s"] == pytest.approx(ana["useful_samples_per_s"], rel=0.10)
+    assert sim.metrics["trainer_idle_fraction"] == pytest.approx(ana["trainer_idle_fraction"], abs=0.05)
+    drift, initial = sim.details["phases"]["drift"], sim.details["phases"]["initial"]
+    assert drift["step_time_s"] > initial["step_time_s"]
