@@ -256,7 +256,10 @@ def _pipeline(scn: Scenario, m: ModelArch, ws: WorkloadStats, gcap: GeneratorCap
                 x = np.minimum(x, keep * sb.max_concurrency / w)
             if ws.uses_sandbox and sb.max_starting > 0 and startup > 0:
                 x = np.minimum(x, keep * sb.max_starting / startup)
-            b_new = np.clip((x / keep) * w / rep_safe * phi_share, 1.0, gcap.b_op)
+            # resident trajectories per replica (KV held through tool calls, at most b_max); the share
+            # decoding is the LLM part of a trajectory's life at the current step time
+            resident = np.minimum((x / keep) * w / rep_safe, gcap.b_max)
+            b_new = np.clip(resident * (w - w_env) / w, 1.0, gcap.b_op)
             if np.allclose(b_new, b, rtol=1e-10):
                 break
             b = 0.5 * (b + b_new)
