@@ -191,16 +191,27 @@ def test_heterogeneous_pools_sync_over_the_slower_nic():
 # ------------------------------------------------------------------ sandboxes (SBX-02)
 @pytest.mark.reference
 def test_sbx02_gb300_960_start_tail_about_an_hour():
-    """SBX-02: ⌈960/128⌉·300 s = 40 min before retries, ≈1 h with failures."""
+    """SBX-02: ⌈960/128⌉·300 s = 40 min before retries, ≈1 h with failures (a third of starts fail:
+    1.5 attempts each). In steady state the 960 scenario is bound by the start rate (128 starting at once,
+    450 s per successful start), so fewer than 960 sandboxes are ever live; the run's ramp follows the same
+    rule for the sandboxes it does bring up."""
+    attempts = 1 / (1 - 0.33)
     assert math.ceil(960 / 128) * 300 == 2400
+    assert math.ceil(960 / 128) * 300 * attempts / 3600 == pytest.approx(1.0, abs=0.15)
     r960 = tc.evaluate(load("gb300_agentic_960"))
+    m = r960.metrics
+    keep = 1 - m["discarded_fraction"]
+    start_rate_cap = keep * 128 / (300 * attempts)           # trained samples/s the start limit allows
+    assert m["useful_samples_per_s"] == pytest.approx(start_rate_cap, rel=1e-6)
+    live = m["sandbox_concurrency"]
+    assert 96 < live < 960
+    steady_h = m["step_time_s"] * r960.scenario.workload.steps / 3600
+    ramp_h = m["run_hours"] - steady_h
+    assert ramp_h == pytest.approx(math.ceil(live / 128) * 300 * attempts / 3600, rel=1e-3)
     r96 = tc.evaluate(load("gb300_agentic_96"))
-    steady = r960.metrics["step_time_s"] * r960.scenario.workload.steps / 3600
-    ramp_h = r960.metrics["run_hours"] - steady
-    assert r960.metrics["sandbox_concurrency"] > 96
-    assert 0.6 <= ramp_h <= 1.5 or r960.metrics["sandbox_concurrency"] < 960
     assert r96.metrics["sandbox_concurrency"] == pytest.approx(96)
     assert r96.metrics["sandbox_cpu_cores"] == pytest.approx(96 * 2)
+    assert r96.metrics["useful_samples_per_s"] < m["useful_samples_per_s"]
 
 
 # ------------------------------------------------------------------ invariants
