@@ -68,22 +68,6 @@ def test_bad_cost_inputs_name_the_field(field, value):
     assert err.value.field == field
 
 
-# ------------------------------------------------------------------ published cost identities
-@pytest.mark.reference
-def test_cost01_to_03_deepseek_rental_arithmetic():
-    """COST-01: 2.788M H800 GPU-h x $2 = $5.576M; COST-02: 512 x (198+80) + 5,000 GPU-h = 147,336 -> $294,672;
-    COST-03: 226.75 nodes x 8 x 24 h x $2 = $87,072/day."""
-    assert 2.788e6 * 2 == pytest.approx(5.576e6)
-    assert 512 * (198 + 80) + 5000 == 147_336 and 147_336 * 2 == 294_672
-    assert 226.75 * 8 * 24 * 2 == pytest.approx(87_072)
-
-
-@pytest.mark.reference
-@pytest.mark.parametrize("monthly,expected", [(5_426_381, 1.84), (6_423_183, 2.18), (5_898_240, 2.00)])
-def test_cost07_clustermax_monthly_to_gpu_hour(monthly, expected):
-    assert monthly / 4096 / 720 == pytest.approx(expected, rel=0.005)
-
-
 # ------------------------------------------------------------------ Tinker (TK-*)
 @pytest.mark.reference
 def test_tinker_identity_qwen3_235b_january_prices():

@@ -20,7 +20,6 @@ def test_trn03_mfu_convention(trn01):
     flops = tc.model("Llama-3.1-70B").training_flops_per_token(8192)
     assert trn01.mfu == pytest.approx(flops * trn01.tokens_per_s_per_gpu / 1978.9e12, rel=1e-9)
     assert "fp8" in trn01.mfu_convention and "causal" in trn01.mfu_convention
-    assert 719 / 1978.9 == pytest.approx(0.363, abs=0.001)  # the published identity itself
 
 
 def test_estimate_is_consistent(trn01):
