@@ -84,7 +84,7 @@ def rl() -> list[tuple[str, float, str]]:
     big = semi.with_split(1024, 3072)
 
     def cold_solve():
-        rl_capacity._generator_capacities.cache_clear()
+        rl_capacity._generator_capacity.cache_clear()
         rl_capacity._families.cache_clear()
         rl_capacity._trainer_rate.cache_clear()
         tc.solve_split(big)
@@ -92,7 +92,7 @@ def rl() -> list[tuple[str, float, str]]:
     cold = _best(cold_solve, repeats=3)
 
     def cold_eval():
-        rl_capacity._generator_capacities.cache_clear()
+        rl_capacity._generator_capacity.cache_clear()
         rl_capacity._families.cache_clear()
         rl_capacity._trainer_rate.cache_clear()
         tc.evaluate(semi)

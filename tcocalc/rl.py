@@ -28,11 +28,12 @@ import numpy as np
 from .accelerators import hardware
 from .errors import InfeasibleError, MissingSpecError, ScenarioError
 from .models import ModelArch, model
-from .rl_capacity import GeneratorCapacity, generator_capacities, trainer_capacity, trainer_min_gpus
+from .rl_capacity import GeneratorCapacity, generator_capacity, trainer_capacity, trainer_min_gpus
 from .rl_workload import WorkloadStats, phase_list, workload_stats
 from .scenario import Scenario
 from .weight_sync import weight_sync_seconds
 from .workload import (
+    Z99,
     expected_max,
     intra_step_lag,
     multiturn_prefill_tokens,
@@ -139,8 +140,7 @@ def _tinker(scn: Scenario, m: ModelArch, ws: WorkloadStats, gen_tokens_per_train
     from .tinker import _price_row
 
     try:
-        row = _price_row(scn.model.name if scn.model.config is None else scn.model.name,
-                         scn.economics.tinker_price_date)
+        row = _price_row(scn.model.name, scn.economics.tinker_price_date)
     except MissingSpecError:
         return None
     delta = ws.response_mean / ws.turns + ws.observation_tokens
@@ -297,7 +297,8 @@ def _pipeline(scn: Scenario, m: ModelArch, ws: WorkloadStats, gcap: GeneratorCap
             s_tok = np.minimum(eta, queued / B + (c_trained / B) * bias / 2.0)
         else:
             s_tok = np.minimum(eta, (c_trained * bias + queued) / B) + carry_lag
-        longest_lat = gcap.latency_s * (ws.cap / ws.response_mean if ws.cap else math.exp(2.33 * ws.sigma))
+        # the longest trajectory: the cap, or (uncapped) the lognormal's p99 relative to its mean
+        longest_lat = gcap.latency_s * (ws.cap / ws.response_mean if ws.cap else math.exp(Z99 * ws.sigma))
         s_max = np.minimum(eta, np.ceil(longest_lat / step + queued / B))
         spans = np.minimum(1.0, w_gen / step)
         env_stale = np.where(ws.uses_sandbox and mode == "inflight", spans, 0.0) + (
@@ -390,34 +391,8 @@ def _partial_rollout(scn: Scenario, ws: WorkloadStats) -> tuple[float, float]:
 
 # ----------------------------------------------------------------------------------------- public API
 def _phase_eval(scn, m, ws, n_t, n_g):
-    """Evaluate every candidate generator instance and keep, per split, the one with the most trained
-    samples/s (ties to the throughput-best instance). Returns the instance chosen for the first split."""
-    caps = generator_capacities(scn, m, ws)
-    best_res, best_gcap = None, None
-    choice = None
-    cap_max = None
-    for i, gcap in enumerate(caps):
-        res = _pipeline(scn, m, ws, gcap, n_t, n_g)
-        x = np.where(res["feasible"], res["trained_samples_per_s"], -1.0)
-        cap = np.where(res["feasible"], res["generator_capacity_samples_per_s"], 0.0)
-        cap_max = cap if cap_max is None else np.maximum(cap_max, cap)
-        if best_res is None:
-            best_res, choice = res, np.zeros(x.shape, dtype=int)
-            best_x = x
-            continue
-        better = x > best_x * (1 + 1e-9)
-        if better.any():
-            best_res = {k: np.where(better, v, best_res[k]) for k, v in res.items()}
-            choice = np.where(better, i, choice)
-            best_x = np.where(better, x, best_x)
-    # the pool's capacity is what its best instance could deliver, whichever serves this split best
-    best_res["generator_capacity_samples_per_s"] = np.where(best_res["feasible"], cap_max,
-                                                            best_res["generator_capacity_samples_per_s"])
-    best_gcap = caps[int(choice[0])]
-    if not bool(best_res["feasible"][0]):  # name the smallest instance in any error message
-        best_gcap = min(caps, key=lambda c: c.instance_gpus)
-    best_res["instance_index"] = choice
-    return best_gcap, best_res
+    gcap = generator_capacity(scn, m, ws)
+    return gcap, _pipeline(scn, m, ws, gcap, n_t, n_g)
 
 
 def _check_sides(scn: Scenario, m: ModelArch, ws: WorkloadStats, gcap: GeneratorCapacity, n_t: int, n_g: int, res):

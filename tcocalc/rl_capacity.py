@@ -29,7 +29,7 @@ from .parallel import Parallelism
 from .rl_workload import WorkloadStats
 from .training import _candidate_layouts, training_step
 
-__all__ = ["GeneratorCapacity", "generator_capacity", "generator_capacities", "trainer_capacity", "sample_flops"]
+__all__ = ["GeneratorCapacity", "generator_capacity", "trainer_capacity", "sample_flops"]
 
 
 @dataclass(frozen=True)
@@ -83,11 +83,11 @@ def _fit(m, acc, par, kw, generated, ctx, env_s, turns, caching, precision, kv, 
 
 
 @functools.lru_cache(maxsize=256)
-def _generator_capacities(m, hw, precision, kv, prefill, generated, ctx, env_s, turns,
-                          caching, pinned_tp=None) -> tuple[GeneratorCapacity, ...]:
+def _generator_capacity(m, hw, precision, kv, prefill, generated, ctx, env_s, turns,
+                        caching, pinned_tp=None) -> GeneratorCapacity:
     """The serving instance: the throughput-best one (highest steady-state output per GPU within KV memory),
-    or the pinned tensor-parallel degree. Returned as a tuple so that the pipeline can weigh several
-    candidates; choosing instances for latency under a staleness cap is a known open item (see README)."""
+    or the pinned tensor-parallel degree. Choosing an instance for latency when a staleness bound caps
+    throughput is a known open item (README, "Assumptions and known limits")."""
     acc = hardware(hw)
     kw = dict(prompt_tokens=max(prefill, 1.0), response_tokens=max(generated, 1.0), precision=precision,
               kv_precision=kv, context_tokens=ctx)
@@ -95,29 +95,24 @@ def _generator_capacities(m, hw, precision, kv, prefill, generated, ctx, env_s, 
     if pinned_tp is not None:
         par = Parallelism(tp=pinned_tp, ep=pinned_tp if m.is_moe and m.num_experts % pinned_tp == 0 else 1)
         est = generation_throughput(m, acc, gpus=pinned_tp, parallel=par, **kw)
-        return (_fit(m, acc, par, kw, generated, ctx, env_s, turns, caching, precision, kv,
-                     est.max_concurrency / est.replicas, est.weights_per_gpu_bytes),)
+        return _fit(m, acc, par, kw, generated, ctx, env_s, turns, caching, precision, kv,
+                    est.max_concurrency / est.replicas, est.weights_per_gpu_bytes)
     try:
         best = generation_throughput(m, acc, gpus=gpus, **kw)
     except InfeasibleError as exc:
         if not isinstance(exc.suggestion, int):
             raise
         best = generation_throughput(m, acc, gpus=exc.suggestion, **kw)
-    return (_fit(m, acc, best.parallel, kw, generated, ctx, env_s, turns, caching, precision, kv,
-                 best.max_concurrency / best.replicas, best.weights_per_gpu_bytes),)
-
-
-def generator_capacities(scn, m: ModelArch, ws: WorkloadStats) -> tuple[GeneratorCapacity, ...]:
-    """Candidate generator instances for this phase, throughput-best first (cached)."""
-    g = scn.generator
-    return _generator_capacities(m, hardware(g.hardware).name, g.precision, g.kv_precision, ws.prefill_tokens,
-                                 ws.generated_per_kept, ws.context_tokens, ws.tool_s + ws.startup_s, ws.turns,
-                                 scn.workload.prefix_caching, g.tp)
+    return _fit(m, acc, best.parallel, kw, generated, ctx, env_s, turns, caching, precision, kv,
+                best.max_concurrency / best.replicas, best.weights_per_gpu_bytes)
 
 
 def generator_capacity(scn, m: ModelArch, ws: WorkloadStats) -> GeneratorCapacity:
-    """The throughput-best generator instance, its step-time fit and steady-state rate (cached)."""
-    return generator_capacities(scn, m, ws)[0]
+    """The generator's serving instance, step-time fit and steady-state rate for this phase (cached)."""
+    g = scn.generator
+    return _generator_capacity(m, hardware(g.hardware).name, g.precision, g.kv_precision, ws.prefill_tokens,
+                               ws.generated_per_kept, ws.context_tokens, ws.tool_s + ws.startup_s, ws.turns,
+                               scn.workload.prefix_caching, g.tp)
 
 
 def sample_flops(m: ModelArch, ws: WorkloadStats) -> float:

@@ -579,6 +579,7 @@ def _simulate_one(scenario: Scenario, *, steps: int, seed: int, max_events: int)
     staleness.index.name = "staleness [steps]"
     return RLReport(scenario=scn, metrics=metrics, phases=base.phases,
                     details={"timeline": timeline, "staleness": staleness, "events": n_events, "seed": seed,
+                             "aborted": st.aborted, "lost_to_sandboxes": st.lost, "dispatched": st.dispatched,
                              "steps": steps, "warmup_steps": warm, "analytical": base.metrics},
                     advice=base.advice, source="simulation")
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ._data import data_dir
 from ._names import close_matches, normalize
-from .errors import MissingSpecError, ScenarioError
+from .errors import MissingSpecError, ScenarioError, UnknownEntryError
 
 __all__ = ["TinkerQuote", "tinker_cost", "tinker_price_table", "DEFAULT_TINKER_DATE"]
 
@@ -72,7 +72,7 @@ def _price_row(model_name: str, price_date: str | None) -> dict:
 
             canon = normalize(catalog_model(model_name).name)
             matches = [r for r in _rows() if normalize(r["catalog_name"]) == canon]
-        except Exception:
+        except UnknownEntryError:
             matches = []
     if not matches:
         names = [r["catalog_name"] or r["model"] for r in _rows()]
