@@ -53,12 +53,13 @@ class _Group:
 
 class _Traj:
     __slots__ = ("group", "v_start", "segs", "seg_tokens", "replica", "tokens", "v_end", "dead", "decoding",
-                 "seg_extra")
+                 "seg_extra", "seq")
 
-    def __init__(self, group, v_start, segs, seg_tokens, replica, tokens, v_end):
+    def __init__(self, group, v_start, segs, seg_tokens, replica, tokens, v_end, seq):
         self.group, self.v_start, self.segs, self.seg_tokens = group, v_start, segs, seg_tokens
         self.replica, self.tokens, self.v_end, self.dead, self.decoding = replica, tokens, v_end, False, False
         self.seg_extra = 0.0
+        self.seq = seq  # creation order: the heap's tie-breaker (never id(), which differs between runs)
 
 
 class _State:
@@ -75,7 +76,7 @@ class _State:
         self.paused = False
         self.waiting = deque()
         self.start_queue = deque()
-        self.timers: set = set()
+        self.timers: dict = {}  # insertion-ordered, so aborts happen in a reproducible order
         self.deferred: list = []
         self.buffer: list = []
         self.version = 0
@@ -93,6 +94,7 @@ class _State:
         self.live_sbx = self.starting = 0
         self.sbx_area = self.sbx_t = 0.0
         self.group_id = 0
+        self.traj_seq = 0
         self.gen_open = True
         self.open_groups = 0
         self.running_by_version: dict = {}
@@ -290,7 +292,8 @@ def _simulate_one(scenario: Scenario, *, steps: int, seed: int, max_events: int)
         queue = st.start_queue if uses_sbx else st.waiting
         v, turns = st.version, ws.turns
         for length in lengths.tolist():
-            queue.append(_Traj(grp, v, turns, length / turns, -1, length, v))
+            st.traj_seq += 1
+            queue.append(_Traj(grp, v, turns, length / turns, -1, length, v, st.traj_seq))
         st.dispatched += G
         st.running += G
         st.open_groups += 1
@@ -325,7 +328,7 @@ def _simulate_one(scenario: Scenario, *, steps: int, seed: int, max_events: int)
         advance(r)
         st.decoding[r] += 1
         tr.decoding = True
-        heapq.heappush(st.rheap[r], (st.V[r] + tr.seg_tokens + tr.seg_extra, id(tr), tr))
+        heapq.heappush(st.rheap[r], (st.V[r] + tr.seg_tokens + tr.seg_extra, tr.seq, tr))
         tr.seg_extra = 0.0
         reschedule(r)
 
@@ -460,7 +463,7 @@ def _simulate_one(scenario: Scenario, *, steps: int, seed: int, max_events: int)
             st.gen_tokens += tr.seg_tokens
             tr.segs -= 1
             if tr.segs > 0:
-                st.timers.add(tr)
+                st.timers[tr] = None
                 push(st.now + tool_each, 1, tr)
             else:
                 release(tr, True)
@@ -468,7 +471,7 @@ def _simulate_one(scenario: Scenario, *, steps: int, seed: int, max_events: int)
         elif kind == 1:  # prefill or tool call done
             if a.dead:
                 continue
-            st.timers.discard(a)
+            st.timers.pop(a, None)
             if st.paused:  # resume after the pause
                 st.deferred.append(a)
             else:
