@@ -14,7 +14,7 @@ import streamlit as st  # noqa: E402
 import tcocalc as tc  # noqa: E402
 from tcocalc.figures import compare_figure  # noqa: E402
 from tcocalc.reports import to_csv_text  # noqa: E402
-from tcocalc.rl import METRIC_UNITS  # noqa: E402
+from tcocalc.rl.solve import METRIC_UNITS  # noqa: E402
 
 st.title("Compare scenarios")
 files = ui.scenario_files()

@@ -17,8 +17,8 @@ import numpy as np
 from scipy.optimize import least_squares
 
 import tcocalc as tc
-from tcocalc.calibration import calibration_for
-from tcocalc.validation import predict_case, validation_cases
+from tcocalc.catalog.calibration import calibration_for
+from tcocalc.roofline.validation import predict_case, validation_cases
 
 PARAMS = ("gemm_half_dim", "inference_runtime_efficiency", "training_runtime_efficiency", "alltoall_latency_scaleup_s")
 LOWER = (1.0, 0.2, 0.2, 0.0)

@@ -77,7 +77,7 @@ def rl() -> list[tuple[str, float, str]]:
     from pathlib import Path
 
     import tcocalc as tc
-    from tcocalc import rl_capacity
+    from tcocalc.rl import capacity as rl_capacity
 
     root = Path(__file__).resolve().parents[1] / "scenarios"
     semi = tc.load_scenario(root / "semianalysis_qwen3_235b_h200.toml")

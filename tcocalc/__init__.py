@@ -14,14 +14,14 @@ __version__ = "0.1.0"
 # public name -> defining module
 _EXPORTS: dict[str, str] = {
     # catalogs
-    "Accelerator": "accelerators",
-    "hardware": "accelerators",
-    "hardware_table": "accelerators",
-    "hardware_names": "accelerators",
-    "ModelArch": "models",
-    "model": "models",
-    "model_table": "models",
-    "model_names": "models",
+    "Accelerator": "catalog.accelerators",
+    "hardware": "catalog.accelerators",
+    "hardware_table": "catalog.accelerators",
+    "hardware_names": "catalog.accelerators",
+    "ModelArch": "catalog.models",
+    "model": "catalog.models",
+    "model_table": "catalog.models",
+    "model_names": "catalog.models",
     # errors
     "TcocalcError": "errors",
     "UnknownEntryError": "errors",
@@ -30,37 +30,40 @@ _EXPORTS: dict[str, str] = {
     "MissingSpecError": "errors",
     "DataFileError": "errors",
     # performance (roofline)
-    "Parallelism": "parallel",
-    "KernelTime": "kernels",
-    "prefill": "kernels",
-    "decode": "kernels",
-    "GenerationEstimate": "generation",
-    "generation_throughput": "generation",
-    "TrainingEstimate": "training",
-    "training_throughput": "training",
-    "ridge_table": "ridge",
-    "operating_points": "ridge",
-    "attainable_flops_per_s": "ridge",
-    "validation_table": "validation",
-    "decode_sweep": "sweep",
+    "Parallelism": "roofline.parallel",
+    "KernelTime": "roofline.forward",
+    "prefill": "roofline.forward",
+    "decode": "roofline.forward",
+    "GenerationEstimate": "roofline.serving",
+    "generation_throughput": "roofline.serving",
+    "TrainingEstimate": "roofline.training",
+    "training_throughput": "roofline.training",
+    "ridge_table": "roofline.charts",
+    "operating_points": "roofline.charts",
+    "attainable_flops_per_s": "roofline.charts",
+    "validation_table": "roofline.validation",
+    "decode_sweep": "roofline.sweep",
     # RL scenarios
     "Scenario": "scenario",
     "load_scenario": "scenario",
-    "RLReport": "rl",
-    "evaluate": "rl",
-    "solve_split": "rl",
-    "simulate": "simulate",
+    "loads_scenario": "scenario",
+    "scenario_from_dict": "scenario",
+    "METRIC_UNITS": "rl.solve",
+    "RLReport": "rl.solve",
+    "evaluate": "rl.solve",
+    "solve_split": "rl.solve",
+    "simulate": "rl.simulate",
     # cost
-    "CostInputs": "cost",
-    "CostBreakdown": "cost",
-    "default_cost_inputs": "cost",
-    "gpu_hour_cost": "cost",
-    "cloud_prices": "cost",
-    "build_rent_tinker": "cost",
-    "sensitivity": "cost",
-    "multitenancy": "cost",
-    "TinkerQuote": "tinker",
-    "tinker_cost": "tinker",
+    "CostInputs": "economics.tco",
+    "CostBreakdown": "economics.tco",
+    "default_cost_inputs": "economics.tco",
+    "gpu_hour_cost": "economics.tco",
+    "cloud_prices": "economics.tco",
+    "build_rent_tinker": "economics.tco",
+    "sensitivity": "economics.tco",
+    "multitenancy": "economics.tco",
+    "TinkerQuote": "economics.tinker",
+    "tinker_cost": "economics.tinker",
     # units
     "Q_": "units",
     "get_registry": "units",
@@ -69,8 +72,9 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from .accelerators import Accelerator, hardware, hardware_names, hardware_table  # noqa: F401
-    from .cost import (  # noqa: F401
+    from .catalog.accelerators import Accelerator, hardware, hardware_names, hardware_table  # noqa: F401
+    from .catalog.models import ModelArch, model, model_names, model_table  # noqa: F401
+    from .economics.tco import (  # noqa: F401
         CostBreakdown,
         CostInputs,
         build_rent_tinker,
@@ -80,6 +84,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         multitenancy,
         sensitivity,
     )
+    from .economics.tinker import TinkerQuote, tinker_cost  # noqa: F401
     from .errors import (  # noqa: F401
         DataFileError,
         InfeasibleError,
@@ -88,19 +93,17 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         TcocalcError,
         UnknownEntryError,
     )
-    from .generation import GenerationEstimate, generation_throughput  # noqa: F401
-    from .kernels import KernelTime, decode, prefill  # noqa: F401
-    from .models import ModelArch, model, model_names, model_table  # noqa: F401
-    from .parallel import Parallelism  # noqa: F401
-    from .ridge import attainable_flops_per_s, operating_points, ridge_table  # noqa: F401
-    from .rl import RLReport, evaluate, solve_split  # noqa: F401
-    from .scenario import Scenario, load_scenario  # noqa: F401
-    from .simulate import simulate  # noqa: F401
-    from .sweep import decode_sweep  # noqa: F401
-    from .tinker import TinkerQuote, tinker_cost  # noqa: F401
-    from .training import TrainingEstimate, training_throughput  # noqa: F401
+    from .rl.simulate import simulate  # noqa: F401
+    from .rl.solve import METRIC_UNITS, RLReport, evaluate, solve_split  # noqa: F401
+    from .roofline.charts import attainable_flops_per_s, operating_points, ridge_table  # noqa: F401
+    from .roofline.forward import KernelTime, decode, prefill  # noqa: F401
+    from .roofline.parallel import Parallelism  # noqa: F401
+    from .roofline.serving import GenerationEstimate, generation_throughput  # noqa: F401
+    from .roofline.sweep import decode_sweep  # noqa: F401
+    from .roofline.training import TrainingEstimate, training_throughput  # noqa: F401
+    from .roofline.validation import validation_table  # noqa: F401
+    from .scenario import Scenario, load_scenario, loads_scenario, scenario_from_dict  # noqa: F401
     from .units import Q_, get_registry  # noqa: F401
-    from .validation import validation_table  # noqa: F401
 
 
 def __getattr__(name: str):

@@ -28,7 +28,7 @@ def _print_frame(df, *, as_csv: bool) -> None:
 
 
 def _cmd_hardware(args) -> int:
-    from .accelerators import hardware_table
+    from .catalog.accelerators import hardware_table
 
     df = hardware_table()
     if not args.sources:
@@ -38,7 +38,7 @@ def _cmd_hardware(args) -> int:
 
 
 def _cmd_models(args) -> int:
-    from .models import model_table
+    from .catalog.models import model_table
 
     df = model_table()
     if not args.sources:
@@ -48,7 +48,7 @@ def _cmd_models(args) -> int:
 
 
 def _cmd_validate(args) -> int:
-    from .validation import validation_table
+    from .roofline.validation import validation_table
 
     df = validation_table()
     shown = df.drop(columns=["source"] if not args.sources else [])
@@ -78,7 +78,7 @@ def _cost_lines(report):
     """Hourly cost lines of the evaluated split (GPUs per pool, sandbox CPUs) [USD/h]."""
     import pandas as pd
 
-    from .rl import gpu_prices
+    from .rl.solve import gpu_prices
 
     scn, met = report.scenario, report.metrics
     econ = scn.economics
@@ -89,7 +89,7 @@ def _cost_lines(report):
         rows.append({"line": "generator GPUs", "quantity": met["generator_gpus"], "unit": "GPU",
                      "usd_per_unit_hour": p_g, "usd_per_hour": met["generator_gpus"] * p_g})
     if econ.cost_inputs is not None:  # the cost engine's capex/opex lines per pool
-        from .cost import default_cost_inputs, gpu_hour_cost
+        from .economics.tco import default_cost_inputs, gpu_hour_cost
 
         rows = []
         pools = [("trainer", met["trainer_gpus"])]
@@ -113,14 +113,14 @@ def _cmd_run(args) -> int:
     from pathlib import Path
 
     from .errors import ScenarioError
-    from .rl import METRIC_UNITS, evaluate, solve_split
+    from .rl.solve import METRIC_UNITS, evaluate, solve_split
     from .scenario import load_scenario
 
     scn = load_scenario(args.scenario)
     report = solve_split(scn) if args.solve else evaluate(scn)
     sim = None
     if args.simulate:
-        from .simulate import simulate
+        from .rl.simulate import simulate
 
         steps = min(scn.workload.steps, args.sim_steps)
         sim = simulate(report.scenario, steps=steps, seed=args.seed)

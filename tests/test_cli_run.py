@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from tcocalc.cli import main
-from tcocalc.rl import METRIC_UNITS
+from tcocalc.rl.solve import METRIC_UNITS
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = str(ROOT / "scenarios" / "default.toml")

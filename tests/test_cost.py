@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import tcocalc as tc
-from tcocalc.cost import GOODPUT_FACTOR, capital_recovery_factor
+from tcocalc.economics.tco import GOODPUT_FACTOR, capital_recovery_factor
 
 SCN = Path(__file__).resolve().parents[1] / "scenarios"
 
@@ -90,7 +90,7 @@ def test_tk01_tk02_qwen3_8b_billing():
 
 @pytest.mark.reference
 def test_tk05_moe_price_structure():
-    from tcocalc.tinker import tinker_price_table
+    from tcocalc.economics.tinker import tinker_price_table
 
     t = tinker_price_table().set_index("model")
     r = t.loc["Qwen3-235B-A22B-Instruct-2507"]

@@ -5,7 +5,7 @@ import tomllib
 import pytest
 
 import tcocalc as tc
-from tcocalc.accelerators import parse_accelerator
+from tcocalc.catalog.accelerators import parse_accelerator
 
 REQUIRED = ["A100-80GB-SXM", "H100-SXM", "H200-SXM", "H20", "H800-SXM", "B200", "B300", "GB200-NVL72",
             "GB300-NVL72", "MI300X", "MI325X", "MI355X"]

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import tcocalc as tc
-from tcocalc.calibration import calibration_for
-from tcocalc.kernels import forward_cost
+from tcocalc.catalog.calibration import calibration_for
+from tcocalc.roofline.forward import forward_cost
 
 
 @pytest.mark.reference

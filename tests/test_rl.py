@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import tcocalc as tc
-from tcocalc.rl import METRIC_UNITS
-from tcocalc.weight_sync import weight_sync_seconds
+from tcocalc.rl.solve import METRIC_UNITS
+from tcocalc.rl.weight_sync import weight_sync_seconds
 
 SCN = Path(__file__).resolve().parents[1] / "scenarios"
 

@@ -38,7 +38,7 @@ def test_shipped_scenario_loads_round_trips_and_evaluates(path):
     scn = tc.load_scenario(path)
     assert loads_scenario(scn.to_toml()) == scn
     report = tc.evaluate(scn)
-    assert list(report.metrics) == list(tc.rl.METRIC_UNITS)
+    assert list(report.metrics) == list(tc.METRIC_UNITS)
     for k, v in report.metrics.items():
         assert v is None or math.isfinite(v), k
     text = path.read_text()

@@ -5,7 +5,7 @@ import json
 import pytest
 
 import tcocalc as tc
-from tcocalc.models import _load_entry
+from tcocalc.catalog.models import _load_entry
 
 
 def test_every_hardware_file_is_an_entry(root):

@@ -87,7 +87,7 @@ def test_deterministic_for_a_seed_and_different_across_seeds():
 def test_report_shape_timeline_and_staleness():
     scn = grid_scenario("async", 0.3, 0.0, False)
     r = tc.simulate(scn, steps=12, seed=1)
-    assert list(r.metrics) == list(tc.rl.METRIC_UNITS)
+    assert list(r.metrics) == list(tc.METRIC_UNITS)
     for k, v in r.metrics.items():
         assert v is None or math.isfinite(v), k
     tl = r.details["timeline"]

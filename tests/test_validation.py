@@ -6,8 +6,8 @@ fix is noticed and the flag removed)."""
 import pytest
 
 import tcocalc as tc
-from tcocalc.calibration import calibration_for
-from tcocalc.validation import validation_cases
+from tcocalc.catalog.calibration import calibration_for
+from tcocalc.roofline.validation import validation_cases
 
 TABLE = None
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from tcocalc import workload as w
+from tcocalc.rl import rollouts as w
 
 
 @pytest.mark.reference

@@ -25,14 +25,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .accelerators import hardware
-from .errors import InfeasibleError, MissingSpecError, ScenarioError
-from .models import ModelArch, model
-from .rl_capacity import GeneratorCapacity, generator_capacity, trainer_capacity, trainer_min_gpus
-from .rl_workload import WorkloadStats, phase_list, workload_stats
-from .scenario import Scenario
-from .weight_sync import weight_sync_seconds
-from .workload import (
+from ..catalog.accelerators import hardware
+from ..catalog.models import ModelArch, model
+from ..errors import InfeasibleError, MissingSpecError, ScenarioError
+from ..scenario import Scenario
+from .capacity import GeneratorCapacity, generator_capacity, trainer_capacity, trainer_min_gpus
+from .phases import WorkloadStats, phase_list, workload_stats
+from .rollouts import (
     Z99,
     expected_max,
     intra_step_lag,
@@ -40,6 +39,7 @@ from .workload import (
     staleness_throughput_cap,
     sync_dispatch_groups,
 )
+from .weight_sync import weight_sync_seconds
 
 __all__ = ["RLReport", "evaluate", "solve_split", "METRIC_UNITS", "OBJECTIVES"]
 
@@ -137,7 +137,7 @@ def _resolve_hw(scn: Scenario):
 
 def _tinker(scn: Scenario, m: ModelArch, ws: WorkloadStats, gen_tokens_per_trained: float):
     """Tinker $/M trained tokens for the same token mix (discarded sampling paid too); None if not offered."""
-    from .tinker import _price_row
+    from ..economics.tinker import _price_row
 
     try:
         row = _price_row(scn.model.name, scn.economics.tinker_price_date)
@@ -192,7 +192,7 @@ def _pipeline(scn: Scenario, m: ModelArch, ws: WorkloadStats, gcap: GeneratorCap
         per_rep = n_disp / rep_safe
         if scn.orchestration.oversampling > 0:
             # the batch fills when the first B/(keep·G) of the dispatched groups have finished
-            from .workload import group_quantile_z
+            from .rollouts import group_quantile_z
 
             needed = B * (1.0 - ws.oversample_waste) / (keep * ws.group_size)  # groups that must finish
             alpha_eff = n_disp / ws.group_size / needed - 1.0
@@ -357,7 +357,7 @@ def gpu_prices(scn: Scenario) -> tuple[float, float]:
         if explicit is not None:
             prices.append(explicit)
         elif econ.cost_inputs is not None:
-            from .cost import default_cost_inputs, gpu_hour_cost
+            from ..economics.tco import default_cost_inputs, gpu_hour_cost
 
             try:
                 inputs = default_cost_inputs(getattr(scn, side).hardware, **econ.cost_inputs)
@@ -376,7 +376,7 @@ def _partial_rollout(scn: Scenario, ws: WorkloadStats) -> tuple[float, float]:
 
     A response of ``R > τ`` tokens spans about ``R/τ`` versions; its token-weighted lag is
     ``(E[R²; R>τ]/τ − E[R; R>τ]) / (2·E[R])`` [derived, rl-modeling §4.6]."""
-    from .workload import capped_moment, lognormal_partial_moment, truncated_share
+    from .rollouts import capped_moment, lognormal_partial_moment, truncated_share
 
     if not (scn.orchestration.partial_rollout and scn.orchestration.oversampling > 0 and math.isfinite(ws.tau)):
         return 0.0, 0.0

@@ -20,9 +20,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ._data import display_path, hardware_dir
-from ._names import close_matches, normalize
-from .errors import DataFileError, MissingSpecError, UnknownEntryError
+from .._data import display_path, hardware_dir
+from .._names import close_matches, normalize
+from ..errors import DataFileError, MissingSpecError, UnknownEntryError
 
 __all__ = ["Accelerator", "Figure", "hardware", "hardware_names", "hardware_table", "PRECISIONS"]
 
@@ -159,7 +159,7 @@ def parse_accelerator(raw: dict, path: str = "<dict>") -> Accelerator:
     """
     from pydantic import ValidationError
 
-    from .units import Q_
+    from ..units import Q_
 
     entry = str(raw.get("name", "?"))
     unknown = set(raw) - _TEXT_FIELDS - set(_FIGURES)

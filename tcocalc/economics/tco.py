@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ._data import data_dir
-from .errors import MissingSpecError, ScenarioError
+from .._data import data_dir
+from ..errors import MissingSpecError, ScenarioError
 
 __all__ = ["CostInputs", "CostBreakdown", "default_cost_inputs", "gpu_hour_cost", "capital_recovery_factor",
            "cloud_prices", "build_rent_tinker", "sensitivity", "multitenancy", "HOURS_PER_YEAR"]
@@ -126,7 +126,7 @@ def default_cost_inputs(hardware_name: str, **overrides) -> CostInputs:
     Accelerators without a row raise :class:`MissingSpecError` listing those that have one.
     ``overrides`` replace individual inputs (validated; a bad value raises ScenarioError naming it).
     """
-    from .accelerators import hardware
+    from ..catalog.accelerators import hardware
 
     acc = hardware(hardware_name)
     raw = _defaults()
@@ -169,7 +169,7 @@ def cloud_prices(hardware_name: str | None = None):
     """Dated on-demand $/GPU-hour by provider (``data/cloud_prices.csv``), optionally for one accelerator."""
     import pandas as pd
 
-    from .accelerators import hardware
+    from ..catalog.accelerators import hardware
 
     df = pd.DataFrame(list(_cloud_rows()))
     if hardware_name is not None:
@@ -182,7 +182,7 @@ def build_rent_tinker(scenario):
     listed provider (list price x the tier's goodput factor) vs Tinker's list price (DataFrame)."""
     import pandas as pd
 
-    from .rl import evaluate
+    from ..rl.solve import evaluate
 
     base = evaluate(scenario)
     m = base.metrics
@@ -224,7 +224,7 @@ def sensitivity(scenario, *, delta: float = 0.2):
     """Change in $/M trained tokens for ±``delta`` on each cost and workload input (tornado data)."""
     import pandas as pd
 
-    from .rl import evaluate
+    from ..rl.solve import evaluate
 
     base = evaluate(scenario).metrics["usd_per_mtok_trained"]
     scn = scenario
@@ -276,7 +276,7 @@ def multitenancy(scenario, runs: int):
     no interference, and each run keeps its own trainer. The pool then needs ``ceil(n·u·N_g)`` GPUs instead
     of ``n·N_g``; this is the tail-idle advantage a managed service such as Tinker is believed to have.
     """
-    from .rl import evaluate
+    from ..rl.solve import evaluate
 
     if not isinstance(runs, int) or runs < 1:
         raise ScenarioError("runs", f"must be a whole number >= 1, got {runs!r}")
@@ -286,7 +286,7 @@ def multitenancy(scenario, runs: int):
     busy = 1.0 - m["generator_idle_fraction"]
     n_g = m["generator_gpus"]
     shared = max(n_g, math.ceil(runs * busy * n_g))
-    from .rl import gpu_prices
+    from ..rl.solve import gpu_prices
 
     p_g = gpu_prices(scenario)[1]
     saved_usd_h = (runs * n_g - shared) * p_g

@@ -12,9 +12,9 @@ import csv
 import functools
 from dataclasses import dataclass
 
-from ._data import data_dir
-from ._names import close_matches, normalize
-from .errors import MissingSpecError, ScenarioError, UnknownEntryError
+from .._data import data_dir
+from .._names import close_matches, normalize
+from ..errors import MissingSpecError, ScenarioError, UnknownEntryError
 
 __all__ = ["TinkerQuote", "tinker_cost", "tinker_price_table", "DEFAULT_TINKER_DATE"]
 
@@ -68,7 +68,7 @@ def _price_row(model_name: str, price_date: str | None) -> dict:
                                              normalize(r["tinker_id"]))]
     if not matches:
         try:  # a catalog alias (e.g. "Llama-3.3-70B" -> Llama-3.1-70B)
-            from .models import model as catalog_model
+            from ..catalog.models import model as catalog_model
 
             canon = normalize(catalog_model(model_name).name)
             matches = [r for r in _rows() if normalize(r["catalog_name"]) == canon]

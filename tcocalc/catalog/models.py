@@ -25,10 +25,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ._data import data_dir, display_path
-from ._names import close_matches, normalize
-from .errors import DataFileError, UnknownEntryError
-from .units import bytes_per_element
+from .._data import data_dir, display_path
+from .._names import close_matches, normalize
+from ..errors import DataFileError, UnknownEntryError
+from ..units import bytes_per_element
 
 __all__ = ["ModelArch", "model", "model_names", "model_table"]
 
@@ -107,7 +107,7 @@ class ModelArch(BaseModel):
         """
         from pydantic import ValidationError
 
-        from .errors import ScenarioError
+        from ..errors import ScenarioError
 
         if not isinstance(config, dict):
             raise ScenarioError("model.config", "expected a table (a config.json dictionary)")
@@ -350,7 +350,7 @@ _ENTRY_KEYS = {"name", "aliases", "hf_repo", "published", "source", "date", "not
 
 
 def _load_entry(raw: dict, path: str) -> ModelArch:
-    from .errors import ScenarioError
+    from ..errors import ScenarioError
 
     entry = str(raw.get("name", "?"))
     unknown = set(raw) - _ENTRY_KEYS

@@ -11,7 +11,7 @@ import math
 import numpy as np
 from scipy.special import ndtr, ndtri
 
-from .errors import ScenarioError
+from ..errors import ScenarioError
 
 __all__ = [
     "Z99", "lognormal_from_mean_p99", "lognormal_mu", "lognormal_partial_moment", "capped_moment",

@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import tomllib
 
-from ._data import data_dir
+from .._data import data_dir
 
 __all__ = ["weight_sync_seconds", "rl_calibration"]
 
@@ -25,7 +25,7 @@ __all__ = ["weight_sync_seconds", "rl_calibration"]
 @functools.cache
 def rl_calibration() -> dict[str, float]:
     """Factor name -> value from data/rl_calibration.toml."""
-    from .errors import DataFileError
+    from ..errors import DataFileError
 
     raw = tomllib.loads((data_dir() / "rl_calibration.toml").read_text())
     out = {}

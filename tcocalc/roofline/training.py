@@ -30,11 +30,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .calibration import calibration_for
-from .errors import InfeasibleError, ScenarioError
-from .kernels import ACT_BYTES, ELEMENTWISE_HIDDEN_PASSES, SWIGLU_PASSES, _check_positive, _gemm_eff, _link, _resolve
+from ..catalog.calibration import calibration_for
+from ..errors import InfeasibleError, ScenarioError
+from ..units import bytes_per_element
+from .forward import ACT_BYTES, ELEMENTWISE_HIDDEN_PASSES, SWIGLU_PASSES, _check_positive, _gemm_eff, _link, _resolve
 from .parallel import Parallelism
-from .units import bytes_per_element
 
 __all__ = ["TrainingEstimate", "training_throughput", "training_step"]
 

@@ -28,11 +28,11 @@ import math
 
 import numpy as np
 
-from .errors import InfeasibleError, ScenarioError
-from .rl import METRIC_UNITS, RLReport, _resolve_hw, _resolve_model, evaluate
-from .rl_capacity import sample_flops, trainer_capacity
-from .rl_workload import phase_list, workload_stats
-from .scenario import Scenario
+from ..errors import InfeasibleError, ScenarioError
+from ..scenario import Scenario
+from .capacity import sample_flops, trainer_capacity
+from .phases import phase_list, workload_stats
+from .solve import METRIC_UNITS, RLReport, _resolve_hw, _resolve_model, evaluate
 from .weight_sync import weight_sync_seconds
 
 __all__ = ["simulate"]

@@ -20,14 +20,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .accelerators import hardware
-from .calibration import calibration_for
-from .errors import InfeasibleError
-from .generation import generation_throughput
-from .models import ModelArch
-from .parallel import Parallelism
-from .rl_workload import WorkloadStats
-from .training import _candidate_layouts, training_step
+from ..catalog.accelerators import hardware
+from ..catalog.calibration import calibration_for
+from ..catalog.models import ModelArch
+from ..errors import InfeasibleError
+from ..roofline.parallel import Parallelism
+from ..roofline.serving import generation_throughput
+from ..roofline.training import _candidate_layouts, training_step
+from .phases import WorkloadStats
 
 __all__ = ["GeneratorCapacity", "generator_capacity", "trainer_capacity", "sample_flops"]
 
@@ -73,7 +73,7 @@ def _fit(m, acc, par, kw, generated, ctx, env_s, turns, caching, precision, kv, 
         b_op = max(1.0, b_max * phi)
     step = t0 + t1 * b_op
     latency = prefill_s + generated * step + env_s
-    from .kernels import prefill as prefill_kernel
+    from ..roofline.forward import prefill as prefill_kernel
 
     bulk = prefill_kernel(m, acc, parallel=par, batch=max(par.dp * par.pp, 1) * 8, prompt_tokens=max(ctx, 1.0),
                           precision=precision, kv_precision=kv)
@@ -125,7 +125,7 @@ def sample_flops(m: ModelArch, ws: WorkloadStats) -> float:
 @functools.lru_cache(maxsize=256)
 def _families(m, hw, precision, seq, anchors: tuple[int, ...]) -> tuple[tuple[int, int, int, int], ...]:
     """(tp, pp, ep_per_dp_ratio, vp) families that win at the anchor GPU counts."""
-    from .training import DEFAULT_GLOBAL_BATCH_TOKENS
+    from ..roofline.training import DEFAULT_GLOBAL_BATCH_TOKENS
 
     acc = hardware(hw)
     cal = calibration_for(acc)
@@ -205,7 +205,7 @@ def trainer_capacity(scn, m: ModelArch, ws: WorkloadStats, n_t) -> tuple[np.ndar
 
 def trainer_min_gpus(scn, m: ModelArch, ws: WorkloadStats) -> int:
     """Smallest trainer GPU count that holds the model (from the training model's infeasibility hint)."""
-    from .training import training_throughput
+    from ..roofline.training import training_throughput
 
     seq = float(max(256, round(ws.traj_tokens)))
     acc = hardware(scn.trainer.hardware)

@@ -28,12 +28,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .accelerators import Accelerator, hardware
-from .calibration import Calibration, calibration_for
-from .errors import ScenarioError
-from .models import ModelArch, model
+from ..catalog.accelerators import Accelerator, hardware
+from ..catalog.calibration import Calibration, calibration_for
+from ..catalog.models import ModelArch, model
+from ..errors import ScenarioError
+from ..units import bytes_per_element
 from .parallel import Parallelism
-from .units import bytes_per_element
 
 __all__ = ["KernelTime", "prefill", "decode", "forward_cost", "inference_memory_per_gpu", "kv_bytes_per_seq_per_gpu"]
 

@@ -11,8 +11,8 @@ import functools
 import tomllib
 from dataclasses import dataclass, field
 
-from ._data import data_dir, display_path
-from .errors import DataFileError, MissingSpecError
+from .._data import data_dir, display_path
+from ..errors import DataFileError, MissingSpecError
 
 __all__ = ["Calibration", "calibration_for"]
 

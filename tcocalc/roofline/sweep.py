@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .accelerators import hardware
-from .calibration import calibration_for
-from .errors import ScenarioError
-from .kernels import forward_cost
-from .models import model
+from ..catalog.accelerators import hardware
+from ..catalog.calibration import calibration_for
+from ..catalog.models import model
+from ..errors import ScenarioError
+from .forward import forward_cost
 from .parallel import Parallelism
 
 __all__ = ["decode_sweep"]

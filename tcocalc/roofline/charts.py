@@ -7,7 +7,7 @@ The ridge point of an accelerator at a precision is ``peak FLOP/s / HBM bytes/s`
 
 from __future__ import annotations
 
-from .accelerators import PRECISIONS, hardware, hardware_names
+from ..catalog.accelerators import PRECISIONS, hardware, hardware_names
 
 __all__ = ["ridge_table", "operating_points", "attainable_flops_per_s"]
 
@@ -46,19 +46,19 @@ def operating_points(model, hw, *, precision="bf16", prompt_tokens=1000, respons
     """
     import pandas as pd
 
-    from .kernels import decode, prefill
-    from .models import model as get_model
+    from ..catalog.models import model as get_model
+    from .forward import decode, prefill
     from .training import _activation_bytes_per_layer
 
     m, acc = get_model(model), hardware(hw)
     pre = prefill(m, acc, batch=1, prompt_tokens=prompt_tokens, precision=precision)
     dec = decode(m, acc, batch=decode_batch, context_tokens=prompt_tokens + response_tokens / 2, precision=precision)
     train_flops = m.training_flops_per_token(seq_tokens) * seq_tokens
-    from .units import bytes_per_element
+    from ..units import bytes_per_element
 
     train_bytes = 3 * m.params_total * bytes_per_element(precision) + 2 * m.num_layers * _activation_bytes_per_layer(
         m, seq_tokens, 1, "none")
-    from .errors import InfeasibleError
+    from ..errors import InfeasibleError
     from .training import training_throughput
 
     gpus = acc.scaleup_domain_gpus

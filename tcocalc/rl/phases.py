@@ -20,8 +20,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from . import workload as wl
-from .scenario import Scenario
+from ..scenario import Scenario
+from . import rollouts as wl
 
 __all__ = ["WorkloadStats", "workload_stats", "phase_list"]
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .calibration import calibration_for
-from .errors import InfeasibleError, ScenarioError
-from .kernels import _check_positive, _resolve, forward_cost, inference_memory_per_gpu, kv_bytes_per_seq_per_gpu
+from ..catalog.calibration import calibration_for
+from ..errors import InfeasibleError, ScenarioError
+from .forward import _check_positive, _resolve, forward_cost, inference_memory_per_gpu, kv_bytes_per_seq_per_gpu
 from .parallel import Parallelism
 
 __all__ = ["GenerationEstimate", "generation_throughput", "candidate_serving_layouts"]

@@ -10,8 +10,8 @@ from __future__ import annotations
 import functools
 import tomllib
 
-from ._data import data_dir
-from .errors import DataFileError
+from .._data import data_dir
+from ..errors import DataFileError
 
 __all__ = ["validation_cases", "predict_case", "validation_table"]
 
@@ -35,8 +35,8 @@ def validation_cases() -> tuple[dict, ...]:
 def predict_case(case: dict, *, calibration=None) -> float:
     """Our prediction for one case, in the case's unit. ``calibration`` overrides the shipped factors
     (used by the calibration fit)."""
-    from .generation import generation_throughput
     from .parallel import Parallelism
+    from .serving import generation_throughput
     from .training import training_throughput
 
     par = Parallelism(**case["parallel"]) if "parallel" in case else None

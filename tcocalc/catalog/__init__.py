@@ -1,0 +1,1 @@
+"""Catalogs: every read of data/ and hardware_specs/."""

@@ -1,0 +1,1 @@
+"""Prices and ownership cost (below the RL layer)."""

@@ -1,0 +1,1 @@
+"""The RL pipeline model, the split solver and the simulator."""
