@@ -32,7 +32,7 @@ from ..errors import InfeasibleError, ScenarioError
 from ..scenario import Scenario
 from .capacity import sample_flops, trainer_capacity
 from .phases import phase_list, workload_stats
-from .solve import METRIC_UNITS, RLReport, _resolve_hw, _resolve_model, evaluate
+from .solve import METRIC_UNITS, RLReport, _finish, _resolve_hw, _resolve_model, evaluate
 from .weight_sync import weight_sync_seconds
 
 __all__ = ["simulate"]
@@ -154,21 +154,11 @@ def _simulate_phases(scn: Scenario, *, steps: int, seed: int, max_events: int) -
         rep = _simulate_one(phase_scenario(scn, over), steps=k, seed=seed + i, max_events=max_events)
         parts.append((name, n, rep))
         frames.append(rep.details["timeline"].assign(phase=name))
-    durations = [n * rep.metrics["step_time_s"] for _, n, rep in parts]
-    tot = sum(durations)
-    metrics = {}
-    for key in METRIC_UNITS:
-        vals = [rep.metrics[key] for _, _, rep in parts]
-        if any(v is None for v in vals):
-            metrics[key] = None
-        elif key in ("run_hours", "run_usd"):
-            metrics[key] = float(sum(vals[j] * parts[j][1] / scn.workload.steps for j in range(len(parts))))
-        elif key == "step_time_s":
-            metrics[key] = tot / sum(n for _, n, _ in parts)
-        elif key == "max_staleness_steps":
-            metrics[key] = max(vals)
-        else:
-            metrics[key] = float(sum(v * d for v, d in zip(vals, durations, strict=True)) / tot)
+    per_phase = []
+    for (name, start, n, over), (_, _, rep) in zip(phases, parts, strict=True):
+        ws = workload_stats(scn, over, name, start, n)
+        per_phase.append((ws, rep.details["phase_metrics"], rep.details["generator"]))
+    metrics, _ = _finish(scn, _resolve_model(scn), per_phase)
     staleness = pd.concat([rep.details["staleness"] for _, _, rep in parts], axis=1).fillna(0).sum(axis=1)
     staleness = staleness.astype(int).rename("samples").sort_index()
     return RLReport(scenario=scn, metrics=metrics, phases=base.phases,
@@ -187,8 +177,8 @@ def _simulate_one(scenario: Scenario, *, steps: int, seed: int, max_events: int)
     scn = scenario
     m = _resolve_model(scn)
     acc_t, acc_g = _resolve_hw(scn)
-    name, start, _, over = phase_list(scn)[0]
-    ws = workload_stats(scn, over, name, start, steps)
+    name, start, run_steps, over = phase_list(scn)[0]
+    ws = workload_stats(scn, over, name, start, run_steps)
     base = evaluate(scn)  # the analytical answer (also raises InfeasibleError for a split that cannot run)
     gcap = base.details[name]["generator"]  # the serving instance the analytical model chose for this split
     mode = scn.orchestration.mode
@@ -564,13 +554,11 @@ def _simulate_one(scenario: Scenario, *, steps: int, seed: int, max_events: int)
     met["usd_per_gpu_hour"] = met["usd_per_hour"] / gpus_paid
     met["usd_per_step"] = met["usd_per_hour"] * step_s / 3600.0
     met["usd_per_mtok_trained"] = met["usd_per_hour"] / (x * ws.traj_tokens * 3600.0 / 1e6)
-    if met["tinker_usd_per_mtok"] is not None:
-        met["cost_ratio_vs_tinker"] = met["usd_per_mtok_trained"] / met["tinker_usd_per_mtok"]
-    met["run_hours"] = step_s * w.steps / 3600.0
-    met["run_usd"] = met["usd_per_hour"] * met["run_hours"]
     met["trainer_capacity_samples_per_s"] = base.metrics["trainer_capacity_samples_per_s"]
     met["generator_capacity_samples_per_s"] = lam_g
-    metrics = {k: float(met[k]) if met[k] is not None else None for k in METRIC_UNITS}
+    phase_metrics = {k: float(met[k]) for k in METRIC_UNITS
+                     if k not in ("tinker_usd_per_mtok", "cost_ratio_vs_tinker", "run_hours", "run_usd")}
+    metrics, _ = _finish(scn, m, [(ws, phase_metrics, gcap)])
     timeline = pd.DataFrame(step_records, columns=["start [s]", "end [s]", "train [s]", "generated_tokens_cum"])
     timeline.insert(0, "step", np.arange(1, len(step_records) + 1))
     timeline["step_time [s]"] = timeline["end [s]"] - timeline["start [s]"]
@@ -582,6 +570,7 @@ def _simulate_one(scenario: Scenario, *, steps: int, seed: int, max_events: int)
     staleness.index.name = "staleness [steps]"
     return RLReport(scenario=scn, metrics=metrics, phases=base.phases,
                     details={"timeline": timeline, "staleness": staleness, "events": n_events, "seed": seed,
+                             "phase_metrics": phase_metrics, "workload": ws, "generator": gcap,
                              "aborted": st.aborted, "lost_to_sandboxes": st.lost, "dispatched": st.dispatched,
                              "steps": steps, "warmup_steps": warm, "analytical": base.metrics},
                     advice=base.advice, source="simulation")
