@@ -1,4 +1,10 @@
-"""End to end in a real Chromium (Debian's) driven by Playwright: the newcomer's path through the app."""
+"""End to end in a real Chromium (Debian's) driven by Playwright: the newcomer's path through the app.
+
+Screenshots land in test-artifacts/ only (ignored by git); the tests never write docs/. The README's
+screenshot docs/plan.png is refreshed deliberately, after a run of this file, with:
+
+    cp test-artifacts/plan.png docs/plan.png
+"""
 
 import io
 import re
@@ -6,7 +12,7 @@ import re
 import pandas as pd
 import pytest
 
-from .conftest import ARTIFACTS, ROOT
+from .conftest import ARTIFACTS
 
 pytestmark = pytest.mark.e2e
 
@@ -44,10 +50,7 @@ def test_plan_page_change_gpus_download_csv_and_screenshot(page, app_url):
     page.get_by_role("heading", name="Split sweep").wait_for()
     page.set_viewport_size({"width": 1400, "height": 2300})
     page.wait_for_timeout(2500)  # let plotly draw
-    page.screenshot(path=str(ARTIFACTS / "plan.png"), full_page=True)
-    docs = ROOT / "docs"
-    docs.mkdir(exist_ok=True)
-    page.screenshot(path=str(docs / "plan.png"), full_page=True)
+    page.screenshot(path=str(ARTIFACTS / "plan.png"), full_page=True)  # docs/plan.png: see the module docstring
 
 
 def test_bad_upload_shows_an_error(page, app_url, tmp_path):

@@ -1,4 +1,31 @@
-"""The README's two set-up commands are the ones CI runs."""
+"""The README works as written: set-up commands are CI's, Python blocks run, shell blocks parse.
+
+* Every ```python block runs verbatim, in order, in one fresh interpreter (cwd = repository root), so a
+  reader pasting them one after another into a notebook gets no error.
+* Every ```bash block is meant to be pasted: it parses (``bash -n``), and every ``tcocalc`` command line
+  in one is accepted by the CLI's argument parser. Syntax summaries (placeholders, ``[--option]``) are
+  ```text blocks, never ```bash.
+* ``tcocalc <subcommand> --help`` works for every subcommand the README names.
+"""
+
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import ROOT
+
+README = ROOT / "README.md"
+FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
+
+
+def _blocks(lang: str) -> list[tuple[int, str]]:
+    """(first line number of the code, code) of each fenced block of this language, in README order."""
+    text = README.read_text()
+    return [(text.count("\n", 0, m.start(2)) + 1, m.group(2)) for m in FENCE.finditer(text) if m.group(1) == lang]
 
 
 def test_ci_runs_the_readme_test_command(root):
@@ -7,3 +34,131 @@ def test_ci_runs_the_readme_test_command(root):
     test_cmd = 'python3 -m venv .venv && .venv/bin/pip install -e ".[test]" && .venv/bin/python -m pytest'
     assert test_cmd in readme and test_cmd in ci
     assert "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/streamlit run app.py" in readme
+
+
+def test_readme_has_fenced_blocks_of_known_languages():
+    langs = {m.group(1) for m in FENCE.finditer(README.read_text())}
+    assert langs <= {"python", "bash", "text"}, f"unexpected code block languages: {langs}"
+    assert _blocks("python") and _blocks("bash")
+
+
+def test_python_blocks_run_in_order_in_one_fresh_interpreter(tmp_path):
+    """The blocks are laid out at their README line numbers, so a traceback's line number is the README's."""
+    blocks = _blocks("python")
+    lines = [""] * (README.read_text().count("\n") + 1)
+    for start, code in blocks:
+        for i, line in enumerate(code.splitlines()):
+            lines[start - 1 + i] = line
+    script = tmp_path / "readme_python_blocks.py"
+    script.write_text("\n".join(lines) + "\n")
+    # sys.executable is the venv's python when the suite runs as the README says (.venv/bin/python -m pytest)
+    res = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    if res.returncode != 0:
+        failed = [int(n) for n in re.findall(rf'File "{re.escape(str(script))}", line (\d+)', res.stderr)]
+        where = "?"
+        if failed:
+            line = failed[-1]
+            for start, code in blocks:
+                if start <= line < start + len(code.splitlines()):
+                    where = f"the block at README.md line {start}, failing at README.md line {line}:\n\n{code}"
+        pytest.fail(f"README python blocks exit {res.returncode}; {where}\n{res.stderr[-3000:]}", pytrace=False)
+
+
+def _tcocalc_argv(block: str) -> list[list[str]]:
+    """The argument lists of the tcocalc commands in a shell block (comments stripped)."""
+    out = []
+    for line in block.splitlines():
+        words = shlex.split(line, comments=True)
+        if words and words[0].endswith("tcocalc"):
+            out.append(words[1:])
+    return out
+
+
+@pytest.mark.parametrize("start,block", [pytest.param(s, b, id=f"line{s}") for s, b in _blocks("bash")])
+def test_bash_block_parses(start, block):
+    bash = shutil.which("bash")
+    assert bash, "bash not found"
+    res = subprocess.run([bash, "-n"], input=block, capture_output=True, text=True)
+    assert res.returncode == 0, f"README.md line {start}: bash -n fails:\n{res.stderr}\n{block}"
+    assert not re.search(r"\b[A-Z]{3,}\.toml\b|\[--|\bDIR\b", block), (
+        f"README.md line {start}: a synopsis (placeholders, [--options]) belongs in a ```text block:\n{block}")
+    from tcocalc.cli import build_parser
+
+    for argv in _tcocalc_argv(block):
+        try:
+            build_parser().parse_args(argv)
+        except SystemExit as exc:
+            pytest.fail(f"README.md line {start}: `tcocalc {' '.join(argv)}` is refused by the CLI ({exc})")
+        if argv[:1] == ["run"]:
+            assert (ROOT / argv[1]).is_file(), f"README.md line {start}: {argv[1]} does not exist"
+
+
+def _readme_subcommands() -> list[str]:
+    text = README.read_text()
+    return sorted(set(re.findall(r"(?<!import )\btcocalc ([a-z][a-z-]*)\b", text)))
+
+
+def test_readme_names_the_subcommands():
+    assert {"run", "hardware", "models", "validate"} <= set(_readme_subcommands())
+
+
+@pytest.mark.parametrize("sub", _readme_subcommands())
+def test_subcommand_help(sub):
+    res = subprocess.run([sys.executable, "-m", "tcocalc", sub, "--help"], cwd=ROOT, capture_output=True, text=True)
+    assert res.returncode == 0, f"`tcocalc {sub} --help` exits {res.returncode}:\n{res.stderr}"
+    assert res.stdout.startswith(f"usage: tcocalc {sub}"), res.stdout
+
+
+def test_csv_output_directories_in_the_readme_are_git_ignored():
+    """`tcocalc run ... --csv out/` pasted from the README must not leave untracked files in the checkout."""
+    if not (ROOT / ".git").exists() or not shutil.which("git"):
+        pytest.skip("not a git checkout")
+    dirs = {argv[argv.index("--csv") + 1] for _, block in _blocks("bash") for argv in _tcocalc_argv(block)
+            if "--csv" in argv[:-1]}
+    assert "out/" in dirs
+    for d in sorted(dirs | {"test-artifacts/"}):
+        probe = d.rstrip("/") + "/metrics.csv"
+        res = subprocess.run(["git", "check-ignore", "-q", "--no-index", probe], cwd=ROOT)
+        assert res.returncode == 0, f"{d} is not ignored by .gitignore (add '{d}')"
+
+
+# calls that write a file or make a directory; none of them may touch docs/ from a test
+WRITES = {"screenshot", "write_text", "write_bytes", "mkdir", "makedirs", "copy", "copyfile", "copy2", "copytree",
+          "move", "rename", "replace", "to_csv", "savefig", "write_image", "write_html", "save", "touch"}
+
+
+def _calls(path):
+    import ast
+
+    src = path.read_text()
+    for node in ast.walk(ast.parse(src)):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            yield name, node, ast.get_source_segment(src, node)
+
+
+def _open_mode(node) -> str:
+    import ast
+
+    mode = node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "mode"), None)
+    if mode is None:
+        return "r"
+    return mode.value if isinstance(mode, ast.Constant) and isinstance(mode.value, str) else "w?"
+
+
+def test_no_test_writes_into_docs():
+    """docs/plan.png is tracked: tests write screenshots to test-artifacts/ only; refreshing docs/ is a
+    deliberate step (see the top of tests/test_e2e.py)."""
+    from .conftest import ARTIFACTS
+
+    assert ARTIFACTS == ROOT / "test-artifacts"
+    bad = []
+    for path in sorted((ROOT / "tests").glob("*.py")):
+        for name, node, seg in _calls(path):
+            writes = name in WRITES or (name == "open" and re.search(r"[wax+]", _open_mode(node)))
+            if writes and re.search(r"\bdocs\b", seg):
+                bad.append(f"{path.name}:{node.lineno}: {seg}")
+            if name == "screenshot" and "ARTIFACTS" not in seg:
+                bad.append(f"{path.name}:{node.lineno}: screenshot outside test-artifacts/: {seg}")
+    assert not bad, "tests must not write into docs/ (tracked):\n" + "\n".join(bad)
