@@ -610,10 +610,10 @@ def solve_split(scenario: Scenario, objective: str = "usd_per_useful_sample", *,
         "mean_staleness_steps": np.where(feasible, mean_stale, 0.0),
         "sandbox_concurrency": np.where(feasible, sandboxes, 0.0),
     })
-    first = per_phase[0][1]
     for k in ("trainer_capacity_samples_per_s", "generator_capacity_samples_per_s", "trainer_idle_fraction",
               "generator_idle_fraction", "trainer_mfu"):
-        sweep[k] = np.where(feasible, first[k], 0.0)
+        combined = sum(ws.steps * r["step_time_s"] * r[k] for ws, r, _ in per_phase) / (weights.sum() * step_time)
+        sweep[k] = np.where(feasible, combined, 0.0)
     sweep["objective"] = objective
     sweep["best"] = np.arange(n_t.size) == best
     chosen = scn.with_split(int(n_t[best]), int(n_g[best]))
