@@ -164,3 +164,95 @@ def test_model_table():
     df = tc.model_table()
     assert len(df) == len(tc.model_names()) >= 14
     assert {"params_total [B]", "kv_bf16 [B/token]", "source", "date"} <= set(df.columns)
+
+
+# ---------------------------------------------------------------- from_hf_config validates every key it reads
+DENSE = {"model_type": "qwen3", "hidden_size": 4096, "num_hidden_layers": 36, "num_attention_heads": 32,
+         "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 12288, "vocab_size": 151936,
+         "tie_word_embeddings": False, "max_position_embeddings": 40960}
+MLA_MOE = {"model_type": "deepseek_v3", "hidden_size": 2048, "num_hidden_layers": 27, "num_attention_heads": 16,
+           "num_key_value_heads": 16, "kv_lora_rank": 512, "q_lora_rank": None, "qk_nope_head_dim": 128,
+           "qk_rope_head_dim": 64, "v_head_dim": 128, "n_routed_experts": 64, "num_experts_per_tok": 6,
+           "moe_intermediate_size": 1408, "n_shared_experts": 2, "first_k_dense_replace": 1,
+           "intermediate_size": 10944, "vocab_size": 102400}
+
+
+@pytest.mark.parametrize("base,key,value", [
+    (DENSE, "num_attention_heads", 0),                # was ZeroDivisionError
+    (DENSE, "hidden_size", float("inf")),             # was OverflowError
+    (DENSE, "hidden_size", float("nan")),
+    (DENSE, "num_attention_heads", "x"),              # was a bare ValueError naming no field
+    (DENSE, "num_attention_heads", "32"),             # a count is a number, not a string
+    (DENSE, "num_attention_heads", True),             # booleans are not counts
+    (DENSE, "num_hidden_layers", 36.5),               # not a whole number
+    (DENSE, "num_hidden_layers", -1),
+    (DENSE, "vocab_size", 10**30),                    # beyond any real config
+    (DENSE, "intermediate_size", [12288]),
+    (DENSE, "num_key_value_heads", 0),
+    (DENSE, "num_key_value_heads", 5),                # 32 heads are not a multiple of 5
+    (DENSE, "head_dim", 0),
+    (DENSE, "tie_word_embeddings", "false"),          # a truthy string must not read as True
+    (DENSE, "tie_word_embeddings", 1),
+    (DENSE, "use_qk_norm", "yes"),
+    (DENSE, "model_type", 3),
+    (DENSE, "max_position_embeddings", float("-inf")),
+    (MLA_MOE, "kv_lora_rank", -1),
+    (MLA_MOE, "kv_lora_rank", "512"),
+    (MLA_MOE, "qk_rope_head_dim", 0),
+    (MLA_MOE, "v_head_dim", None),                    # null is "absent": MLA needs it
+    (MLA_MOE, "q_lora_rank", -5),
+    (MLA_MOE, "n_routed_experts", -1),
+    (MLA_MOE, "num_experts_per_tok", 65),             # more than the 64 experts
+    (MLA_MOE, "num_experts_per_tok", 0),
+    (MLA_MOE, "moe_intermediate_size", 0),
+    (MLA_MOE, "first_k_dense_replace", 28),           # more dense layers than layers
+    (MLA_MOE, "n_shared_experts", float("nan")),
+], ids=lambda v: ("dense" if v is DENSE else "mla_moe") if isinstance(v, dict) else None)
+def test_from_hf_config_names_the_bad_key(base, key, value):
+    with pytest.raises(tc.ScenarioError) as err:
+        tc.ModelArch.from_hf_config({**base, key: value})
+    assert err.value.field == f"model.config.{key}"
+    assert len(str(err.value)) < 300
+
+
+def test_from_hf_config_names_the_key_actually_read():
+    cfg = {**MLA_MOE, "num_local_experts": 8}
+    del cfg["n_routed_experts"]
+    assert tc.ModelArch.from_hf_config(cfg).num_experts == 8
+    with pytest.raises(tc.ScenarioError) as err:
+        tc.ModelArch.from_hf_config({**cfg, "num_local_experts": "8"})
+    assert err.value.field == "model.config.num_local_experts"
+
+
+def test_from_hf_config_heads_must_leave_a_head_dim():
+    cfg = {**DENSE, "hidden_size": 16}
+    del cfg["head_dim"]  # hidden_size // num_attention_heads would be 0
+    with pytest.raises(tc.ScenarioError) as err:
+        tc.ModelArch.from_hf_config(cfg)
+    assert err.value.field == "model.config.num_attention_heads"
+
+
+def test_from_hf_config_qwen_interleaved_layers_name_their_key():
+    moe = {**DENSE, "model_type": "qwen3_moe", "num_experts": 8, "num_experts_per_tok": 2,
+           "moe_intermediate_size": 768}
+    for key, value in (("decoder_sparse_step", 2), ("mlp_only_layers", [0, 3]), ("decoder_sparse_step", 0),
+                       ("mlp_only_layers", "0")):
+        with pytest.raises(tc.ScenarioError) as err:
+            tc.ModelArch.from_hf_config({**moe, key: value})
+        assert err.value.field == f"model.config.{key}"
+
+
+def test_from_hf_config_accepts_whole_floats_and_nulls_as_before():
+    a = tc.ModelArch.from_hf_config(DENSE)
+    assert tc.ModelArch.from_hf_config({**DENSE, "hidden_size": 4096.0, "max_position_embeddings": None}) == \
+        a.model_copy(update={"max_position_embeddings": 0})
+    assert tc.ModelArch.from_hf_config(MLA_MOE).q_lora_rank == 0
+
+
+def test_from_hf_config_is_unchanged_for_every_catalog_model(root):
+    for path in sorted((root / "data" / "models").glob("*.json")):
+        raw = json.loads(path.read_text())
+        built = tc.ModelArch.from_hf_config(raw["config"], name=raw["name"])
+        cat = tc.model(raw["name"])
+        assert built.summary() == cat.summary(), path.name
+        assert built.forward_flops_per_token(8192) == cat.forward_flops_per_token(8192)

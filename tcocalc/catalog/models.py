@@ -21,16 +21,89 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any, Literal
+import math
+from typing import Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .._data import data_dir, display_path
 from .._names import close_matches, normalize
-from ..errors import DataFileError, UnknownEntryError
+from ..errors import DataFileError, ScenarioError, UnknownEntryError
 from ..units import bytes_per_element
 
 __all__ = ["ModelArch", "model", "model_names", "model_table"]
+
+MAX_CONFIG_INT = 2**31 - 1
+"""Largest count :meth:`ModelArch.from_hf_config` accepts for any config key (an int32, as config.json
+readers store them); real configs stay far below (vocabularies ~10^5, context lengths ~10^7)."""
+
+
+def _show(value: Any) -> str:
+    """A short repr of a user value for an error message."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**30:
+        return f"a {len(str(abs(value)))}-digit number" if abs(value) < 10**4000 else "a huge number"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+class _HFConfig:
+    """Typed, checked reads from a config.json dictionary; every failure names ``model.config.<key>``."""
+
+    def __init__(self, config: dict[str, Any]):
+        self.config = config
+
+    def fail(self, key: str, message: str) -> NoReturn:
+        raise ScenarioError(f"model.config.{key}", message)
+
+    def _lookup(self, keys: tuple[str, ...], default: Any) -> tuple[str, Any]:
+        """The first of ``keys`` present and not null, with its value; else ``default`` under ``keys[0]``."""
+        for k in keys:
+            if self.config.get(k) is not None:
+                return k, self.config[k]
+        if default is ...:
+            self.fail(keys[0], "missing (required in a config.json)")
+        return keys[0], default
+
+    def count(self, *keys: str, minimum: int, maximum: int = MAX_CONFIG_INT, default: Any = ...) -> int:
+        """A whole number in ``minimum..maximum`` (an integral float is accepted; bools are not)."""
+        key, value = self._lookup(keys, default)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            self.fail(key, f"must be a whole number, got {_show(value)}")
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                self.fail(key, f"must be a finite whole number, got {value!r}")
+            if not value.is_integer():
+                self.fail(key, f"must be a whole number, got {value!r}")
+            value = int(value)
+        if value < minimum:
+            self.fail(key, f"must be at least {minimum}, got {_show(value)}")
+        if value > maximum:
+            self.fail(key, f"must be at most {maximum:,}, got {_show(value)}")
+        return value
+
+    def count_list(self, key: str) -> list[int]:
+        """A list of non-negative whole numbers (e.g. layer indices); absent or null is empty."""
+        value = self.config.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.fail(key, f"must be a list of layer indices, got {_show(value)}")
+        for v in value:
+            if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_CONFIG_INT:
+                self.fail(key, f"must be a list of layer indices (whole numbers >= 0), got {_show(v)}")
+        return value
+
+    def flag(self, *keys: str, default: bool) -> bool:
+        key, value = self._lookup(keys, default)
+        if not isinstance(value, bool):
+            self.fail(key, f"must be true or false, got {_show(value)}")
+        return value
+
+    def text(self, key: str, default: str) -> str:
+        key, value = self._lookup((key,), default)
+        if not isinstance(value, str):
+            self.fail(key, f"must be a string, got {_show(value)}")
+        return value
 
 
 class ModelArch(BaseModel):
@@ -103,75 +176,101 @@ class ModelArch(BaseModel):
         """Build from a Hugging Face ``config.json`` dictionary.
 
         Understands the keys of Llama, Qwen2/2.5, Qwen3 (dense and MoE), DeepSeek-V3/R1, GLM-4.5 and
-        GLM-5 configs. A missing required key raises :class:`~tcocalc.errors.ScenarioError` naming it.
+        GLM-5 configs. Every key it reads is checked before use: counts are whole numbers (an integral
+        float such as ``4096.0`` is accepted) in their range, up to :data:`MAX_CONFIG_INT`; flags are
+        booleans; ``null`` counts as absent. A missing or bad key, or keys that do not fit together
+        (e.g. ``num_attention_heads`` not a multiple of ``num_key_value_heads``), raises
+        :class:`~tcocalc.errors.ScenarioError` whose field is ``model.config.<key>``.
         """
         from pydantic import ValidationError
 
-        from ..errors import ScenarioError
-
         if not isinstance(config, dict):
             raise ScenarioError("model.config", "expected a table (a config.json dictionary)")
+        cfg = _HFConfig(config)
 
-        def get(key: str, default: Any = ..., *alts: str) -> Any:
-            for k in (key, *alts):
-                if k in config and config[k] is not None:
-                    return config[k]
-            if default is ...:
-                raise ScenarioError(f"model.config.{key}", "missing (required in a config.json)")
-            return default
-
-        mtype = str(config.get("model_type", ""))
-        heads = int(get("num_attention_heads"))
-        hidden = int(get("hidden_size"))
-        mla = bool(config.get("kv_lora_rank"))
-        n_experts = int(get("num_experts", 0, "n_routed_experts", "num_local_experts"))
-        n_layers = int(get("num_hidden_layers"))
+        mtype = cfg.text("model_type", "")
+        heads = cfg.count("num_attention_heads", minimum=1)
+        hidden = cfg.count("hidden_size", minimum=1)
+        mla = cfg.count("kv_lora_rank", minimum=0, default=0) > 0
+        n_experts = cfg.count("num_experts", "n_routed_experts", "num_local_experts", minimum=0, default=0)
+        n_layers = cfg.count("num_hidden_layers", minimum=1)
         if n_experts:
-            dense_layers = int(get("first_k_dense_replace", 0))
-            if mtype.startswith("qwen") and (config.get("mlp_only_layers") or get("decoder_sparse_step", 1) != 1):
-                raise ScenarioError("model.config.mlp_only_layers",
-                                    "interleaved dense/MoE layers are not supported; use decoder_sparse_step 1")
+            dense_layers = cfg.count("first_k_dense_replace", minimum=0, default=0)
+            if dense_layers > n_layers:
+                cfg.fail("first_k_dense_replace", f"exceeds num_hidden_layers ({n_layers})")
+            if mtype.startswith("qwen"):
+                if cfg.count("decoder_sparse_step", minimum=1, default=1) != 1:
+                    cfg.fail("decoder_sparse_step", "interleaved dense/MoE layers are not supported; use 1")
+                if cfg.count_list("mlp_only_layers"):
+                    cfg.fail("mlp_only_layers", "interleaved dense/MoE layers are not supported; "
+                                                "use an empty list and decoder_sparse_step 1")
         else:
             dense_layers = n_layers
+        kv_heads = cfg.count("num_key_value_heads", minimum=1, default=heads)
+        if not mla and heads % kv_heads:
+            cfg.fail("num_key_value_heads", f"num_attention_heads ({heads}) must be a multiple of "
+                                            f"num_key_value_heads ({kv_heads})")
+        if mla:
+            nope = cfg.count("qk_nope_head_dim", minimum=0)
+            rope = cfg.count("qk_rope_head_dim", minimum=1)
+            head_dim = nope + rope
+        elif "head_dim" in config and config["head_dim"] is not None:
+            head_dim = cfg.count("head_dim", minimum=1)
+        else:
+            head_dim = hidden // heads
+            if head_dim < 1:
+                cfg.fail("num_attention_heads", f"exceeds hidden_size ({hidden}), which leaves no head "
+                                                "dimension; give head_dim")
+        intermediate = cfg.count("intermediate_size", minimum=0, default=0)
+        if not intermediate and (not n_experts or dense_layers):
+            cfg.fail("intermediate_size", "must be > 0: " + ("the first_k_dense_replace dense layers need it"
+                                                             if n_experts else "a dense model needs it"))
+        experts_per_token = moe_intermediate = shared = 0
+        if n_experts:
+            experts_per_token = cfg.count("num_experts_per_tok", "moe_topk", minimum=1, maximum=n_experts)
+            moe_intermediate = cfg.count("moe_intermediate_size", minimum=1)
+            shared = cfg.count("n_shared_experts", "num_shared_experts", minimum=0, default=0)
+        if name is None:
+            name = cfg.text("_name_or_path", "") or mtype or "custom-model"
         kwargs = dict(
-            name=name or str(config.get("_name_or_path") or mtype or "custom-model"),
+            name=name,
             hidden_size=hidden,
             num_layers=n_layers,
             num_attention_heads=heads,
-            num_kv_heads=int(get("num_key_value_heads", heads)),
-            head_dim=int(get("head_dim", hidden // heads)) if not mla else
-            int(get("qk_nope_head_dim")) + int(get("qk_rope_head_dim")),
-            vocab_size=int(get("vocab_size")),
-            intermediate_size=int(get("intermediate_size", 0)),
-            tie_word_embeddings=bool(get("tie_word_embeddings", False)),
-            qkv_bias=bool(get("attention_bias", mtype == "qwen2", "qkv_bias")),
-            qk_norm=bool(get("use_qk_norm", mtype in ("qwen3", "qwen3_moe"))),
+            num_kv_heads=kv_heads,
+            head_dim=head_dim,
+            vocab_size=cfg.count("vocab_size", minimum=1),
+            intermediate_size=intermediate,
+            tie_word_embeddings=cfg.flag("tie_word_embeddings", default=False),
+            qkv_bias=cfg.flag("attention_bias", "qkv_bias", default=mtype == "qwen2"),
+            qk_norm=cfg.flag("use_qk_norm", default=mtype in ("qwen3", "qwen3_moe")),
             attention="mla" if mla else "gqa",
             num_experts=n_experts,
-            experts_per_token=int(get("num_experts_per_tok", 0, "moe_topk")) if n_experts else 0,
-            moe_intermediate_size=int(get("moe_intermediate_size", 0)) if n_experts else 0,
-            num_shared_experts=int(get("n_shared_experts", 0, "num_shared_experts")) if n_experts else 0,
+            experts_per_token=experts_per_token,
+            moe_intermediate_size=moe_intermediate,
+            num_shared_experts=shared,
             num_dense_layers=dense_layers,
-            max_position_embeddings=int(get("max_position_embeddings", 0)),
+            max_position_embeddings=cfg.count("max_position_embeddings", minimum=0, default=0),
         )
         if mla:
             kwargs.update(
-                q_lora_rank=int(get("q_lora_rank", 0)),
-                kv_lora_rank=int(get("kv_lora_rank")),
-                qk_nope_head_dim=int(get("qk_nope_head_dim")),
-                qk_rope_head_dim=int(get("qk_rope_head_dim")),
-                v_head_dim=int(get("v_head_dim")),
-                index_topk=int(get("index_topk", 0)),
-                index_n_heads=int(get("index_n_heads", 0)),
-                index_head_dim=int(get("index_head_dim", 0)),
+                q_lora_rank=cfg.count("q_lora_rank", minimum=0, default=0),
+                kv_lora_rank=cfg.count("kv_lora_rank", minimum=1),
+                qk_nope_head_dim=nope,
+                qk_rope_head_dim=rope,
+                v_head_dim=cfg.count("v_head_dim", minimum=1),
+                index_topk=cfg.count("index_topk", minimum=0, default=0),
+                index_n_heads=cfg.count("index_n_heads", minimum=0, default=0),
+                index_head_dim=cfg.count("index_head_dim", minimum=0, default=0),
             )
         kwargs.update(extra)
         try:
             return cls(**kwargs)
-        except ValidationError as exc:
+        except ValidationError as exc:  # only reachable through ``extra`` (the catalog's provenance keys)
             err = exc.errors()[0]
-            loc = ".".join(str(p) for p in err["loc"]) or "config"
-            raise ScenarioError(f"model.config.{loc}", err["msg"]) from None
+            loc = ".".join(str(p) for p in err["loc"])
+            raise ScenarioError(f"model.config.{loc}" if loc else "model.config",
+                                err["msg"].removeprefix("Value error, ")) from None
 
     # ------------------------------------------------------------------ structure
     @property
