@@ -10,6 +10,8 @@ import argparse
 import sys
 
 EXIT_USAGE = 2
+DEFAULT_SIM_STEPS = 200  # `run --simulate`: steps simulated unless --sim-steps says otherwise
+DEFAULT_SEED = 0
 
 
 def _fmt(v: float) -> str:
@@ -108,6 +110,21 @@ def _cost_lines(report):
                               "quantity": "quantity"})
 
 
+def _simulation_flags(args) -> tuple[int, int]:
+    """``--sim-steps`` and ``--seed`` checked, each error naming its flag; both need ``--simulate``."""
+    from .errors import ScenarioError
+
+    for flag, value in (("--sim-steps", args.sim_steps), ("--seed", args.seed)):
+        if value is not None and not args.simulate:
+            raise ScenarioError(flag, f"only applies with --simulate; add --simulate or drop {flag}")
+    if args.sim_steps is not None and args.sim_steps < 1:
+        raise ScenarioError("--sim-steps", f"expected a whole number of steps >= 1, got {args.sim_steps}")
+    if args.seed is not None and args.seed < 0:
+        raise ScenarioError("--seed", f"expected a non-negative whole number, got {args.seed}")
+    return (DEFAULT_SIM_STEPS if args.sim_steps is None else args.sim_steps,
+            DEFAULT_SEED if args.seed is None else args.seed)
+
+
 def _cmd_run(args) -> int:
     import json
     from pathlib import Path
@@ -116,14 +133,19 @@ def _cmd_run(args) -> int:
     from .rl.solve import METRIC_UNITS, evaluate, solve_split
     from .scenario import load_scenario
 
+    sim_steps, seed = _simulation_flags(args)
     scn = load_scenario(args.scenario)
     report = solve_split(scn) if args.solve else evaluate(scn)
     sim = None
     if args.simulate:
         from .rl.simulate import simulate
 
-        steps = min(scn.workload.steps, args.sim_steps)
-        sim = simulate(report.scenario, steps=steps, seed=args.seed)
+        try:
+            sim = simulate(report.scenario, steps=min(scn.workload.steps, sim_steps), seed=seed)
+        except ScenarioError as exc:
+            if exc.field != "steps":
+                raise
+            raise ScenarioError("--sim-steps", str(exc).removeprefix("steps: ")) from None
     if args.csv:
         out = Path(args.csv)
         try:
@@ -177,8 +199,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("scenario", help="path to a scenario TOML file (see scenarios/)")
     sp.add_argument("--solve", action="store_true", help="find the best trainer/generator split")
     sp.add_argument("--simulate", action="store_true", help="cross-check with the discrete-event simulator")
-    sp.add_argument("--sim-steps", type=int, default=200, help="steps to simulate (default 200, at most the run)")
-    sp.add_argument("--seed", type=int, default=0, help="simulation seed (default 0)")
+    sp.add_argument("--sim-steps", type=int, help=f"with --simulate: steps to simulate (default {DEFAULT_SIM_STEPS}, "
+                                                 "at most the run)")
+    sp.add_argument("--seed", type=int, help=f"with --simulate: simulation seed >= 0 (default {DEFAULT_SEED})")
     sp.add_argument("--csv", metavar="DIR", help="write metrics, sweep, phases and cost breakdown as CSV into DIR")
     sp.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
     sp.set_defaults(func=_cmd_run)

@@ -18,9 +18,18 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .errors import ScenarioError
 
-__all__ = ["Scenario", "load_scenario", "scenario_from_dict", "MAX_SCENARIO_BYTES"]
+__all__ = ["Scenario", "load_scenario", "loads_scenario", "scenario_from_dict", "MAX_SCENARIO_BYTES",
+           "MAX_NESTING_DEPTH"]
 
-MAX_SCENARIO_BYTES = 1_000_000  # a scenario is a few kB; refuse anything near a megabyte unread
+MAX_SCENARIO_BYTES = 200_000
+"""Largest scenario accepted, in UTF-8 bytes (a file of exactly this size is read; one byte more is not).
+A scenario is a few kB; :func:`load_scenario` refuses a larger file unread and :func:`loads_scenario`
+larger text. The app's upload limit is the same figure."""
+
+MAX_NESTING_DEPTH = 16
+"""Most levels a key path may have: ``workload.solve_rate.never`` has 3, ``model.config.rope_scaling.factor``
+4; every table, inline table and array adds one (array items count as a level). Scenarios need 4 or 5; the
+limit stops pathological nesting before anything recurses on it (validation, :meth:`Scenario.to_toml`)."""
 
 Precision = Literal["bf16", "fp8", "fp4"]
 Mode = Literal["colocated", "sync", "one_step_off", "async", "inflight"]
@@ -242,10 +251,12 @@ def _field_path(loc: tuple) -> str:
 def scenario_from_dict(data: Any) -> Scenario:
     """Validate plain data (a parsed TOML document) into a :class:`Scenario`.
 
-    Raises :class:`ScenarioError` naming the first offending field, e.g. ``workload.group_size``.
+    Raises :class:`ScenarioError` naming the first offending field, e.g. ``workload.group_size``, or the
+    first key path nested deeper than :data:`MAX_NESTING_DEPTH`.
     """
     if not isinstance(data, dict):
         raise ScenarioError("", "a scenario must be a table of sections ([model], [trainer], ...)")
+    _check_depth(data)
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
@@ -262,31 +273,68 @@ def scenario_from_dict(data: Any) -> Scenario:
         raise ScenarioError(loc or "scenario", msg) from None
 
 
+def _check_depth(data: dict) -> None:
+    """Refuse any key path longer than :data:`MAX_NESTING_DEPTH`, naming the first one (document order):
+    a table or array at the deepest level allowed may hold nothing.
+
+    Iterative, so that no depth of input can make it recurse; it stops at the limit, so a cyclic
+    structure (possible in Python data, not in TOML) is refused too.
+    """
+    stack: list[tuple[Any, tuple]] = [(data, ())]
+    while stack:
+        node, path = stack.pop()
+        children = list(node.items() if isinstance(node, dict) else enumerate(node))
+        if children and len(path) >= MAX_NESTING_DEPTH:
+            deeper = ".".join(str(p) for p in (*path, children[0][0]))
+            raise ScenarioError(deeper, f"nested deeper than {MAX_NESTING_DEPTH} levels (every table, inline "
+                                        "table and array adds one); a scenario needs far fewer")
+        stack.extend((value, (*path, key)) for key, value in reversed(children)
+                     if isinstance(value, dict | list | tuple))
+
+
+def _too_large(source: str, size: int, *, at_least: bool = False) -> ScenarioError:
+    return ScenarioError("path", f"{source} is {'at least ' if at_least else ''}{size:,} bytes; a scenario must be "
+                                 f"{MAX_SCENARIO_BYTES:,} bytes or under (tcocalc.scenario.MAX_SCENARIO_BYTES)")
+
+
 def load_scenario(path: str | Path) -> Scenario:
     """Read a scenario TOML file. Every problem (missing file, size, bad TOML, bad values) is a
-    :class:`ScenarioError` naming the file or field."""
+    :class:`ScenarioError` naming the file or field. Files over :data:`MAX_SCENARIO_BYTES` are refused
+    unread; at most that many bytes (plus one) are ever read, even from a device such as /dev/zero."""
     p = Path(path)
     try:
         size = p.stat().st_size
+        if size > MAX_SCENARIO_BYTES:
+            raise _too_large(p.name, size)
+        with p.open("rb") as f:
+            raw = f.read(MAX_SCENARIO_BYTES + 1)
     except OSError as exc:
         raise ScenarioError("path", f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
-    if size > MAX_SCENARIO_BYTES:
-        raise ScenarioError("path", f"{p.name} is {size:,} bytes; a scenario must be under {MAX_SCENARIO_BYTES:,}")
+    if len(raw) > MAX_SCENARIO_BYTES:  # grew since stat, or a device reporting size 0
+        raise _too_large(p.name, len(raw), at_least=True)
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
         raise ScenarioError("path", f"cannot read {p.name} as UTF-8 text: {exc}") from None
     return loads_scenario(text, source=p.name)
 
 
 def loads_scenario(text: str, *, source: str = "<text>") -> Scenario:
-    """Parse scenario TOML text (as :func:`load_scenario`)."""
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_SCENARIO_BYTES:
-        raise ScenarioError("path", f"{source} is larger than {MAX_SCENARIO_BYTES:,} bytes")
+    """Parse scenario TOML text (as :func:`load_scenario`): at most :data:`MAX_SCENARIO_BYTES` in UTF-8,
+    key paths at most :data:`MAX_NESTING_DEPTH` levels deep."""
+    if len(text) > MAX_SCENARIO_BYTES:  # every character is at least one byte: no need to encode it all
+        raise _too_large(source, len(text), at_least=True)
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_SCENARIO_BYTES:
+        raise _too_large(source, size)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError("toml", f"{source} is not valid TOML: {exc}") from None
-    except RecursionError:
-        raise ScenarioError("toml", f"{source} nests too deeply") from None
+    except RecursionError:  # tomllib recurses once per array / inline-table level: far past the limit
+        raise ScenarioError("toml", f"{source} nests arrays or inline tables far deeper than the limit of "
+                                    f"{MAX_NESTING_DEPTH} levels") from None
+    except ValueError as exc:  # e.g. int() refusing a number of more than 4,300 digits
+        raise ScenarioError("toml", f"{source} holds a value that cannot be read: "
+                                    f"{str(exc).split(':')[0][:200]}") from None
     return scenario_from_dict(data)

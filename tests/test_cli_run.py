@@ -50,3 +50,49 @@ def test_simulate_flag_prints_both_columns_and_writes_the_timeline(tmp_path, cap
     assert "analytical" in out and "simulated" in out
     tl = pd.read_csv(tmp_path / "timeline.csv")
     assert len(tl) == 10 and "step_time [s]" in tl.columns
+
+
+def _one_error_line(capsys) -> str:
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert captured.out == "" and len(lines) == 1 and lines[0].startswith("tcocalc: error:"), captured.err
+    assert "Traceback" not in captured.err
+    return lines[0]
+
+
+@pytest.mark.parametrize("argv,flags", [
+    (["--simulate", "--seed", "-1"], ["--seed"]),
+    (["--simulate", "--sim-steps", "0"], ["--sim-steps"]),
+    (["--simulate", "--sim-steps", "-5"], ["--sim-steps"]),
+    (["--sim-steps", "10"], ["--sim-steps", "--simulate"]),   # was silently ignored
+    (["--seed", "3"], ["--seed", "--simulate"]),              # likewise
+])
+def test_bad_run_flags_name_the_flag(capsys, argv, flags):
+    assert main(["run", DEFAULT, "--json", *argv]) == 2
+    line = _one_error_line(capsys)
+    for flag in flags:
+        assert flag in line
+
+
+def _custom_model_scenario(tmp_path, key: str, value: str) -> str:
+    cfg = {"model_type": '"qwen3"', "hidden_size": "4096", "num_hidden_layers": "36", "num_attention_heads": "32",
+           "num_key_value_heads": "8", "head_dim": "128", "intermediate_size": "12288", "vocab_size": "151936",
+           key: value}
+    text = (ROOT / "scenarios" / "default.toml").read_text().replace(
+        "[trainer]", "[model.config]\n" + "".join(f"{k} = {v}\n" for k, v in cfg.items()) + "\n[trainer]", 1)
+    p = tmp_path / "custom.toml"
+    p.write_text(text)
+    return str(p)
+
+
+@pytest.mark.parametrize("key,value", [("num_attention_heads", "0"),    # was ZeroDivisionError
+                                       ("hidden_size", "inf"),           # was OverflowError
+                                       ("num_attention_heads", '"x"')])  # was a ValueError naming no field
+def test_bad_model_config_is_one_line_naming_the_key(tmp_path, capsys, key, value):
+    assert main(["run", _custom_model_scenario(tmp_path, key, value)]) == 2
+    assert f"model.config.{key}" in _one_error_line(capsys)
+
+
+def test_valid_model_config_runs(tmp_path, capsys):
+    assert main(["run", _custom_model_scenario(tmp_path, "head_dim", "128"), "--json"]) == 0
+    assert set(json.loads(capsys.readouterr().out)) == set(METRIC_UNITS)

@@ -1,6 +1,11 @@
 """Fuzzed input through every door (issue 8 item 2): the library's TOML loader, the command line and (in
-tests/test_e2e.py) the app's upload. Only typed errors come out; nothing evaluates user input."""
+tests/test_e2e.py) the app's upload. Only typed errors come out, and they say WHAT is wrong: a ScenarioError
+names the offending key (``.field``), and anything accepted evaluates to finite metrics (or None). Reaches
+a custom model's ``[model.config]`` key by key, and nesting of arrays, inline tables and tables around the
+MAX_NESTING_DEPTH limit. Hypothesis runs derandomized (same examples every run); the whole file takes a few
+seconds."""
 
+import math
 import re
 import subprocess
 import sys
@@ -11,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tcocalc as tc
-from tcocalc.scenario import MAX_SCENARIO_BYTES, loads_scenario
+from tcocalc.scenario import MAX_NESTING_DEPTH, MAX_SCENARIO_BYTES, loads_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = dict(derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck))
@@ -43,18 +48,160 @@ VALUES = ["-1", "0", "1e308", "-1e308", "nan", "inf", "-inf", '"nan"', '"inf"', 
           '"\U0001F600\u202e"', "1.5", "99999999999999999999", '"' + "a" * 5000 + '"']
 
 
+def _section_of(key: str) -> str:
+    """The dotted section of the first ``key = `` line of VALID (the one the fuzzers replace)."""
+    section = ""
+    for line in VALID.splitlines():
+        if m := re.match(r"^\[([\w.]+)\]", line):
+            section = m.group(1)
+        elif line.startswith(f"{key} = "):
+            return section
+    raise AssertionError(key)
+
+
+def _assert_finite(metrics: dict):
+    for k, v in metrics.items():
+        assert v is None or math.isfinite(v), (k, v)
+
+
+def _assert_names(exc: tc.ScenarioError, key_path: str):
+    """The error's field is the key, or (a check across fields, e.g. p99 below the mean) its section or a key
+    beside it in that section."""
+    section = key_path.rpartition(".")[0]
+    assert exc.field == key_path or section and (exc.field == section or exc.field.startswith(section + ".")), \
+        (key_path, exc.field, str(exc)[:300])
+
+
+def _evaluate_or_typed(scn, *, key_path: str | None):
+    """Evaluate an accepted scenario: finite metrics, or a ScenarioError naming ``key_path`` (None: the input
+    was valid, so none is expected), or an InfeasibleError (a valid request that does not fit)."""
+    try:
+        _assert_finite(tc.evaluate(scn).metrics)
+    except tc.ScenarioError as exc:
+        assert key_path is not None, str(exc)
+        _assert_names(exc, key_path)
+    except tc.InfeasibleError as exc:  # names no input field: says what does not fit and what would
+        assert str(exc)
+
+
 @settings(max_examples=400, **SETTINGS)
 @given(st.sampled_from(KEYS), st.sampled_from(VALUES))
 def test_every_key_with_hostile_values(key, value):
     text = re.sub(rf"^{key} = .*$", f"{key} = {value}", VALID, count=1, flags=re.M)
-    scn = _only_typed(text)
-    if scn is not None:
-        try:
-            report = tc.evaluate(scn)
-        except (tc.InfeasibleError, tc.ScenarioError, tc.UnknownEntryError, tc.MissingSpecError):
-            return
-        for k, v in report.metrics.items():
-            assert v is None or v == v and abs(v) != float("inf"), k
+    section = _section_of(key)
+    key_path = f"{section}.{key}" if section else key
+    try:
+        scn = loads_scenario(text)
+    except tc.ScenarioError as exc:
+        _assert_names(exc, key_path)
+        return
+    _evaluate_or_typed(scn, key_path=key_path)
+
+
+# ----------------------------------------------------------------------------- [model.config], key by key
+# Small configs of the three shapes from_hf_config reads (dense GQA, Qwen3 MoE, DeepSeek MLA + MoE): each
+# fits the default 8 + 8 H100 scenario, so a valid variant evaluates.
+DENSE = {"model_type": '"qwen3"', "hidden_size": "4096", "num_hidden_layers": "36", "num_attention_heads": "32",
+         "num_key_value_heads": "8", "head_dim": "128", "intermediate_size": "12288", "vocab_size": "151936",
+         "tie_word_embeddings": "false", "max_position_embeddings": "40960"}
+QWEN_MOE = {"model_type": '"qwen3_moe"', "hidden_size": "2048", "num_hidden_layers": "48",
+            "num_attention_heads": "32", "num_key_value_heads": "4", "head_dim": "128", "vocab_size": "151936",
+            "num_experts": "128", "num_experts_per_tok": "8", "moe_intermediate_size": "768",
+            "intermediate_size": "6144", "decoder_sparse_step": "1", "mlp_only_layers": "[]"}
+MLA_MOE = {"model_type": '"deepseek_v3"', "hidden_size": "2048", "num_hidden_layers": "27",
+           "num_attention_heads": "16", "num_key_value_heads": "16", "kv_lora_rank": "512",
+           "qk_nope_head_dim": "128", "qk_rope_head_dim": "64", "v_head_dim": "128", "n_routed_experts": "64",
+           "num_experts_per_tok": "6", "moe_intermediate_size": "1408", "n_shared_experts": "2",
+           "first_k_dense_replace": "1", "intermediate_size": "10944", "vocab_size": "102400",
+           "index_topk": "0"}
+BASES = {"dense": DENSE, "qwen_moe": QWEN_MOE, "mla_moe": MLA_MOE}
+# every key ModelArch.from_hf_config reads (aliases included); a hostile value goes into each, present or not
+CONFIG_KEYS = sorted({*DENSE, *QWEN_MOE, *MLA_MOE, "_name_or_path", "num_local_experts", "q_lora_rank",
+                      "attention_bias", "qkv_bias", "use_qk_norm", "moe_topk", "num_shared_experts",
+                      "index_n_heads", "index_head_dim"})
+CONFIG_VALUES = ["0", "-1", "1.5", "inf", "-inf", "nan", '"x"', '"32"', '""', "true", "false",
+                 "99999999999999999999", "9223372036854775807", "-9223372036854775808", "[]", "[1, 2]", "{}",
+                 "{ a = 1 }", '"' + "a" * 5000 + '"', "1979-05-27"]
+
+
+def _with_config(cfg: dict[str, str]) -> str:
+    body = "".join(f"{k} = {v}\n" for k, v in cfg.items())
+    return VALID.replace('name = "Qwen3-8B"', 'name = "fuzzed-model"', 1).replace(
+        "[trainer]", f"[model.config]\n{body}\n[trainer]", 1)
+
+
+def _model_or_typed(cfg: dict[str, str], key: str):
+    """Load the scenario and build its model: the model, or None after checking the error names ``key``."""
+    scn = loads_scenario(_with_config(cfg))  # [model.config] is free-form data here: it must load
+    try:
+        m = tc.ModelArch.from_hf_config(scn.model.config, name=scn.model.name)
+    except tc.ScenarioError as exc:
+        assert exc.field == f"model.config.{key}", (exc.field, str(exc))
+        assert len(str(exc)) < 300 and "\n" not in str(exc)
+        return scn, None
+    for figure in (m.params_total, m.params_active, m.weight_bytes("fp8"), m.kv_bytes_per_token("bf16"),
+                   m.forward_flops_per_token(32768), m.training_flops_per_token(32768)):
+        assert math.isfinite(figure) and figure > 0
+    return scn, m
+
+
+@pytest.mark.parametrize("base", sorted(BASES))
+def test_every_config_key_with_hostile_values(base):
+    """Exhaustive on the model: each key of each config shape, with every hostile value."""
+    for key in CONFIG_KEYS:
+        for value in CONFIG_VALUES:
+            _model_or_typed({**BASES[base], key: value}, key)
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(st.sampled_from(sorted(BASES)), st.sampled_from(CONFIG_KEYS), st.sampled_from(CONFIG_VALUES))
+def test_hostile_config_through_evaluate(base, key, value):
+    """Sampled, through the whole pipeline: the same field from evaluate, or finite metrics."""
+    scn, m = _model_or_typed({**BASES[base], key: value}, key)
+    if m is None:  # evaluate meets the same bad key
+        with pytest.raises(tc.ScenarioError) as err:
+            tc.evaluate(scn)
+        assert err.value.field == f"model.config.{key}"
+    else:
+        _evaluate_or_typed(scn, key_path=None)
+
+
+def test_the_bad_configs_of_the_bug_report():
+    for key, value in (("num_attention_heads", "0"), ("hidden_size", "inf"), ("num_attention_heads", '"x"')):
+        with pytest.raises(tc.ScenarioError) as err:
+            tc.evaluate(loads_scenario(_with_config({**DENSE, key: value})))
+        assert err.value.field == f"model.config.{key}"
+
+
+# ------------------------------------------------------------------------------------------------ nesting
+NEST_KINDS = st.lists(st.sampled_from(["array", "inline"]), max_size=24)
+
+
+def _nested_value(kinds: list[str]) -> str:
+    text = "1"
+    for i, kind in reversed(list(enumerate(kinds))):
+        text = f"[{text}]" if kind == "array" else f"{{ k{i} = {text} }}"
+    return text
+
+
+@settings(max_examples=200, **SETTINGS)
+@given(st.sampled_from(["model.config", "economics.cost_inputs"]), st.integers(0, 20), NEST_KINDS)
+def test_nesting_at_any_depth(where, tables, kinds):
+    """Tables, then arrays and inline tables: up to the limit it loads and writes back; one level more is a
+    ScenarioError naming the path down to the first level too deep."""
+    header = ".".join([where, *(f"t{i}" for i in range(tables))])
+    text = VALID + f"\n[{header}]\nv = {_nested_value(kinds)}\n"
+    depth = len(where.split(".")) + tables + 1 + len(kinds)  # levels of the innermost value's key path
+    if depth <= MAX_NESTING_DEPTH:
+        scn = loads_scenario(text)
+        assert loads_scenario(scn.to_toml()) == scn
+        return
+    with pytest.raises(tc.ScenarioError) as err:
+        loads_scenario(text)
+    parts = err.value.field.split(".")
+    assert len(parts) == MAX_NESTING_DEPTH + 1 and err.value.field.startswith(where + ".")
+    assert parts[: min(len(parts), len(header.split(".")))] == header.split(".")[: len(parts)]
+    assert str(MAX_NESTING_DEPTH) in str(err.value)
 
 
 @pytest.mark.parametrize("section", ["model", "trainer", "generator", "workload"])
@@ -68,10 +215,13 @@ def test_missing_sections(section):
 def test_unicode_names_and_deep_nesting():
     scn = loads_scenario(VALID.replace('name = "default"', 'name = "pläne 计划 🚀"'))
     assert scn.name == "pläne 计划 🚀"
-    with pytest.raises(tc.ScenarioError):
-        loads_scenario("a = " + "[" * 100_000 + "]" * 100_000)
-    with pytest.raises(tc.ScenarioError):
-        loads_scenario(VALID + "\n[x]\n" + "".join(f"[x{'.y' * i}]\n" for i in range(1, 200)))
+    with pytest.raises(tc.ScenarioError, match=str(MAX_NESTING_DEPTH)):  # tomllib would recurse on it
+        loads_scenario("a = " + "[" * 90_000 + "]" * 90_000)
+    with pytest.raises(tc.ScenarioError, match=str(MAX_NESTING_DEPTH)):
+        loads_scenario("a = " + "{b=" * 40_000 + "1" + "}" * 40_000)
+    with pytest.raises(tc.ScenarioError) as err:  # deep tables: refused on reading, not later in to_toml
+        loads_scenario(VALID + "\n[model.config]\n" + "".join(f"[model.config{'.y' * i}]\n" for i in range(1, 200)))
+    assert err.value.field == "model.config" + ".y" * (MAX_NESTING_DEPTH - 1)  # the first path one level too deep
 
 
 def test_fifty_megabyte_file_is_refused_without_reading(tmp_path):
@@ -79,7 +229,7 @@ def test_fifty_megabyte_file_is_refused_without_reading(tmp_path):
     with big.open("wb") as f:
         f.seek(50 * 1024 * 1024)
         f.write(b"\n")
-    with pytest.raises(tc.ScenarioError, match=f"under {MAX_SCENARIO_BYTES:,}"):
+    with pytest.raises(tc.ScenarioError, match=f"{MAX_SCENARIO_BYTES:,} bytes or under"):
         tc.load_scenario(big)
 
 
