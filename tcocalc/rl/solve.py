@@ -558,7 +558,11 @@ def solve_split(scenario: Scenario, objective: str = "usd_per_useful_sample", *,
                                  "trainer_idle_fraction", "generator_idle_fraction", "trainer_mfu")}
         row.update(trainer_share=1.0, feasible=True, meets_constraints=True, objective=objective, best=True,
                    usd_per_useful_sample=m["usd_per_hour"] / 3600.0 / m["useful_samples_per_s"])
-        sweep = pd.DataFrame([row])
+        order = ["trainer_gpus", "generator_gpus", "trainer_share", "feasible", "meets_constraints", "step_time_s",
+                 "useful_samples_per_s", "usd_per_useful_sample", "usd_per_hour", "mean_staleness_steps",
+                 "sandbox_concurrency", "trainer_capacity_samples_per_s", "generator_capacity_samples_per_s",
+                 "trainer_idle_fraction", "generator_idle_fraction", "trainer_mfu", "objective", "best"]
+        sweep = pd.DataFrame([row])[order]  # the same columns, in the same order, as every other sweep
         return RLReport(scenario=scn, metrics=report.metrics, details=report.details, phases=report.phases,
                         sweep=sweep, advice=report.advice + ("colocated: one pool, nothing to split",))
     m = _resolve_model(scn)
