@@ -14,7 +14,6 @@ import streamlit as st  # noqa: E402
 import tcocalc as tc  # noqa: E402
 from tcocalc.figures import compare_figure  # noqa: E402
 from tcocalc.reports import to_csv_text  # noqa: E402
-from tcocalc.rl.solve import METRIC_UNITS  # noqa: E402
 
 st.title("Compare scenarios")
 files = ui.scenario_files()
@@ -31,10 +30,10 @@ for name in chosen:
         continue
     rows.append({"scenario": name, **metrics})
 frame = pd.DataFrame(rows)
-metric = st.selectbox("Metric", list(METRIC_UNITS), index=list(METRIC_UNITS).index("usd_per_mtok_trained"),
+metric = st.selectbox("Metric", list(tc.METRIC_UNITS), index=list(tc.METRIC_UNITS).index("usd_per_mtok_trained"),
                       key="compare_metric")
 if frame.empty:
     st.stop()
-st.plotly_chart(compare_figure(frame, metric, METRIC_UNITS[metric][0]), key="compare_chart")
+st.plotly_chart(compare_figure(frame, metric, tc.METRIC_UNITS[metric][0]), key="compare_chart")
 st.dataframe(frame.set_index("scenario").T, key="compare_table")
 st.download_button("Download comparison (CSV)", to_csv_text(frame), "compare.csv", "text/csv", key="dl_compare")

@@ -48,8 +48,8 @@ _EXPORTS: dict[str, str] = {
     "load_scenario": "scenario",
     "loads_scenario": "scenario",
     "scenario_from_dict": "scenario",
-    "METRIC_UNITS": "rl.solve",
-    "RLReport": "rl.solve",
+    "METRIC_UNITS": "rl.report",
+    "RLReport": "rl.report",
     "evaluate": "rl.solve",
     "solve_split": "rl.solve",
     "simulate": "rl.simulate",
@@ -59,9 +59,9 @@ _EXPORTS: dict[str, str] = {
     "default_cost_inputs": "economics.tco",
     "gpu_hour_cost": "economics.tco",
     "cloud_prices": "economics.tco",
-    "build_rent_tinker": "economics.tco",
-    "sensitivity": "economics.tco",
-    "multitenancy": "economics.tco",
+    "build_rent_tinker": "whatif",
+    "sensitivity": "whatif",
+    "multitenancy": "whatif",
     "TinkerQuote": "economics.tinker",
     "tinker_cost": "economics.tinker",
     # units
@@ -77,12 +77,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .economics.tco import (  # noqa: F401
         CostBreakdown,
         CostInputs,
-        build_rent_tinker,
         cloud_prices,
         default_cost_inputs,
         gpu_hour_cost,
-        multitenancy,
-        sensitivity,
     )
     from .economics.tinker import TinkerQuote, tinker_cost  # noqa: F401
     from .errors import (  # noqa: F401
@@ -93,8 +90,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         TcocalcError,
         UnknownEntryError,
     )
+    from .rl.report import METRIC_UNITS, RLReport  # noqa: F401
     from .rl.simulate import simulate  # noqa: F401
-    from .rl.solve import METRIC_UNITS, RLReport, evaluate, solve_split  # noqa: F401
+    from .rl.solve import evaluate, solve_split  # noqa: F401
     from .roofline.charts import attainable_flops_per_s, operating_points, ridge_table  # noqa: F401
     from .roofline.forward import KernelTime, decode, prefill  # noqa: F401
     from .roofline.parallel import Parallelism  # noqa: F401
@@ -104,6 +102,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .roofline.validation import validation_table  # noqa: F401
     from .scenario import Scenario, load_scenario, loads_scenario, scenario_from_dict  # noqa: F401
     from .units import Q_, get_registry  # noqa: F401
+    from .whatif import build_rent_tinker, multitenancy, sensitivity  # noqa: F401
 
 
 def __getattr__(name: str):

@@ -76,40 +76,6 @@ def _cmd_validate(args) -> int:
     return 0
 
 
-def _cost_lines(report):
-    """Hourly cost lines of the evaluated split (GPUs per pool, sandbox CPUs) [USD/h]."""
-    import pandas as pd
-
-    from .rl.solve import gpu_prices
-
-    scn, met = report.scenario, report.metrics
-    econ = scn.economics
-    p_t, p_g = gpu_prices(scn)
-    rows = [{"line": "trainer GPUs", "quantity": met["trainer_gpus"], "unit": "GPU", "usd_per_unit_hour": p_t,
-             "usd_per_hour": met["trainer_gpus"] * p_t}]
-    if scn.orchestration.mode != "colocated":
-        rows.append({"line": "generator GPUs", "quantity": met["generator_gpus"], "unit": "GPU",
-                     "usd_per_unit_hour": p_g, "usd_per_hour": met["generator_gpus"] * p_g})
-    if econ.cost_inputs is not None:  # the cost engine's capex/opex lines per pool
-        from .economics.tco import default_cost_inputs, gpu_hour_cost
-
-        rows = []
-        pools = [("trainer", met["trainer_gpus"])]
-        if scn.orchestration.mode != "colocated":
-            pools.append(("generator", met["generator_gpus"]))
-        for side, n in pools:
-            b = gpu_hour_cost(default_cost_inputs(getattr(scn, side).hardware, **econ.cost_inputs))
-            for (group, line), v in b.lines.items():
-                rows.append({"line": f"{side} {group}: {line}", "quantity": n, "unit": "GPU",
-                             "usd_per_unit_hour": v, "usd_per_hour": v * n})
-    rows.append({"line": "sandbox CPU cores", "quantity": met["sandbox_cpu_cores"], "unit": "core",
-                 "usd_per_unit_hour": econ.usd_per_cpu_core_hour,
-                 "usd_per_hour": met["sandbox_cpu_cores"] * econ.usd_per_cpu_core_hour})
-    df = pd.DataFrame(rows)
-    return df.rename(columns={"usd_per_unit_hour": "price [USD/unit-h]", "usd_per_hour": "cost [USD/h]",
-                              "quantity": "quantity"})
-
-
 def _simulation_flags(args) -> tuple[int, int]:
     """``--sim-steps`` and ``--seed`` checked, each error naming its flag; both need ``--simulate``."""
     from .errors import ScenarioError
@@ -129,8 +95,10 @@ def _cmd_run(args) -> int:
     import json
     from pathlib import Path
 
+    from .economics.tco import cost_lines
     from .errors import ScenarioError
-    from .rl.solve import METRIC_UNITS, evaluate, solve_split
+    from .rl.report import METRIC_UNITS
+    from .rl.solve import evaluate, solve_split
     from .scenario import load_scenario
 
     sim_steps, seed = _simulation_flags(args)
@@ -153,7 +121,9 @@ def _cmd_run(args) -> int:
         except OSError as exc:
             raise ScenarioError("--csv", f"cannot create {out}: {exc.strerror or exc}") from None
         report.to_csv(out / "metrics.csv")
-        _cost_lines(report).to_csv(out / "cost_breakdown.csv", index=False)
+        met = report.metrics
+        cost_lines(report.scenario, met["trainer_gpus"], met["generator_gpus"], met["sandbox_cpu_cores"]).to_csv(
+            out / "cost_breakdown.csv", index=False)
         report.phases.to_csv(out / "phases.csv", index=False)
         if report.sweep is not None:
             report.sweep.to_csv(out / "sweep.csv", index=False)

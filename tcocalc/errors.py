@@ -40,11 +40,14 @@ class UnknownEntryError(TcocalcError, KeyError):
 class InfeasibleError(TcocalcError, ValueError):
     """A request that cannot run: it does not fit in memory, or no layout divides the GPUs.
 
-    ``suggestion`` holds the smallest feasible alternative where one exists (e.g. a GPU count).
+    Where an alternative exists it is carried as typed attributes, never only in the message:
+    ``min_gpus`` (int or None) is the smallest GPU count that would fit, and ``layout``
+    (:class:`~tcocalc.roofline.parallel.Parallelism` or None) the layout that would.
     """
 
-    def __init__(self, message: str, *, suggestion: object | None = None):
-        self.suggestion = suggestion
+    def __init__(self, message: str, *, min_gpus: int | None = None, layout: object | None = None):
+        self.min_gpus = None if min_gpus is None else int(min_gpus)
+        self.layout = layout
         super().__init__(message)
 
 
@@ -53,6 +56,7 @@ class ScenarioError(TcocalcError, ValueError):
 
     def __init__(self, field: str, message: str):
         self.field = field
+        self.message = message  # the text without the field, for re-raising under a longer path
         super().__init__(f"{field}: {message}" if field else message)
 
 

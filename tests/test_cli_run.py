@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from tcocalc import METRIC_UNITS
 from tcocalc.cli import main
-from tcocalc.rl.solve import METRIC_UNITS
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = str(ROOT / "scenarios" / "default.toml")

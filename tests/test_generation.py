@@ -64,7 +64,7 @@ def test_model_that_does_not_fit_names_the_smallest_instance():
         tc.generation_throughput("DeepSeek-V3", "H100", gpus=4, prompt_tokens=1000, response_tokens=1000,
                                  precision="fp8")
     assert "smallest instance" in str(err.value)
-    assert err.value.suggestion >= 16  # 671 GB of FP8 weights need more than 8 x 80 GB
+    assert err.value.min_gpus >= 16  # 671 GB of FP8 weights need more than 8 x 80 GB
 
 
 def test_concurrency_beyond_kv_memory_is_infeasible():

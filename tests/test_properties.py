@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tcocalc as tc
-from tcocalc.rl.solve import METRIC_UNITS
+from tcocalc import METRIC_UNITS
 from tcocalc.scenario import scenario_from_dict
 
 SETTINGS = dict(derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck))

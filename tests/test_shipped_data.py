@@ -40,5 +40,5 @@ def test_model_entry_missing_source(raw_entry):
 
 def test_model_entry_bad_config_field(raw_entry):
     raw_entry["config"]["num_hidden_layers"] = 0
-    with pytest.raises(tc.DataFileError, match="num_layers"):
+    with pytest.raises(tc.DataFileError, match="num_hidden_layers"):
         _load_entry(raw_entry, "m.json")

@@ -36,8 +36,8 @@ def test_mem01_trainer_needs_about_30_h200_for_qwen3_235b():
     smallest power-of-two count that fits is therefore 32 or more."""
     with pytest.raises(tc.InfeasibleError) as err:
         tc.training_throughput("Qwen3-235B-A22B", "H200", gpus=16, seq_tokens=4096, optimizer_offload=False)
-    assert err.value.suggestion >= 32
-    est = tc.training_throughput("Qwen3-235B-A22B", "H200", gpus=err.value.suggestion, seq_tokens=4096)
+    assert err.value.min_gpus >= 32
+    est = tc.training_throughput("Qwen3-235B-A22B", "H200", gpus=err.value.min_gpus, seq_tokens=4096)
     assert est.memory_per_gpu_bytes <= 141e9 and not est.optimizer_offload
 
 

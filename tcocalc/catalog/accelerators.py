@@ -85,6 +85,10 @@ class Accelerator(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    def __hash__(self) -> int:
+        """Hash by name (equal accelerators share a name), so a frozen spec can key per-object caches."""
+        return hash(self.name)
+
     name: str = Field(min_length=1)
     aliases: tuple[str, ...] = ()
     vendor: str = "unknown"

@@ -1,4 +1,4 @@
-"""Cost engine: capex and opex to $/GPU-hour, and build vs rent vs Tinker for an RL scenario.
+"""Cost engine: capex and opex to $/GPU-hour, the price of each pool, and a cluster's cost per hour.
 
 Ownership cost per GPU-hour (validation COST-06; SemiAnalysis-style TCO):
 
@@ -10,23 +10,31 @@ Ownership cost per GPU-hour (validation COST-06; SemiAnalysis-style TCO):
 * per GPU-hour = yearly cost / (GPUs per server × 8,760 h × utilization).
 
 Defaults per accelerator live in ``data/cost_defaults.toml`` with a source (or "assumption") each.
+
+A scenario's pools (docs/rl-modeling.md §8): each pool's $/GPU-hour is its explicit price, else this engine
+on ``[economics.cost_inputs]``, else ``usd_per_gpu_hour`` (:func:`pool_prices`); a colocated run pays one
+pool (:func:`gpus_paid`); sandbox CPU cores are paid per core-hour (:func:`cluster_usd_per_hour`). The
+what-if studies over whole scenarios (build/rent/Tinker, sensitivity, multi-tenancy) live above the RL
+layer, in :mod:`tcocalc.whatif`.
 """
 
 from __future__ import annotations
 
 import csv
 import functools
-import math
 import tomllib
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._data import data_dir
+from ..catalog.accelerators import hardware
 from ..errors import MissingSpecError, ScenarioError
+from ..scenario import Scenario
 
 __all__ = ["CostInputs", "CostBreakdown", "default_cost_inputs", "gpu_hour_cost", "capital_recovery_factor",
-           "cloud_prices", "build_rent_tinker", "sensitivity", "multitenancy", "HOURS_PER_YEAR"]
+           "cloud_prices", "pool_prices", "gpus_paid", "cluster_usd_per_hour", "cost_lines", "GOODPUT_FACTOR",
+           "HOURS_PER_YEAR"]
 
 HOURS_PER_YEAR = 8760.0
 
@@ -126,8 +134,6 @@ def default_cost_inputs(hardware_name: str, **overrides) -> CostInputs:
     Accelerators without a row raise :class:`MissingSpecError` listing those that have one.
     ``overrides`` replace individual inputs (validated; a bad value raises ScenarioError naming it).
     """
-    from ..catalog.accelerators import hardware
-
     acc = hardware(hardware_name)
     raw = _defaults()
     if acc.name not in raw:
@@ -169,131 +175,70 @@ def cloud_prices(hardware_name: str | None = None):
     """Dated on-demand $/GPU-hour by provider (``data/cloud_prices.csv``), optionally for one accelerator."""
     import pandas as pd
 
-    from ..catalog.accelerators import hardware
-
     df = pd.DataFrame(list(_cloud_rows()))
     if hardware_name is not None:
         df = df[df["accelerator"] == hardware(hardware_name).name]
     return df.reset_index(drop=True)
 
 
-def build_rent_tinker(scenario):
-    """The scenario's cost per million trained tokens and per run, owned (its economics) vs rented at each
-    listed provider (list price x the tier's goodput factor) vs Tinker's list price (DataFrame)."""
+# ------------------------------------------------------------------------------- a scenario's pools
+def pool_prices(scn: Scenario) -> tuple[float, float]:
+    """($/GPU-hour trainer, $/GPU-hour generator): explicit per-pool prices, else this engine on
+    ``[economics.cost_inputs]`` (each pool's hardware defaults plus the overrides), else ``usd_per_gpu_hour``."""
+    econ = scn.economics
+    prices = []
+    for side, explicit in (("trainer", econ.trainer_usd_per_gpu_hour), ("generator", econ.generator_usd_per_gpu_hour)):
+        if explicit is not None:
+            prices.append(explicit)
+        elif econ.cost_inputs is not None:
+            prices.append(gpu_hour_cost(_scenario_cost_inputs(scn, side)).usd_per_gpu_hour)
+        else:
+            prices.append(econ.usd_per_gpu_hour)
+    return prices[0], prices[1]
+
+
+def _scenario_cost_inputs(scn: Scenario, side: str) -> CostInputs:
+    try:
+        return default_cost_inputs(getattr(scn, side).hardware, **scn.economics.cost_inputs)
+    except ScenarioError as exc:
+        raise ScenarioError(f"economics.cost_inputs.{exc.field}", exc.message) from None
+    except TypeError as exc:
+        raise ScenarioError("economics.cost_inputs", str(exc)) from None
+
+
+def gpus_paid(scn: Scenario, n_t, n_g):
+    """GPUs the run pays for: one shared pool when colocated, both pools otherwise [GPU]."""
+    return n_t if scn.orchestration.mode == "colocated" else n_t + n_g
+
+
+def cluster_usd_per_hour(scn: Scenario, n_t, n_g, cpu_cores, prices: tuple[float, float] | None = None):
+    """Cluster cost per hour [USD/h]: each pool's GPUs at its price (one pool when colocated) plus the
+    sandbox CPU cores (docs/rl-modeling.md §8). ``prices`` defaults to :func:`pool_prices`."""
+    p_t, p_g = pool_prices(scn) if prices is None else prices
+    gpu_usd_h = n_t * p_t if scn.orchestration.mode == "colocated" else n_t * p_t + n_g * p_g
+    return gpu_usd_h + cpu_cores * scn.economics.usd_per_cpu_core_hour
+
+
+def cost_lines(scn: Scenario, trainer_gpus: float, generator_gpus: float, sandbox_cpu_cores: float):
+    """Hourly cost lines of a split (GPUs per pool, or each pool's capex/opex lines under
+    ``[economics.cost_inputs]``, and sandbox CPUs) as a DataFrame with units in the headers [USD/h]."""
     import pandas as pd
 
-    from ..rl.solve import evaluate
-
-    base = evaluate(scenario)
-    m = base.metrics
-    scn = scenario
-    gpu_hours_per_hour = m["trainer_gpus"] + (0 if scn.orchestration.mode == "colocated" else m["generator_gpus"])
-    cpu_h = m["sandbox_cpu_cores"] * scn.economics.usd_per_cpu_core_hour
-    tokens_per_hour = (m["usd_per_hour"] / m["usd_per_mtok_trained"]) * 1e6
-    rows = [{"option": "build (own)", "provider": "", "tier": "", "usd_per_gpu_hour": m["usd_per_gpu_hour"],
-             "goodput_factor": 1.0, "usd_per_mtok_trained": m["usd_per_mtok_trained"], "run_usd": m["run_usd"],
-             "date": "", "source": "scenario economics"}]
-    t_hw, g_hw = scn.trainer.hardware, scn.generator.hardware
-    prices_t = cloud_prices(t_hw)
-    prices_g = cloud_prices(g_hw)
-    for _, r in prices_t.iterrows():
-        match = prices_g[prices_g["provider"] == r["provider"]]
-        if match.empty:
-            continue  # a provider must offer both pools' hardware
-        p_t, p_g = r["usd_per_gpu_hour"], float(match.iloc[0]["usd_per_gpu_hour"])
-        gf = GOODPUT_FACTOR.get(r["tier"], 1.0)
-        n_t = m["trainer_gpus"]
-        n_g = 0.0 if scn.orchestration.mode == "colocated" else m["generator_gpus"]
-        usd_h = (n_t * p_t + n_g * p_g) * gf + cpu_h
-        rows.append({"option": "rent", "provider": r["provider"], "tier": r["tier"],
-                     "usd_per_gpu_hour": (n_t * p_t + n_g * p_g) / gpu_hours_per_hour, "goodput_factor": gf,
-                     "usd_per_mtok_trained": usd_h / tokens_per_hour * 1e6,
-                     "run_usd": usd_h * m["run_hours"], "date": r["date"], "source": r["source"]})
-    if m["tinker_usd_per_mtok"] is not None:
-        rows.append({"option": "Tinker", "provider": "Thinking Machines", "tier": "managed",
-                     "usd_per_gpu_hour": float("nan"), "goodput_factor": 1.0,
-                     "usd_per_mtok_trained": m["tinker_usd_per_mtok"],
-                     "run_usd": m["tinker_usd_per_mtok"] * tokens_per_hour / 1e6 * (m["run_hours"]),
-                     "date": scn.economics.tinker_price_date, "source": "data/tinker_prices.csv"})
-    df = pd.DataFrame(rows)
-    df["usd_per_gpu_hour"] = df["usd_per_gpu_hour"].astype(object).where(df["usd_per_gpu_hour"].notna(), None)
-    return df
-
-
-def sensitivity(scenario, *, delta: float = 0.2):
-    """Change in $/M trained tokens for ±``delta`` on each cost and workload input (tornado data)."""
-    import pandas as pd
-
-    from ..rl.solve import evaluate
-
-    base = evaluate(scenario).metrics["usd_per_mtok_trained"]
-    scn = scenario
-    w, e = scn.workload, scn.economics
-
-    def vary(section: str, field: str, factor: float):
-        sec = getattr(scn, section)
-        if field == "response_length":  # scale mean, p99 and cap together: same shape, longer responses
-            upd = {k: getattr(sec, k) * factor for k in ("response_tokens_mean", "response_tokens_p99",
-                                                         "response_tokens_max") if getattr(sec, k) is not None}
-            return scn.model_copy(update={section: sec.model_copy(update=upd)})
-        val = getattr(sec, field)
-        new = type(val)(max(1, round(val * factor))) if isinstance(val, int) else val * factor
-        return scn.model_copy(update={section: sec.model_copy(update={field: new})})
-
-    knobs = [("economics", "usd_per_gpu_hour", "GPU cost [USD/GPU-h]"),
-             ("economics", "usd_per_cpu_core_hour", "sandbox CPU cost [USD/core-h]"),
-             ("workload", "response_length", "response length, whole distribution [token]"),
-             ("workload", "prompt_tokens", "prompt [token]"),
-             ("workload", "group_size", "group size"),
-             ("workload", "prompts_per_step", "prompts per step")]
-    if w.response_tokens_p99 is not None:
-        knobs.append(("workload", "response_tokens_p99", "response p99 [token]"))
-    if scn.sandbox.tool_call_s > 0:
-        knobs.append(("sandbox", "tool_call_s", "tool call [s]"))
+    econ = scn.economics
+    pools = [("trainer", trainer_gpus)]
+    if scn.orchestration.mode != "colocated":
+        pools.append(("generator", generator_gpus))
     rows = []
-    for section, field, label in knobs:
-        if section == "economics" and field == "usd_per_gpu_hour" and (e.trainer_usd_per_gpu_hour or
-                                                                         e.generator_usd_per_gpu_hour):
-            continue
-        out = {}
-        for sign, f in (("low", 1 - delta), ("high", 1 + delta)):
-            try:
-                out[sign] = evaluate(vary(section, field, f)).metrics["usd_per_mtok_trained"]
-            except (ScenarioError, ValidationError, ValueError):
-                out[sign] = None
-        rows.append({"input": label, "field": f"{section}.{field}", "base_usd_per_mtok": base,
-                     "low_usd_per_mtok": out["low"], "high_usd_per_mtok": out["high"],
-                     "swing_usd_per_mtok": (abs(out["high"] - out["low"]) if None not in out.values() else None)})
-    df = pd.DataFrame(rows)
-    return df.sort_values("swing_usd_per_mtok", ascending=False, na_position="last").reset_index(drop=True)
-
-
-def multitenancy(scenario, runs: int):
-    """What-if: ``runs`` independent copies of the scenario share one generator pool.
-
-    Approximation (documented assumptions): the runs are statistically independent and identical, the
-    shared pool is packed perfectly (a busy fraction ``u`` per run adds up to ``min(1, n·u)``), sharing adds
-    no interference, and each run keeps its own trainer. The pool then needs ``ceil(n·u·N_g)`` GPUs instead
-    of ``n·N_g``; this is the tail-idle advantage a managed service such as Tinker is believed to have.
-    """
-    from ..rl.solve import evaluate
-
-    if not isinstance(runs, int) or runs < 1:
-        raise ScenarioError("runs", f"must be a whole number >= 1, got {runs!r}")
-    m = evaluate(scenario).metrics
-    if scenario.orchestration.mode == "colocated":
-        raise ScenarioError("orchestration.mode", "colocated runs have no separate generator pool to share")
-    busy = 1.0 - m["generator_idle_fraction"]
-    n_g = m["generator_gpus"]
-    shared = max(n_g, math.ceil(runs * busy * n_g))
-    from ..rl.solve import gpu_prices
-
-    p_g = gpu_prices(scenario)[1]
-    saved_usd_h = (runs * n_g - shared) * p_g
-    per_run_usd_h = m["usd_per_hour"] - saved_usd_h / runs
-    return {
-        "runs": runs, "generator_gpus_separate": runs * n_g, "generator_gpus_shared": shared,
-        "generator_busy_fraction": busy, "usd_per_hour_per_run": per_run_usd_h,
-        "usd_per_mtok_trained": m["usd_per_mtok_trained"] * per_run_usd_h / m["usd_per_hour"],
-        "usd_per_mtok_trained_alone": m["usd_per_mtok_trained"],
-    }
+    if econ.cost_inputs is not None:
+        for side, n in pools:
+            for (group, line), v in gpu_hour_cost(_scenario_cost_inputs(scn, side)).lines.items():
+                rows.append({"line": f"{side} {group}: {line}", "quantity": n, "unit": "GPU",
+                             "price [USD/unit-h]": v, "cost [USD/h]": v * n})
+    else:
+        for (side, n), p in zip(pools, pool_prices(scn), strict=False):
+            rows.append({"line": f"{side} GPUs", "quantity": n, "unit": "GPU", "price [USD/unit-h]": p,
+                         "cost [USD/h]": n * p})
+    rows.append({"line": "sandbox CPU cores", "quantity": sandbox_cpu_cores, "unit": "core",
+                 "price [USD/unit-h]": econ.usd_per_cpu_core_hour,
+                 "cost [USD/h]": sandbox_cpu_cores * econ.usd_per_cpu_core_hour})
+    return pd.DataFrame(rows)

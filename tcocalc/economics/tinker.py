@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 from .._data import data_dir
 from .._names import close_matches, normalize
+from ..catalog.models import model as catalog_model
 from ..errors import MissingSpecError, ScenarioError, UnknownEntryError
 
-__all__ = ["TinkerQuote", "tinker_cost", "tinker_price_table", "DEFAULT_TINKER_DATE"]
+__all__ = ["TinkerQuote", "tinker_cost", "tinker_price_table", "price_row", "DEFAULT_TINKER_DATE"]
 
 DEFAULT_TINKER_DATE = "2026-01-05"
 
@@ -62,14 +63,14 @@ def _check_date(date: str) -> str:
     return str(date)
 
 
-def _price_row(model_name: str, price_date: str | None) -> dict:
+def price_row(model_name: str, price_date: str | None) -> dict:
+    """The Tinker price row (USD per million prefill, sample and train tokens) offering ``model_name`` on
+    ``price_date`` (default: the latest list); MissingSpecError ("not offered") when no list has it."""
     key = normalize(model_name)
     matches = [r for r in _rows() if key in (normalize(r["model"]), normalize(r["catalog_name"]),
                                              normalize(r["tinker_id"]))]
     if not matches:
         try:  # a catalog alias (e.g. "Llama-3.3-70B" -> Llama-3.1-70B)
-            from ..catalog.models import model as catalog_model
-
             canon = normalize(catalog_model(model_name).name)
             matches = [r for r in _rows() if normalize(r["catalog_name"]) == canon]
         except UnknownEntryError:
@@ -103,7 +104,7 @@ def tinker_cost(model_name: str, *, prompt_tokens: float, response_tokens: float
     trained = prompt_tokens + response_tokens if train_tokens is None else train_tokens
     if trained <= 0:
         raise ScenarioError("train_tokens", "a trajectory must train on at least one token")
-    r = _price_row(model_name, price_date)
+    r = price_row(model_name, price_date)
     usd = (prompt_tokens * r["prefill_usd_per_mtok"] + response_tokens * r["sample_usd_per_mtok"]
            + trained * r["train_usd_per_mtok"]) / 1e6
     return TinkerQuote(model=r["model"], usd=usd, usd_per_mtok=usd / trained * 1e6,

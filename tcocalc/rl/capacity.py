@@ -15,18 +15,17 @@ every data-parallel width in between; per-sample FLOPs use ``E[T²]`` for causal
 from __future__ import annotations
 
 import functools
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..catalog.accelerators import hardware
 from ..catalog.calibration import calibration_for
 from ..catalog.models import ModelArch
 from ..errors import InfeasibleError
 from ..roofline.parallel import Parallelism
 from ..roofline.serving import generation_throughput
 from ..roofline.training import _candidate_layouts, training_step
+from .cluster import Cluster
 from .phases import WorkloadStats
 
 __all__ = ["GeneratorCapacity", "generator_capacity", "trainer_capacity", "sample_flops"]
@@ -51,11 +50,6 @@ class GeneratorCapacity:
     def step_s(self, b):
         """Decode step time with ``b`` running trajectories [s]."""
         return self.t0 + self.t1 * np.asarray(b, dtype=float)
-
-
-def _gen_key(m: ModelArch, hw: str, precision: str, kv: str | None, ws: WorkloadStats):
-    return (m, hw, precision, kv, round(ws.prefill_tokens, 3), round(ws.generated_per_kept, 3),
-            round(ws.context_tokens, 3), round(ws.tool_s + ws.startup_s, 6), ws.turns)
 
 
 def _fit(m, acc, par, kw, generated, ctx, env_s, turns, caching, precision, kv, b_max, weights) -> GeneratorCapacity:
@@ -83,12 +77,11 @@ def _fit(m, acc, par, kw, generated, ctx, env_s, turns, caching, precision, kv, 
 
 
 @functools.lru_cache(maxsize=256)
-def _generator_capacity(m, hw, precision, kv, prefill, generated, ctx, env_s, turns,
+def _generator_capacity(m, acc, precision, kv, prefill, generated, ctx, env_s, turns,
                         caching, pinned_tp=None) -> GeneratorCapacity:
     """The serving instance: the throughput-best one (highest steady-state output per GPU within KV memory),
     or the pinned tensor-parallel degree. Choosing an instance for latency when a staleness bound caps
     throughput is a known open item (README, "Assumptions and known limits")."""
-    acc = hardware(hw)
     kw = dict(prompt_tokens=max(prefill, 1.0), response_tokens=max(generated, 1.0), precision=precision,
               kv_precision=kv, context_tokens=ctx)
     gpus = acc.scaleup_domain_gpus
@@ -100,17 +93,17 @@ def _generator_capacity(m, hw, precision, kv, prefill, generated, ctx, env_s, tu
     try:
         best = generation_throughput(m, acc, gpus=gpus, **kw)
     except InfeasibleError as exc:
-        if not isinstance(exc.suggestion, int):
+        if exc.min_gpus is None:
             raise
-        best = generation_throughput(m, acc, gpus=exc.suggestion, **kw)
+        best = generation_throughput(m, acc, gpus=exc.min_gpus, **kw)
     return _fit(m, acc, best.parallel, kw, generated, ctx, env_s, turns, caching, precision, kv,
                 best.max_concurrency / best.replicas, best.weights_per_gpu_bytes)
 
 
-def generator_capacity(scn, m: ModelArch, ws: WorkloadStats) -> GeneratorCapacity:
+def generator_capacity(scn, cluster: Cluster, ws: WorkloadStats) -> GeneratorCapacity:
     """The generator's serving instance, step-time fit and steady-state rate for this phase (cached)."""
     g = scn.generator
-    return _generator_capacity(m, hardware(g.hardware).name, g.precision, g.kv_precision, ws.prefill_tokens,
+    return _generator_capacity(cluster.model, cluster.generator, g.precision, g.kv_precision, ws.prefill_tokens,
                                ws.generated_per_kept, ws.context_tokens, ws.tool_s + ws.startup_s, ws.turns,
                                scn.workload.prefix_caching, g.tp)
 
@@ -123,11 +116,10 @@ def sample_flops(m: ModelArch, ws: WorkloadStats) -> float:
 
 
 @functools.lru_cache(maxsize=256)
-def _families(m, hw, precision, seq, anchors: tuple[int, ...]) -> tuple[tuple[int, int, int, int], ...]:
+def _families(m, acc, precision, seq, anchors: tuple[int, ...]) -> tuple[tuple[int, int, int, int], ...]:
     """(tp, pp, ep_per_dp_ratio, vp) families that win at the anchor GPU counts."""
     from ..roofline.training import DEFAULT_GLOBAL_BATCH_TOKENS
 
-    acc = hardware(hw)
     cal = calibration_for(acc)
     fams = set()
     for n in anchors:
@@ -146,9 +138,8 @@ def _families(m, hw, precision, seq, anchors: tuple[int, ...]) -> tuple[tuple[in
 
 
 @functools.lru_cache(maxsize=4096)
-def _trainer_rate(m, hw, precision, seq, gbt, n, fams) -> tuple[float, float]:
+def _trainer_rate(m, acc, precision, seq, gbt, n, fams) -> tuple[float, float]:
     """(tokens/s, MFU) of the best family member at ``n`` GPUs; (0, 0) when nothing fits."""
-    acc = hardware(hw)
     cal = calibration_for(acc)
     best = (0.0, 0.0)
     for tp, pp, ep, vp in fams:
@@ -171,7 +162,7 @@ def _trainer_rate(m, hw, precision, seq, gbt, n, fams) -> tuple[float, float]:
     return best
 
 
-def trainer_capacity(scn, m: ModelArch, ws: WorkloadStats, n_t) -> tuple[np.ndarray, np.ndarray]:
+def trainer_capacity(scn, cluster: Cluster, ws: WorkloadStats, n_t) -> tuple[np.ndarray, np.ndarray]:
     """Trainer (samples/s if never starved, busy MFU) for each trainer GPU count in ``n_t``.
 
     ``samples/s = tokens/s · flops_per_token(E[T]) / (F_sample · (1 + n_extra/3))`` where the extra
@@ -179,7 +170,7 @@ def trainer_capacity(scn, m: ModelArch, ws: WorkloadStats, n_t) -> tuple[np.ndar
     Infeasible counts give 0.
     """
     t = scn.trainer
-    hw = hardware(t.hardware).name
+    m, hw = cluster.model, cluster.trainer
     precision = scn.model.precision
     seq = float(max(256, round(ws.traj_tokens)))
     gbt = ws.samples_per_step * ws.traj_tokens / scn.trainer.minibatches_per_step
@@ -196,21 +187,21 @@ def trainer_capacity(scn, m: ModelArch, ws: WorkloadStats, n_t) -> tuple[np.ndar
         rates[i] = _trainer_rate(m, hw, precision, seq, gbt, int(n_t[i]), _families(m, hw, precision, seq,
                                                                                      (int(n_t[i]),)))
     if t.mfu_busy is not None:  # a measured MFU replaces the training model; memory feasibility still applies
-        peak = hardware(hw).peak_flops_per_s(precision)
+        peak = hw.peak_flops_per_s(precision)
         fits = rates[:, 0] > 0
         return np.where(fits, n_t * peak * t.mfu_busy / f_sample, 0.0), np.where(fits, t.mfu_busy, 0.0)
     samples = rates[:, 0] * flop_rate_per_token / f_sample
     return samples, rates[:, 1]
 
 
-def trainer_min_gpus(scn, m: ModelArch, ws: WorkloadStats) -> int:
-    """Smallest trainer GPU count that holds the model (from the training model's infeasibility hint)."""
+def trainer_min_gpus(scn, cluster: Cluster, ws: WorkloadStats) -> int | None:
+    """Smallest trainer GPU count that holds the model (the training model's ``min_gpus``; None if none)."""
     from ..roofline.training import training_throughput
 
     seq = float(max(256, round(ws.traj_tokens)))
-    acc = hardware(scn.trainer.hardware)
+    m, acc = cluster.model, cluster.trainer
     try:
         training_throughput(m, acc, gpus=1, seq_tokens=seq, precision=scn.model.precision)
         return 1
     except InfeasibleError as exc:
-        return int(exc.suggestion) if isinstance(exc.suggestion, int) else math.inf
+        return exc.min_gpus

@@ -31,8 +31,10 @@ import numpy as np
 from ..errors import InfeasibleError, ScenarioError
 from ..scenario import Scenario
 from .capacity import sample_flops, trainer_capacity
+from .cluster import resolve
 from .phases import phase_list, workload_stats
-from .solve import METRIC_UNITS, RLReport, _finish, _resolve_hw, _resolve_model, evaluate
+from .report import METRIC_UNITS, RUN_METRICS, RLReport, combine_phases, scalar_metrics
+from .solve import evaluate
 from .weight_sync import weight_sync_seconds
 
 __all__ = ["simulate"]
@@ -157,8 +159,8 @@ def _simulate_phases(scn: Scenario, *, steps: int, seed: int, max_events: int) -
     per_phase = []
     for (name, start, n, over), (_, _, rep) in zip(phases, parts, strict=True):
         ws = workload_stats(scn, over, name, start, n)
-        per_phase.append((ws, rep.details["phase_metrics"], rep.details["generator"]))
-    metrics, _ = _finish(scn, _resolve_model(scn), per_phase)
+        per_phase.append((ws, rep.details["phase_metrics"]))
+    metrics = scalar_metrics(combine_phases(scn, per_phase))
     staleness = pd.concat([rep.details["staleness"] for _, _, rep in parts], axis=1).fillna(0).sum(axis=1)
     staleness = staleness.astype(int).rename("samples").sort_index()
     return RLReport(scenario=scn, metrics=metrics, phases=base.phases,
@@ -175,8 +177,8 @@ def _simulate_one(scenario: Scenario, *, steps: int, seed: int, max_events: int)
     import pandas as pd
 
     scn = scenario
-    m = _resolve_model(scn)
-    acc_t, acc_g = _resolve_hw(scn)
+    cluster = resolve(scn)
+    m, acc_t, acc_g = cluster.model, cluster.trainer, cluster.generator
     name, start, run_steps, over = phase_list(scn)[0]
     ws = workload_stats(scn, over, name, start, run_steps)
     base = evaluate(scn)  # the analytical answer (also raises InfeasibleError for a split that cannot run)
@@ -184,7 +186,7 @@ def _simulate_one(scenario: Scenario, *, steps: int, seed: int, max_events: int)
     mode = scn.orchestration.mode
     n_t, n_g = scn.trainer.gpus, scn.generator.gpus
     n_rep = max(n_g // gcap.instance_gpus, 1)
-    mu_t, mfu_busy = trainer_capacity(scn, m, ws, [n_t])
+    mu_t, mfu_busy = trainer_capacity(scn, cluster, ws, [n_t])
     mu_t, mfu_busy = float(mu_t[0]), float(mfu_busy[0])
     t_sync = weight_sync_seconds(m.params_total, acc_t, acc_g, n_t, n_g, colocated=mode == "colocated")
     flops_mean = sample_flops(m, ws)
@@ -441,7 +443,7 @@ def _simulate_one(scenario: Scenario, *, steps: int, seed: int, max_events: int)
         n_events += 1
         if n_events > max_events:
             raise InfeasibleError(f"simulation exceeded the event bound of {max_events:,} events after "
-                                  f"{len(st.records)} of {steps} steps; simulate fewer steps", suggestion=None)
+                                  f"{len(st.records)} of {steps} steps; simulate fewer steps")
         st.now, _, kind, a, b = heapq.heappop(events)
         if kind == 0:  # a decode segment completes on replica a
             r = a
@@ -511,7 +513,7 @@ def _simulate_one(scenario: Scenario, *, steps: int, seed: int, max_events: int)
 
     if len(st.records) < steps:
         raise InfeasibleError(f"the simulation stalled after {len(st.records)} of {steps} steps (no rollout could "
-                              f"finish); check the sandbox limits", suggestion=None)
+                              f"finish); check the sandbox limits")
     step_records, stale, tok_stale, env_stale = st.records, st.stale, st.tok_stale, st.env_stale
     trained, dispatched, now = st.trained, st.dispatched, st.now
     sbx_area = st.sbx_area + st.live_sbx * (st.now - st.sbx_t)
@@ -556,9 +558,8 @@ def _simulate_one(scenario: Scenario, *, steps: int, seed: int, max_events: int)
     met["usd_per_mtok_trained"] = met["usd_per_hour"] / (x * ws.traj_tokens * 3600.0 / 1e6)
     met["trainer_capacity_samples_per_s"] = base.metrics["trainer_capacity_samples_per_s"]
     met["generator_capacity_samples_per_s"] = lam_g
-    phase_metrics = {k: float(met[k]) for k in METRIC_UNITS
-                     if k not in ("tinker_usd_per_mtok", "cost_ratio_vs_tinker", "run_hours", "run_usd")}
-    metrics, _ = _finish(scn, m, [(ws, phase_metrics, gcap)])
+    phase_metrics = {k: float(met[k]) for k in METRIC_UNITS if k not in RUN_METRICS}
+    metrics = scalar_metrics(combine_phases(scn, [(ws, phase_metrics)]))
     timeline = pd.DataFrame(step_records, columns=["start [s]", "end [s]", "train [s]", "generated_tokens_cum"])
     timeline.insert(0, "step", np.arange(1, len(step_records) + 1))
     timeline["step_time [s]"] = timeline["end [s]"] - timeline["start [s]"]

@@ -65,7 +65,7 @@ def operating_points(model, hw, *, precision="bf16", prompt_tokens=1000, respons
     try:
         est = training_throughput(m, acc, gpus=gpus, seq_tokens=seq_tokens, precision=precision)
     except InfeasibleError as exc:
-        gpus = exc.suggestion if isinstance(exc.suggestion, int) else gpus * 8
+        gpus = exc.min_gpus if exc.min_gpus is not None else gpus * 8
         est = training_throughput(m, acc, gpus=gpus, seq_tokens=seq_tokens, precision=precision)
     train_attained = est.mfu * acc.peak_flops_per_s(precision)
     rows = [

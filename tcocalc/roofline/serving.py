@@ -192,12 +192,13 @@ def _no_fit(m, acc, cal, precision, kv_precision, ctx, gpus, concurrency, parall
     what = f"{m.name} ({precision}) with {ctx:,.0f}-token contexts on {gpus} x {acc.name}"
     if concurrency is not None and smallest is not None and gpus % smallest.gpus == 0:
         return InfeasibleError(f"{what}: concurrency {concurrency:g} does not fit in KV memory; lower it or add GPUs",
-                               suggestion=smallest)
+                               min_gpus=smallest.gpus, layout=smallest)
     if smallest is None:
         return InfeasibleError(f"{what}: does not fit in any layout up to {acc.scaleup_domain_gpus * 32} GPUs per "
                                f"instance; use a lower precision or hardware with more memory")
     hint = f"the smallest instance that fits is {smallest.gpus} GPUs ({smallest.label()})"
     if parallel is not None:
-        return InfeasibleError(f"{what}: layout {parallel.label()} does not fit; {hint}", suggestion=smallest)
+        return InfeasibleError(f"{what}: layout {parallel.label()} does not fit; {hint}",
+                               min_gpus=smallest.gpus, layout=smallest)
     return InfeasibleError(f"{what}: does not fit; {hint}; use a multiple of {smallest.gpus} GPUs",
-                           suggestion=smallest.gpus)
+                           min_gpus=smallest.gpus, layout=smallest)

@@ -280,5 +280,5 @@ def _no_fit(m, acc, cal, gpus, seq, gbt, precision, parallel, offload: bool) -> 
             if training_step(m, acc, cal, par, seq=seq, global_batch=max(gbt / seq, par.dp),
                              precision=precision, offload=offload) is not None:
                 return InfeasibleError(f"{prefix}; the smallest power-of-two count that fits is {n} GPUs "
-                                       f"({par.label()})", suggestion=n)
-    return InfeasibleError(f"{prefix}; nothing up to 32,768 GPUs fits", suggestion=None)
+                                       f"({par.label()})", min_gpus=n, layout=par)
+    return InfeasibleError(f"{prefix}; nothing up to 32,768 GPUs fits")

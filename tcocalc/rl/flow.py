@@ -1,0 +1,224 @@
+"""Pool rates and the steady-state flow of one RL step, one step model per orchestration mode.
+
+Stage 1, :func:`pool_rates`: what each pool can do on its own — the trainer's samples/s if never starved
+(docs/rl-modeling.md §3.2), the generator's replicas and trainable samples/s at its operating batch
+(§4.4), the weight push ``t_sync`` (§3.3) and the sandbox start-up per attempt (§7).
+
+Stage 2, a step model from :data:`STEP_MODELS` keyed by ``orchestration.mode`` (§5.1):
+
+* :func:`sync_step` (``colocated``, ``sync``, ``one_step_off``): the batch's tail (§4.5) — with ``N``
+  trajectories on ``S`` slots and ``t(b) = t0 + t1·b``, ``T_dec = E[max R]·t0 + t1·W/n_rep`` when all fit at
+  once and ``W/S·t(b_max) + ½·E[max R]·t0`` beyond (Graham's list scheduling); ``T = t_gen + t_train + t_sync``,
+  or ``max(t_gen, t_train) + t_sync`` one step off;
+* :func:`async_step` (``async``, ``inflight``): ``X = min(λ_g·(1 − t_sync·X/B), μ_eff, keep·((η+1)·B − Q)/W_gen,
+  (η+½)·B/T_tail)`` (AReaL's admission rule through Little's law, §5.4), solved as a fixed point over the
+  decoding batch, since a throttled generator finishes each trajectory sooner.
+
+Everything broadcasts over candidate splits (arrays of trainer and generator GPU counts).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..scenario import Scenario
+from .capacity import GeneratorCapacity, trainer_capacity
+from .cluster import Cluster
+from .phases import WorkloadStats
+from .rollouts import expected_max, group_quantile_z, staleness_throughput_cap, sync_dispatch_groups
+from .weight_sync import weight_sync_seconds
+
+__all__ = ["Rates", "Flow", "pool_rates", "sync_step", "async_step", "STEP_MODELS", "SYNC_MODES",
+           "sandbox_attempts"]
+
+SYNC_MODES = ("colocated", "sync", "one_step_off")
+
+
+@dataclass(frozen=True)
+class Rates:
+    """What each pool delivers on its own, per candidate split (arrays) [units in the comments]."""
+
+    n_t: np.ndarray                 # trainer GPUs
+    n_g: np.ndarray                 # generator GPUs
+    n_rep: np.ndarray               # generator replicas (serving instances)
+    feasible: np.ndarray            # both sides hold the model
+    trainer_samples_per_s: np.ndarray  # mu_t: trainer capacity if never starved [sample/s] (1.0 where infeasible)
+    mfu_busy: np.ndarray            # trainer MFU while training [1]
+    t_sync: np.ndarray              # weight push per step [s]
+    t_train: np.ndarray             # training time of one batch B / mu_t [s]
+    generator_samples_per_s: np.ndarray  # lam_g: trainable samples/s at the operating batch [sample/s]
+    batch: float                    # B [sample/step]
+    keep: float                     # trained / dispatched trajectories [1]
+    generated_per_dispatched: float  # model tokens per dispatched trajectory [token]
+    generated_per_trained: float    # model tokens generated per trained trajectory, waste included [token]
+    startup_s: float                # sandbox start-up per trajectory, retries included [s]
+    rollout_latency_s: float        # W_gen of one trajectory on an unthrottled instance, retries included [s]
+
+
+@dataclass(frozen=True)
+class Flow:
+    """Steady state of one step per candidate split (arrays broadcast over candidates)."""
+
+    trained_per_s: np.ndarray       # X [sample/s]
+    step_s: np.ndarray              # T_step [s]
+    trainer_idle: np.ndarray        # [1]
+    generator_idle: np.ndarray      # [1]
+    trainer_capacity: np.ndarray    # mu_eff [sample/s]
+    generator_capacity: np.ndarray  # trainable samples/s if never blocked [sample/s]
+    in_flight: np.ndarray           # C: dispatched trajectories not yet finished [trajectory]
+    queued: np.ndarray              # Q: accepted samples waiting for the trainer [sample]
+    rollout_latency_s: np.ndarray   # W_gen [s]
+    training_share: np.ndarray      # share of wall time the trainer computes [1]
+    generated_tokens_per_s: np.ndarray  # model tokens generated per second, waste included [token/s]
+    discarded_fraction: np.ndarray  # dispatched rollouts not trained [1]
+    sandbox_share: np.ndarray       # share of its time in flight that a trajectory holds a live sandbox [1]
+
+
+def sandbox_attempts(scn: Scenario, ws: WorkloadStats) -> float:
+    """Expected start attempts per sandbox, ``1/(1 − p_fail)`` (§7; retries until one starts)."""
+    return 1.0 / (1.0 - scn.sandbox.failure_rate) if ws.uses_sandbox else 1.0
+
+
+def pool_rates(cluster: Cluster, scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, n_t, n_g) -> Rates:
+    """Each pool's rate for splits ``(n_t[i], n_g[i])``; a side that cannot hold the model is flagged in
+    ``feasible`` (its rate is a NaN-free placeholder)."""
+    n_t = np.asarray(n_t, dtype=int)
+    n_g = np.asarray(n_g, dtype=int)
+    keep = ws.keep_fraction
+    gen_per_dispatched = ws.generated_per_kept * (1.0 - ws.oversample_waste)
+    mu_t, mfu_busy = trainer_capacity(scn, cluster, ws, n_t)
+    n_rep = n_g // gcap.instance_gpus
+    feasible = (mu_t > 0) & (n_rep > 0)
+    mu_safe = np.where(feasible, mu_t, 1.0)
+    colocated = scn.orchestration.mode == "colocated"
+    t_sync = np.array([weight_sync_seconds(cluster.model.params_total, cluster.trainer, cluster.generator, int(a),
+                                           int(b), colocated=colocated) for a, b in zip(n_t, n_g, strict=True)])
+    step_op = gcap.t0 + gcap.t1 * gcap.b_op
+    lam_raw = np.maximum(n_rep, 1) * gcap.b_op / step_op / gen_per_dispatched   # dispatched trajectories/s
+    startup = ws.startup_s * sandbox_attempts(scn, ws)
+    return Rates(n_t=n_t, n_g=n_g, n_rep=n_rep, feasible=feasible, trainer_samples_per_s=mu_safe, mfu_busy=mfu_busy,
+                 t_sync=t_sync, t_train=float(ws.samples_per_step) / mu_safe, generator_samples_per_s=lam_raw * keep,
+                 batch=float(ws.samples_per_step), keep=keep, generated_per_dispatched=gen_per_dispatched,
+                 generated_per_trained=gen_per_dispatched / keep, startup_s=startup,
+                 rollout_latency_s=gcap.latency_s + (startup - ws.startup_s))
+
+
+def _sync_dispatched(ws: WorkloadStats, keep: float) -> float:
+    """Trajectories a synchronous step dispatches (over-provisioned groups, §4.6)."""
+    return ws.group_size * sync_dispatch_groups(ws.samples_per_step / (keep * ws.group_size), keep)
+
+
+def _longest_tokens(scn: Scenario, ws: WorkloadStats, n_disp: float, keep: float) -> float:
+    """Tokens of the batch's last needed trajectory: ``E[max R]`` of ``n_disp`` draws, or, with oversampling,
+    the group quantile at which the first needed groups have finished (§4.5, §4.6)."""
+    if scn.orchestration.oversampling > 0:
+        needed = ws.samples_per_step * (1.0 - ws.oversample_waste) / (keep * ws.group_size)
+        alpha_eff = n_disp / ws.group_size / needed - 1.0
+        longest = math.exp(ws.mu + ws.sigma * group_quantile_z(alpha_eff, ws.group_size))
+        return min(longest, ws.cap) if ws.cap is not None else longest
+    return float(expected_max(n_disp, ws.mu, ws.sigma, ws.cap))
+
+
+def _sync_env_s(scn: Scenario, ws: WorkloadStats, n_disp: float, startup: float) -> float:
+    """Tool time plus sandbox start-up of a synchronous batch, in waves of ``max_starting`` (§7)."""
+    sb = scn.sandbox
+    if ws.uses_sandbox and sb.max_starting > 0:
+        return ws.tool_s + math.ceil(n_disp / sb.max_starting) * startup
+    return ws.tool_s + startup
+
+
+def sync_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates) -> Flow:
+    """Synchronous step (colocated, sync, one_step_off): generation of the whole batch, its tail included."""
+    B, keep, sb = r.batch, r.keep, scn.sandbox
+    n_disp = _sync_dispatched(ws, keep)
+    per_rep = n_disp / np.maximum(r.n_rep, 1)
+    longest = _longest_tokens(scn, ws, n_disp, keep) * np.ones_like(per_rep)
+    work = per_rep * r.generated_per_dispatched
+    t_dec = np.where(per_rep <= gcap.b_max, longest * gcap.t0 + gcap.t1 * work,
+                     work * (gcap.t0 + gcap.t1 * gcap.b_max) / gcap.b_max + 0.5 * longest * gcap.t0)
+    t_gen = t_dec + _sync_env_s(scn, ws, n_disp, r.startup_s)
+    if ws.uses_sandbox and sb.max_concurrency > 0 and n_disp > sb.max_concurrency:
+        t_gen = t_gen * n_disp / sb.max_concurrency
+    if scn.orchestration.mode == "one_step_off":
+        step = np.maximum(t_gen, r.t_train) + r.t_sync
+    else:
+        step = t_gen + r.t_train + r.t_sync
+    x = B / step
+    hold = np.minimum(1.0, (ws.tool_s + r.startup_s + gcap.latency_s) / step)
+    return Flow(trained_per_s=x, step_s=step, trainer_idle=np.clip(1.0 - r.t_train / step, 0.0, 1.0),
+                generator_idle=np.clip(1.0 - t_gen / step, 0.0, 1.0), trainer_capacity=r.trainer_samples_per_s,
+                generator_capacity=B / t_gen, in_flight=np.full_like(step, n_disp), queued=np.zeros_like(step),
+                rollout_latency_s=np.broadcast_to(r.rollout_latency_s, step.shape).astype(float),
+                training_share=x * r.t_train / B, generated_tokens_per_s=x * r.generated_per_trained,
+                discarded_fraction=np.full_like(step, 1.0 - keep), sandbox_share=hold)
+
+
+def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
+    """The fixed point of :func:`async_step`: (X, W_gen, generator rate with pauses) per split."""
+    B, keep, sb, orch = r.batch, r.keep, scn.sandbox, scn.orchestration
+    eta = orch.max_staleness
+    rep = np.maximum(r.n_rep, 1)
+    lam_g = r.generator_samples_per_s
+    # Per weight update the generator pauses for the sync; with partial rollout (interruptible, AReaL) it also
+    # discards the in-flight KV and re-prefills those contexts (§4.6).
+    reprefill = orch.partial_rollout and scn.orchestration.mode == "async"
+    lam_paused = lam_g / (1.0 + lam_g * r.t_sync / B)
+    step_op = gcap.t0 + gcap.t1 * gcap.b_op
+    w_env = r.rollout_latency_s - gcap.prefill_s - r.generated_per_dispatched * step_op
+    phi_share = gcap.b_op / gcap.b_max if gcap.b_max else 1.0   # decoding share of resident trajectories
+    tail_tokens = float(expected_max(B / keep, ws.mu, ws.sigma, ws.cap))
+    tail_slack = 0.0 if orch.partial_rollout else 0.5
+    if orch.oversampling > 0:
+        tail_tokens = min(tail_tokens, ws.tau)
+    b = np.full(r.n_t.shape, gcap.b_op)
+    for _ in range(80):
+        w = gcap.prefill_s + r.generated_per_dispatched * (gcap.t0 + gcap.t1 * b) + w_env
+        if reprefill:
+            pause = r.t_sync + b * rep / phi_share * ws.context_tokens / (gcap.prefill_tokens_per_s * rep)
+            lam_paused = lam_g / (1.0 + lam_g * pause / B)
+        # The trainer may not move more than η versions past a running trajectory, so the batch's longest
+        # trajectory must finish within about η + ½ step times of its dispatch: T_step ≥ T_tail/(η + ½); with
+        # partial rollout it is paused and resumed across the update instead, gaining one step: T_tail/(η + 1).
+        t_tail = gcap.prefill_s + tail_tokens * (gcap.t0 + gcap.t1 * b) + w_env
+        # half a batch waits in the buffer on average while the next one assembles (Q = B/2)
+        x = np.minimum(np.minimum(lam_paused, mu_eff),
+                       np.minimum(keep * staleness_throughput_cap(eta, B, w, queued=B / 2.0),
+                                  staleness_throughput_cap(eta - tail_slack, B, t_tail)))
+        if ws.uses_sandbox and sb.max_concurrency > 0:
+            x = np.minimum(x, keep * sb.max_concurrency / w)
+        if ws.uses_sandbox and sb.max_starting > 0 and r.startup_s > 0:
+            x = np.minimum(x, keep * sb.max_starting / r.startup_s)
+        # resident trajectories per replica (KV held through tool calls, at most b_max); the share decoding is
+        # the LLM part of a trajectory's life at the current step time
+        resident = np.minimum((x / keep) * w / rep, gcap.b_max)
+        b_new = np.clip(resident * (w - w_env) / w, 1.0, gcap.b_op)
+        if np.allclose(b_new, b, rtol=1e-10):
+            break
+        b = 0.5 * (b + b_new)
+    return x, w, lam_paused
+
+
+def async_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates) -> Flow:
+    """Asynchronous step (async with bound η, inflight): the generator streams under the staleness bound."""
+    B, keep, eta = r.batch, r.keep, scn.orchestration.max_staleness
+    mu_eff = B / (r.t_train + (r.t_sync if scn.orchestration.sync_blocks_trainer else 0.0))
+    x, w_gen, lam_paused = _async_throughput(scn, ws, gcap, r, mu_eff)
+    step = B / x
+    inflight = (x / keep) * w_gen
+    trainer_bound = np.isclose(x, mu_eff) & (mu_eff < lam_paused)
+    queued = np.where(trainer_bound, np.maximum(B / 2.0, (eta + 1) * B - inflight * keep), B / 2.0)
+    return Flow(trained_per_s=x, step_s=step, trainer_idle=np.clip(1.0 - x / mu_eff, 0.0, 1.0),
+                generator_idle=np.clip(1.0 - x / r.generator_samples_per_s, 0.0, 1.0),
+                # capacity if never starved includes the per-step weight push it must make
+                trainer_capacity=mu_eff, generator_capacity=r.generator_samples_per_s, in_flight=inflight,
+                queued=queued, rollout_latency_s=np.broadcast_to(w_gen, step.shape).astype(float),
+                training_share=x * r.t_train / B, generated_tokens_per_s=x * r.generated_per_trained,
+                discarded_fraction=np.full_like(step, 1.0 - keep), sandbox_share=np.ones_like(step))
+
+
+#: The step model of each orchestration mode (``Scenario.orchestration.mode``).
+STEP_MODELS = {"colocated": sync_step, "sync": sync_step, "one_step_off": sync_step,
+               "async": async_step, "inflight": async_step}

@@ -1,0 +1,190 @@
+"""The contract's metrics: built from the stages' hand-offs in one place, combined over phases in one place.
+
+:func:`contract_metrics` turns one phase's :class:`~tcocalc.rl.flow.Rates`, :class:`~tcocalc.rl.flow.Flow`,
+:class:`~tcocalc.rl.staleness.Staleness`, live sandboxes and cluster cost into the contract's per-phase
+metrics (../shared/CONTRACT.md "Metric names"; units in :data:`METRIC_UNITS`). :func:`combine_phases` weights
+phases by their wall time and adds the run-level figures (Tinker's price for the same token mix, run hours
+with the sandbox start-up ramp, run cost). The analytical model (:mod:`tcocalc.rl.solve`) and the simulator
+(:mod:`tcocalc.rl.simulate`) both go through these two functions, so their figures mean the same thing.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..economics.tco import gpus_paid
+from ..economics.tinker import price_row
+from ..errors import InfeasibleError, MissingSpecError
+from ..scenario import Scenario
+from .flow import Flow, Rates
+from .phases import WorkloadStats
+from .rollouts import multiturn_prefill_tokens
+from .sandboxes import ramp_hours
+from .staleness import Staleness
+
+__all__ = ["METRIC_UNITS", "RUN_METRICS", "OBJECTIVES", "RLReport", "contract_metrics", "combine_phases",
+           "tinker_usd_per_mtok", "assert_finite"]
+
+#: Every metric key of the contract with its unit and meaning (CONTRACT.md "Metric names").
+METRIC_UNITS: dict[str, tuple[str, str]] = {
+    "trainer_gpus": ("GPU", "trainer GPUs"),
+    "generator_gpus": ("GPU", "generator GPUs (colocated: the same pool)"),
+    "step_time_s": ("s", "wall time per optimizer step in steady state"),
+    "useful_samples_per_s": ("sample/s", "trajectories with non-zero advantage reaching the trainer"),
+    "trainer_capacity_samples_per_s": ("sample/s", "what the trainer could consume if never starved"),
+    "generator_capacity_samples_per_s": ("sample/s", "useful samples/s the generator could deliver if never blocked"),
+    "trainer_idle_fraction": ("1", "share of wall time the trainer waits for data"),
+    "generator_idle_fraction": ("1", "share of wall time the generator waits (throttled or paused)"),
+    "trainer_mfu": ("1", "MFU over wall time"),
+    "trainer_mfu_busy": ("1", "MFU while training"),
+    "generator_output_tokens_per_s_per_gpu": ("token/s/GPU", "decode output per generator GPU, over wall time"),
+    "useful_group_fraction": ("1", "groups whose rewards are not all equal"),
+    "discarded_fraction": ("1", "dispatched rollouts thrown away (filtering, oversampling aborts, sandbox loss)"),
+    "mean_staleness_steps": ("step", "mean policy-version lag of trained trajectories"),
+    "max_staleness_steps": ("step", "largest policy-version lag of a trained trajectory"),
+    "token_staleness_steps": ("step", "token-weighted lag (differs under in-flight updates, partial rollouts)"),
+    "env_state_stale_fraction": ("1", "trajectories resumed in a sandbox whose state an older policy produced"),
+    "sandbox_concurrency": ("sandbox", "live sandboxes"),
+    "sandbox_cpu_cores": ("core", "CPU cores the live sandboxes hold"),
+    "usd_per_hour": ("USD/h", "cluster cost, GPUs and sandbox CPUs included"),
+    "usd_per_gpu_hour": ("USD/GPU-h", "cluster cost per GPU-hour, sandbox CPUs included"),
+    "usd_per_step": ("USD", "cost of one optimizer step"),
+    "usd_per_mtok_trained": ("USD/Mtoken", "cost per million tokens the trainer learns from"),
+    "tinker_usd_per_mtok": ("USD/Mtoken", "Tinker list price for the same token mix (None: not offered)"),
+    "cost_ratio_vs_tinker": ("1", "our cost per trained token over Tinker's (None: not offered)"),
+    "run_hours": ("h", "the whole run of workload.steps steps, sandbox start-up ramp included"),
+    "run_usd": ("USD", "cost of the whole run"),
+}
+
+#: Metrics that belong to the whole run, added by :func:`combine_phases`.
+RUN_METRICS = ("tinker_usd_per_mtok", "cost_ratio_vs_tinker", "run_hours", "run_usd")
+OBJECTIVES = ("usd_per_useful_sample", "useful_samples_per_s")
+
+
+@dataclass(frozen=True)
+class RLReport:
+    """Result of :func:`~tcocalc.evaluate`, :func:`~tcocalc.solve_split` or :func:`~tcocalc.simulate`.
+
+    ``metrics`` has exactly the contract's keys (:data:`METRIC_UNITS`); ``details`` holds the
+    intermediate quantities; ``phases`` (DataFrame) the per-phase metrics and the split each phase
+    wants; ``sweep`` (DataFrame) every candidate split when solved; ``advice`` says what to change.
+    """
+
+    scenario: Scenario
+    metrics: dict
+    details: dict = field(default_factory=dict)
+    phases: object = None
+    sweep: object = None
+    advice: tuple[str, ...] = ()
+    source: str = "analytical"
+
+    def to_frame(self):
+        """Metrics as a DataFrame: metric, value, unit, meaning."""
+        import pandas as pd
+
+        rows = [{"metric": k, "value": v, "unit": METRIC_UNITS[k][0], "meaning": METRIC_UNITS[k][1]}
+                for k, v in self.metrics.items()]
+        return pd.DataFrame(rows)
+
+    def to_csv(self, path) -> None:
+        """Write the metrics table as CSV (``value`` empty where Tinker does not offer the model)."""
+        self.to_frame().to_csv(path, index=False)
+
+
+def contract_metrics(scn: Scenario, ws: WorkloadStats, rates: Rates, flow: Flow, stale: Staleness, live,
+                     usd_per_hour) -> dict:
+    """One phase's contract metrics (every key of :data:`METRIC_UNITS` but :data:`RUN_METRICS`), arrays over
+    candidate splits. Useful samples count only groups with signal (§6); cost per trained token divides the
+    cluster's cost by the trained tokens per hour (§8)."""
+    useful_per_trained = 1.0 if scn.orchestration.filter_zero_advantage else ws.useful_group_fraction
+    x, step = flow.trained_per_s, flow.step_s
+    gen_gpus = rates.n_g if scn.orchestration.mode != "colocated" else rates.n_t
+    cores = live * scn.sandbox.cpu_cores
+    return dict(
+        trainer_gpus=rates.n_t.astype(float), generator_gpus=rates.n_g.astype(float), step_time_s=step,
+        useful_samples_per_s=x * useful_per_trained, trainer_capacity_samples_per_s=flow.trainer_capacity,
+        generator_capacity_samples_per_s=flow.generator_capacity * useful_per_trained,
+        trainer_idle_fraction=flow.trainer_idle, generator_idle_fraction=flow.generator_idle,
+        trainer_mfu=rates.mfu_busy * np.clip(flow.training_share, 0, 1), trainer_mfu_busy=rates.mfu_busy,
+        generator_output_tokens_per_s_per_gpu=flow.generated_tokens_per_s / gen_gpus,
+        useful_group_fraction=np.full_like(step, ws.useful_group_fraction),
+        discarded_fraction=flow.discarded_fraction,
+        mean_staleness_steps=stale.mean, max_staleness_steps=stale.max, token_staleness_steps=stale.token,
+        env_state_stale_fraction=stale.env_state_stale, sandbox_concurrency=live, sandbox_cpu_cores=cores,
+        usd_per_hour=usd_per_hour, usd_per_gpu_hour=usd_per_hour / gpus_paid(scn, rates.n_t, rates.n_g),
+        usd_per_step=usd_per_hour * step / 3600.0,
+        usd_per_mtok_trained=usd_per_hour / (x * ws.traj_tokens * 3600.0 / 1e6),
+    )
+
+
+def tinker_usd_per_mtok(scn: Scenario, ws: WorkloadStats) -> float | None:
+    """Tinker's $/M trained tokens for the phase's token mix, discarded sampling paid too (§8); None when
+    Tinker does not offer the model."""
+    try:
+        row = price_row(scn.model.name, scn.economics.tinker_price_date)
+    except MissingSpecError:
+        return None
+    gen_per_trained = ws.generated_per_kept * (1.0 - ws.oversample_waste) / ws.keep_fraction
+    delta = ws.response_mean / ws.turns + ws.observation_tokens
+    full = multiturn_prefill_tokens(ws.prompt_tokens, delta, ws.turns, caching=False)
+    new = multiturn_prefill_tokens(ws.prompt_tokens, delta, ws.turns, caching=True)
+    share = float(row["cached_prefill_share"]) if row["cached_prefill_share"] else 1.0
+    prefill_cost = (new + (full - new) * share) * row["prefill_usd_per_mtok"] / ws.keep_fraction
+    usd = (prefill_cost + gen_per_trained * row["sample_usd_per_mtok"] + ws.traj_tokens * row["train_usd_per_mtok"])
+    return usd / ws.traj_tokens
+
+
+def _weighted(vals: list, weights: list, total):
+    """Time-weighted mean; where every phase has the same value, that value (no averaging round-off)."""
+    same = np.logical_and.reduce([np.asarray(v) == np.asarray(vals[0]) for v in vals])
+    mean = sum(v * w for v, w in zip(vals, weights, strict=True)) / total
+    return np.where(same, vals[0], mean)
+
+
+def combine_phases(scn: Scenario, parts: list[tuple[WorkloadStats, dict]]) -> dict:
+    """Whole-run metrics from each phase's (statistics, :func:`contract_metrics`), arrays or scalars.
+
+    Phases weigh by wall time (``steps × step time``); step time and cost per step by steps; cost per
+    trained token from the run's totals; the max staleness is the largest; Tinker's price weighs by trained
+    tokens (None if any phase's model is not offered); the run adds the first phase's sandbox start-up ramp.
+    """
+    durations = [ws.steps * np.asarray(met["step_time_s"], dtype=float) for ws, met in parts]
+    weights = [d / 3600 for d in durations]
+    total_w = sum(weights)
+    total_w = np.where(total_w > 0, total_w, 1.0)
+    out = {k: _weighted([met[k] for _, met in parts], weights, total_w)
+           for k in METRIC_UNITS if k not in RUN_METRICS}
+    steps_total = sum(ws.steps for ws, _ in parts)
+    out["step_time_s"] = sum(durations) / steps_total
+    out["max_staleness_steps"] = np.maximum.reduce([np.asarray(met["max_staleness_steps"]) for _, met in parts])
+    run_usd_gpu = sum(met["usd_per_step"] * ws.steps for ws, met in parts)
+    out["usd_per_step"] = run_usd_gpu / steps_total
+    trained_tok = sum(ws.steps * scn.workload.samples_per_step * ws.traj_tokens for ws, _ in parts)
+    out["usd_per_mtok_trained"] = run_usd_gpu / (trained_tok / 1e6)
+    tinker = [tinker_usd_per_mtok(scn, ws) for ws, _ in parts]
+    if all(v is not None for v in tinker):
+        tw = [ws.steps * ws.traj_tokens for ws, _ in parts]
+        out["tinker_usd_per_mtok"] = sum(v * w for v, w in zip(tinker, tw, strict=True)) / sum(tw)
+        out["cost_ratio_vs_tinker"] = out["usd_per_mtok_trained"] / out["tinker_usd_per_mtok"]
+    else:
+        out["tinker_usd_per_mtok"] = out["cost_ratio_vs_tinker"] = None
+    ws0, met0 = parts[0]
+    ramp_h = np.vectorize(lambda live: ramp_hours(scn, ws0, float(live)), otypes=[float])(met0["sandbox_concurrency"])
+    out["run_hours"] = sum(durations) / 3600.0 + ramp_h
+    out["run_usd"] = run_usd_gpu + ramp_h * out["usd_per_hour"]
+    return {k: out[k] for k in METRIC_UNITS}
+
+
+def scalar_metrics(metrics: dict) -> dict:
+    """One candidate's metrics as plain floats (None stays None)."""
+    return {k: (None if v is None else float(np.asarray(v).reshape(-1)[0])) for k, v in metrics.items()}
+
+
+def assert_finite(metrics: dict) -> None:
+    """No NaN or infinity reaches a user: InfeasibleError naming the metric."""
+    for k, v in metrics.items():
+        if v is not None and not math.isfinite(v):
+            raise InfeasibleError(f"{k} is not finite for this scenario; check the workload and GPU counts")
