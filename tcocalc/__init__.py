@@ -57,6 +57,7 @@ _EXPORTS: dict[str, str] = {
     "CostInputs": "economics.tco",
     "CostBreakdown": "economics.tco",
     "default_cost_inputs": "economics.tco",
+    "cost_default_hardware": "economics.tco",
     "gpu_hour_cost": "economics.tco",
     "cloud_prices": "economics.tco",
     "build_rent_tinker": "whatif",
@@ -78,6 +79,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         CostBreakdown,
         CostInputs,
         cloud_prices,
+        cost_default_hardware,
         default_cost_inputs,
         gpu_hour_cost,
     )

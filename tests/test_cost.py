@@ -44,6 +44,35 @@ def test_missing_defaults_say_so():
         tc.default_cost_inputs("MI300X")
 
 
+def test_cost_default_hardware_lists_every_row_but_common():
+    names = tc.cost_default_hardware()
+    assert names == ["H200-SXM", "H100-SXM", "B200", "GB200-NVL72", "GB300-NVL72"]
+    for name in names:
+        assert tc.default_cost_inputs(name).hardware == name
+    assert "MI300X" not in names
+
+
+def test_server_year_cost_of_a_gb200_rack_by_hand():
+    """One GB200-NVL72 rack (72 GPUs) per year: capex annuity + power + colocation + maintenance, by hand."""
+    i = tc.default_cost_inputs("GB200-NVL72")
+    assert i.gpus_per_server == 72 and i.gpu_power_kw == pytest.approx(1.2)
+    r, n = 0.04, 5
+    crf = r * (1 + r) ** n / ((1 + r) ** n - 1)
+    upfront = 3_250_000 + 400_000 + 150_000 + 250_000
+    it_kw = 72 * 1.2 + 30
+    year = (upfront * crf                      # capital recovery
+            + it_kw * 1.25 * 8760 * 0.08       # power: IT kW x PUE x hours x $/kWh
+            + it_kw * 150 * 12                 # colocation: $/kW-month
+            + 3_250_000 * 0.035)               # maintenance share of the server price
+    b = tc.gpu_hour_cost(i)
+    assert b.usd_per_server_year == pytest.approx(year, rel=1e-12)
+    assert b.usd_per_server_year == pytest.approx(b.usd_per_gpu_hour * 72 * 8760 * i.utilization, rel=1e-12)
+    # charging fewer hours raises the GPU-hour price, not what the rack costs per year
+    half = tc.gpu_hour_cost(i.model_copy(update={"utilization": 0.5}))
+    assert half.usd_per_gpu_hour == pytest.approx(2 * b.usd_per_gpu_hour)
+    assert half.usd_per_server_year == pytest.approx(year, rel=1e-12)
+
+
 @pytest.mark.reference
 def test_crf_identities():
     assert capital_recovery_factor(0.0, 4) == 0.25

@@ -15,7 +15,6 @@ the unidirectional figure a collective can use in one direction.
 from __future__ import annotations
 
 import functools
-import tomllib
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -23,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from .._data import display_path, hardware_dir
 from .._names import close_matches, normalize
 from ..errors import DataFileError, MissingSpecError, UnknownEntryError
+from .provenance import check_entry, parse_toml
 
 __all__ = ["Accelerator", "Figure", "hardware", "hardware_names", "hardware_table", "PRECISIONS"]
 
@@ -177,6 +177,7 @@ def parse_accelerator(raw: dict, path: str = "<dict>") -> Accelerator:
             if required:
                 raise DataFileError(path, entry, key, "missing (a required figure)")
             continue
+        check_entry(path, entry, raw[key], value_fields=("value",), date_fields=("date",), field_prefix=key)
         try:
             fig = Figure.model_validate(raw[key])
         except ValidationError as exc:
@@ -207,11 +208,7 @@ def _catalog() -> dict[str, Accelerator]:
         if not f.name.endswith(".toml"):
             continue
         path = display_path(f)
-        try:
-            raw = tomllib.loads(f.read_text())
-        except tomllib.TOMLDecodeError as exc:
-            raise DataFileError(path, "?", "?", f"malformed TOML: {exc}") from None
-        acc = parse_accelerator(raw, path)
+        acc = parse_accelerator(parse_toml(f.read_text(), path), path)
         if acc.name in catalog:
             raise DataFileError(path, acc.name, "name", "duplicate accelerator name")
         catalog[acc.name] = acc

@@ -3,18 +3,22 @@
 Datasheet peaks (hardware_specs/) say what a chip could do; these factors say what software reaches.
 Each factor carries its provenance ``kind`` (measured, published, fitted, assumption, borrowed) so
 every estimate can say whether it is theoretical (peak) or calibrated, and on what.
+
+The RL pipeline's own factors (weight synchronisation, ``data/rl_calibration.toml``) are read here too
+(:func:`rl_calibration`), with the same kinds. Every factor passes the one provenance check
+(:func:`~tcocalc.catalog.provenance.check_entry`).
 """
 
 from __future__ import annotations
 
 import functools
-import tomllib
 from dataclasses import dataclass, field
 
 from .._data import data_dir, display_path
 from ..errors import DataFileError, MissingSpecError
+from .provenance import KINDS, check_entry, parse_toml
 
-__all__ = ["Calibration", "calibration_for"]
+__all__ = ["Calibration", "calibration_for", "rl_calibration", "parse_rl_calibration"]
 
 _FACTORS = (
     "hbm_efficiency", "scaleup_efficiency", "scaleout_efficiency", "op_overhead_s", "kv_memory_fraction",
@@ -25,7 +29,6 @@ _FACTORS = (
     "alltoall_latency_scaleout_s", "inference_runtime_efficiency", "training_runtime_efficiency",
 )
 _OPTIONAL = {"gemm_efficiency_fp8", "gemm_efficiency_fp4"}
-_KINDS = {"measured", "published", "fitted", "assumption", "borrowed"}
 _FRACTIONS = set(_FACTORS) - {"op_overhead_s", "inference_workspace_bytes", "gemm_half_dim", "gemm_tile_rows",
                                      "alltoall_latency_scaleup_s", "alltoall_latency_scaleout_s",
                                      "host_offload_bytes_per_s"}
@@ -90,19 +93,15 @@ def _peak(generation: str) -> Calibration:
 @functools.cache
 def _raw() -> dict:
     f = data_dir() / "calibration.toml"
-    try:
-        return tomllib.loads(f.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise DataFileError(display_path(f), "?", "?", f"malformed TOML: {exc}") from None
+    return parse_toml(f.read_text(), display_path(f))
 
 
 def _factor(table: dict, key: str, where: str) -> tuple[float, dict]:
     path = "data/calibration.toml"
     entry = table[key]
-    if not isinstance(entry, dict) or set(entry) != {"value", "kind", "source"}:
+    check_entry(path, where, entry, value_fields=("value",), kinds=KINDS, field_prefix=key)
+    if set(entry) != {"value", "kind", "source"}:
         raise DataFileError(path, where, key, "expected a table with exactly value, kind and source")
-    if entry["kind"] not in _KINDS:
-        raise DataFileError(path, where, f"{key}.kind", f"must be one of {sorted(_KINDS)}")
     value = entry["value"]
     if not isinstance(value, int | float) or value < 0 or (key in _FRACTIONS and not 0 < value <= 1):
         raise DataFileError(path, where, f"{key}.value", f"out of range: {value!r}")
@@ -136,3 +135,25 @@ def calibration_for(acc, *, theoretical: bool = False) -> Calibration:
     if theoretical:
         return _peak(acc.generation)
     return _calibration(acc.generation, acc.name)
+
+
+# ---------------------------------------------------------------- RL pipeline calibration
+def parse_rl_calibration(text: str, file: str = "data/rl_calibration.toml") -> dict[str, float]:
+    """Factor name -> value of an RL-calibration document; each factor is ``{value >= 0, kind, source}``."""
+    out = {}
+    for key, entry in parse_toml(text, file).items():
+        value = check_entry(file, key, entry, value_fields=("value",), kinds=KINDS)["value"]
+        extra = set(entry) - {"value", "kind", "source"}
+        if extra:
+            raise DataFileError(file, key, sorted(extra)[0], "unknown field; expected value, kind and source")
+        if value < 0:
+            raise DataFileError(file, key, "value", f"must be >= 0, got {entry['value']!r}")
+        out[key] = value
+    return out
+
+
+@functools.cache
+def rl_calibration() -> dict[str, float]:
+    """Factor name -> value from data/rl_calibration.toml (weight synchronisation; read once)."""
+    f = data_dir() / "rl_calibration.toml"
+    return parse_rl_calibration(f.read_text(), display_path(f))

@@ -30,6 +30,7 @@ from .._data import data_dir, display_path
 from .._names import close_matches, normalize
 from ..errors import DataFileError, ScenarioError, UnknownEntryError
 from ..units import bytes_per_element
+from .provenance import check_entry
 
 __all__ = ["ModelArch", "model", "model_names", "model_table"]
 
@@ -455,10 +456,13 @@ def _load_entry(raw: dict, path: str) -> ModelArch:
     unknown = set(raw) - _ENTRY_KEYS
     if unknown:
         raise DataFileError(path, entry, sorted(unknown)[0], f"unknown key; expected {sorted(_ENTRY_KEYS)}")
-    for key in ("name", "config", "source", "date"):
+    for key in ("name", "config"):
         if key not in raw:
             raise DataFileError(path, entry, key, "missing")
+    check_entry(path, entry, raw, require=("name", "source"), date_fields=("date",))
     pub = raw.get("published", {})
+    check_entry(path, entry, pub, require=(), optional_values=("params_total", "params_active"),
+                field_prefix="published")
     try:
         return ModelArch.from_hf_config(
             raw["config"], name=raw["name"], aliases=tuple(raw.get("aliases", ())),

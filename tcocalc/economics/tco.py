@@ -9,7 +9,8 @@ Ownership cost per GPU-hour (validation COST-06; SemiAnalysis-style TCO):
   maintenance = share of the server price per year;
 * per GPU-hour = yearly cost / (GPUs per server × 8,760 h × utilization).
 
-Defaults per accelerator live in ``data/cost_defaults.toml`` with a source (or "assumption") each.
+Defaults per accelerator live in ``data/cost_defaults.toml`` with a source (or "assumption") each, read and
+checked by :mod:`tcocalc.catalog.prices` like every price table.
 
 A scenario's pools (docs/rl-modeling.md §8): each pool's $/GPU-hour is its explicit price, else this engine
 on ``[economics.cost_inputs]``, else ``usd_per_gpu_hour`` (:func:`pool_prices`); a colocated run pays one
@@ -20,21 +21,18 @@ layer, in :mod:`tcocalc.whatif`.
 
 from __future__ import annotations
 
-import csv
-import functools
-import tomllib
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .._data import data_dir
 from ..catalog.accelerators import hardware
+from ..catalog.prices import cloud_price_rows, cost_defaults
 from ..errors import MissingSpecError, ScenarioError
 from ..scenario import Scenario
 
-__all__ = ["CostInputs", "CostBreakdown", "default_cost_inputs", "gpu_hour_cost", "capital_recovery_factor",
-           "cloud_prices", "pool_prices", "gpus_paid", "cluster_usd_per_hour", "cost_lines", "GOODPUT_FACTOR",
-           "HOURS_PER_YEAR"]
+__all__ = ["CostInputs", "CostBreakdown", "default_cost_inputs", "cost_default_hardware", "gpu_hour_cost",
+           "capital_recovery_factor", "cloud_prices", "pool_prices", "gpus_paid", "cluster_usd_per_hour", "cost_lines",
+           "GOODPUT_FACTOR", "HOURS_PER_YEAR"]
 
 HOURS_PER_YEAR = 8760.0
 
@@ -91,6 +89,18 @@ class CostBreakdown:
                 for (g, name), v in self.lines.items()]
         return pd.DataFrame(rows)
 
+    @property
+    def usd_per_server_year(self) -> float:
+        """Ownership cost of one server (or rack) per calendar year [USD/year].
+
+        ``usd_per_gpu_hour × gpus_per_server × HOURS_PER_YEAR × utilization``: :func:`gpu_hour_cost` divides
+        the yearly cost (capex annuity + power + colocation + maintenance) by the charged GPU-hours
+        ``gpus_per_server × 8,760 h × utilization``, so this multiplies them back; it does not depend on
+        ``utilization``.
+        """
+        i = self.inputs
+        return self.usd_per_gpu_hour * i.gpus_per_server * HOURS_PER_YEAR * i.utilization
+
 
 def capital_recovery_factor(rate: float, years: float) -> float:
     """Annuity factor ``r(1+r)^n / ((1+r)^n − 1)`` [1/year]; ``1/n`` at ``r = 0``."""
@@ -123,9 +133,9 @@ def gpu_hour_cost(inputs: CostInputs) -> CostBreakdown:
                          opex_usd_per_gpu_hour=o, capex_share=c / (c + o))
 
 
-@functools.cache
-def _defaults() -> dict:
-    return tomllib.loads((data_dir() / "cost_defaults.toml").read_text())
+def cost_default_hardware() -> list[str]:
+    """Accelerators with default cost inputs in ``data/cost_defaults.toml`` (every table but ``common``)."""
+    return [k for k in cost_defaults() if k != "common"]
 
 
 def default_cost_inputs(hardware_name: str, **overrides) -> CostInputs:
@@ -135,9 +145,9 @@ def default_cost_inputs(hardware_name: str, **overrides) -> CostInputs:
     ``overrides`` replace individual inputs (validated; a bad value raises ScenarioError naming it).
     """
     acc = hardware(hardware_name)
-    raw = _defaults()
+    raw = cost_defaults()
     if acc.name not in raw:
-        have = ", ".join(k for k in raw if k != "common")
+        have = ", ".join(cost_default_hardware())
         raise MissingSpecError(f"no default cost inputs for {acc.name}; defaults exist for {have}; "
                                f"build tc.CostInputs(...) with your own figures")
     values, sources = {}, {}
@@ -156,15 +166,6 @@ def default_cost_inputs(hardware_name: str, **overrides) -> CostInputs:
 
 
 # ------------------------------------------------------------------------------- rent and compare
-@functools.cache
-def _cloud_rows() -> tuple[dict, ...]:
-    with (data_dir() / "cloud_prices.csv").open() as f:
-        rows = tuple(csv.DictReader(f))
-    for r in rows:
-        r["usd_per_gpu_hour"] = float(r["usd_per_gpu_hour"])
-    return rows
-
-
 #: Effective-cost multipliers for cluster quality (SemiAnalysis ClusterMAX TCO, via buzzberg.ai summary:
 #: large pretrain gold 1.00x, hyperscaler 1.10x, silver 1.15x; facts.md §4). Neoclouds are taken as gold,
 #: marketplaces as silver.
@@ -175,7 +176,7 @@ def cloud_prices(hardware_name: str | None = None):
     """Dated on-demand $/GPU-hour by provider (``data/cloud_prices.csv``), optionally for one accelerator."""
     import pandas as pd
 
-    df = pd.DataFrame(list(_cloud_rows()))
+    df = pd.DataFrame(list(cloud_price_rows()))
     if hardware_name is not None:
         df = df[df["accelerator"] == hardware(hardware_name).name]
     return df.reset_index(drop=True)

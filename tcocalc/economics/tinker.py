@@ -8,13 +8,11 @@ offer raises :class:`~tcocalc.errors.MissingSpecError` ("not offered"); no price
 
 from __future__ import annotations
 
-import csv
-import functools
 from dataclasses import dataclass
 
-from .._data import data_dir
 from .._names import close_matches, normalize
 from ..catalog.models import model as catalog_model
+from ..catalog.prices import tinker_price_rows
 from ..errors import MissingSpecError, ScenarioError, UnknownEntryError
 
 __all__ = ["TinkerQuote", "tinker_cost", "tinker_price_table", "price_row", "DEFAULT_TINKER_DATE"]
@@ -36,21 +34,11 @@ class TinkerQuote:
     source: str
 
 
-@functools.cache
-def _rows() -> tuple[dict, ...]:
-    with (data_dir() / "tinker_prices.csv").open() as f:
-        rows = tuple(csv.DictReader(f))
-    for r in rows:
-        for k in ("prefill_usd_per_mtok", "sample_usd_per_mtok", "train_usd_per_mtok"):
-            r[k] = float(r[k])
-    return rows
-
-
 def tinker_price_table():
     """The price rows as a DataFrame (USD per million tokens, list dates, sources)."""
     import pandas as pd
 
-    return pd.DataFrame(list(_rows()))
+    return pd.DataFrame(list(tinker_price_rows()))
 
 
 def _check_date(date: str) -> str:
@@ -67,16 +55,17 @@ def price_row(model_name: str, price_date: str | None) -> dict:
     """The Tinker price row (USD per million prefill, sample and train tokens) offering ``model_name`` on
     ``price_date`` (default: the latest list); MissingSpecError ("not offered") when no list has it."""
     key = normalize(model_name)
-    matches = [r for r in _rows() if key in (normalize(r["model"]), normalize(r["catalog_name"]),
-                                             normalize(r["tinker_id"]))]
+    rows = tinker_price_rows()
+    matches = [r for r in rows if key in (normalize(r["model"]), normalize(r["catalog_name"]),
+                                          normalize(r["tinker_id"]))]
     if not matches:
         try:  # a catalog alias (e.g. "Llama-3.3-70B" -> Llama-3.1-70B)
             canon = normalize(catalog_model(model_name).name)
-            matches = [r for r in _rows() if normalize(r["catalog_name"]) == canon]
+            matches = [r for r in rows if normalize(r["catalog_name"]) == canon]
         except UnknownEntryError:
             matches = []
     if not matches:
-        names = [r["catalog_name"] or r["model"] for r in _rows()]
+        names = [r["catalog_name"] or r["model"] for r in rows]
         hint = close_matches(model_name, names)
         raise MissingSpecError(f"{model_name!r} is not offered by Tinker in any price list we have"
                                + (f"; close: {', '.join(hint)}" if hint else ""))

@@ -14,26 +14,9 @@ Weights travel in bf16 (2 B/param): the generator re-quantises to its own precis
 
 from __future__ import annotations
 
-import functools
-import tomllib
-
-from .._data import data_dir
+from ..catalog.calibration import rl_calibration
 
 __all__ = ["weight_sync_seconds", "rl_calibration"]
-
-
-@functools.cache
-def rl_calibration() -> dict[str, float]:
-    """Factor name -> value from data/rl_calibration.toml."""
-    from ..errors import DataFileError
-
-    raw = tomllib.loads((data_dir() / "rl_calibration.toml").read_text())
-    out = {}
-    for key, entry in raw.items():
-        if not isinstance(entry, dict) or set(entry) != {"value", "kind", "source"} or entry["value"] < 0:
-            raise DataFileError("data/rl_calibration.toml", key, "value", "expected value >= 0, kind and source")
-        out[key] = float(entry["value"])
-    return out
 
 
 def weight_sync_seconds(params_total: float, trainer_acc, generator_acc, trainer_gpus: int, generator_gpus: int,

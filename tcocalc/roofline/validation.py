@@ -1,4 +1,5 @@
-"""Predicted vs published for every validation case in ``data/validation_cases.toml``.
+"""Predicted vs published for every validation case in ``data/validation_cases.toml``
+(read and checked by :mod:`tcocalc.catalog.cases`).
 
 ``validation_table()`` is what ``tcocalc validate`` prints and what the tests assert: for each case the
 published value, our prediction, the signed error ``pred/published - 1`` and whether it is within the
@@ -7,29 +8,10 @@ case's tolerance. Known misses are listed with their reason, never hidden.
 
 from __future__ import annotations
 
-import functools
-import tomllib
-
-from .._data import data_dir
+from ..catalog.cases import validation_cases
 from ..errors import DataFileError
 
 __all__ = ["validation_cases", "predict_case", "validation_table"]
-
-
-@functools.cache
-def validation_cases() -> tuple[dict, ...]:
-    """The cases as dictionaries (read once)."""
-    f = data_dir() / "validation_cases.toml"
-    try:
-        raw = tomllib.loads(f.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise DataFileError("data/validation_cases.toml", "?", "?", f"malformed TOML: {exc}") from None
-    cases = tuple(raw.get("case", ()))
-    for c in cases:
-        for key in ("id", "kind", "model", "hardware", "precision", "published", "unit", "tolerance", "source"):
-            if key not in c:
-                raise DataFileError("data/validation_cases.toml", str(c.get("id", "?")), key, "missing")
-    return cases
 
 
 def predict_case(case: dict, *, calibration=None) -> float:
