@@ -28,7 +28,8 @@ from ..roofline.training import _candidate_layouts, training_step
 from .cluster import Cluster
 from .phases import WorkloadStats
 
-__all__ = ["GeneratorCapacity", "generator_capacity", "trainer_capacity", "sample_flops"]
+__all__ = ["GeneratorCapacity", "generator_capacity", "trainer_capacity", "trainer_min_gpus", "sample_flops",
+           "trajectory_flops_coefficients"]
 
 
 @dataclass(frozen=True)
@@ -108,11 +109,18 @@ def generator_capacity(scn, cluster: Cluster, ws: WorkloadStats) -> GeneratorCap
                                scn.workload.prefix_caching, g.tp)
 
 
-def sample_flops(m: ModelArch, ws: WorkloadStats) -> float:
-    """Model FLOPs to train one trajectory: ``6·N_fl·E[T] + 3·L·H_q·(d_qk + d_v)·E[T²]`` (causal attention,
-    rl-modeling §3.1; the second term is ``c_attn·6·L·H_q·d_h·T²/2`` with ``c_attn = 1``)."""
+def trajectory_flops_coefficients(m: ModelArch) -> tuple[float, float]:
+    """(linear, square) with ``F(T) = linear·T + square·T²`` model FLOPs to train one ``T``-token trajectory:
+    ``6·N_fl`` and ``3·L·H_q·(d_qk + d_v)`` (causal attention; docs/rl-modeling.md §3.1)."""
     width = m.qk_head_dim + m.value_head_dim
-    return 6.0 * m.flop_params * ws.traj_tokens + 3.0 * m.num_layers * m.num_attention_heads * width * ws.traj_tokens_m2
+    return 6.0 * m.flop_params, 3.0 * m.num_layers * m.num_attention_heads * width
+
+
+def sample_flops(m: ModelArch, ws: WorkloadStats) -> float:
+    """Expected model FLOPs to train one trajectory: ``6·N_fl·E[T] + 3·L·H_q·(d_qk + d_v)·E[T²]``
+    (:func:`trajectory_flops_coefficients` on the moments of ``T``; docs/rl-modeling.md §3.1)."""
+    linear, square = trajectory_flops_coefficients(m)
+    return linear * ws.traj_tokens + square * ws.traj_tokens_m2
 
 
 @functools.lru_cache(maxsize=256)

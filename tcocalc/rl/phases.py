@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from ..scenario import Scenario
 from . import rollouts as wl
 
-__all__ = ["WorkloadStats", "workload_stats", "phase_list"]
+__all__ = ["WorkloadStats", "workload_stats", "phase_list", "phase_scenario"]
 
 
 @dataclass(frozen=True)
@@ -133,3 +133,20 @@ def workload_stats(scn: Scenario, overrides: dict | None = None, name: str = "ru
         truncated_share=trunc, kept_response_mean=kept_mean, generated_per_kept=generated, tau=tau,
         oversample_waste=waste, traj_tokens=traj, traj_tokens_m2=traj_m2, prefill_tokens=prefill,
         context_tokens=ctx, useful_group_fraction=f_u, sandbox_loss=loss, keep_fraction=max(keep, 1e-9))
+
+
+def phase_scenario(scn: Scenario, overrides: dict) -> Scenario:
+    """The scenario as it runs during one ``[[phases]]`` entry: the overrides applied, no phases left."""
+    w, sb = scn.workload, scn.sandbox
+    scale = overrides.get("response_scale", 1.0)
+    upd = {"response_tokens_mean": w.response_tokens_mean * scale}
+    if w.response_tokens_p99 is not None:
+        upd["response_tokens_p99"] = w.response_tokens_p99 * scale
+    if "turns" in overrides:
+        upd["turns"] = overrides["turns"]
+    if "always_solved" in overrides:
+        always = overrides["always_solved"]
+        upd["solve_rate"] = w.solve_rate.model_copy(update={"always": always,
+                                                            "never": min(w.solve_rate.never, 1.0 - always)})
+    sandbox = sb.model_copy(update={"tool_call_s": overrides["tool_call_s"]}) if "tool_call_s" in overrides else sb
+    return scn.model_copy(update={"workload": w.model_copy(update=upd), "sandbox": sandbox, "phases": ()})

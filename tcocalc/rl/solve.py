@@ -64,7 +64,8 @@ def _evaluate_split(scn: Scenario, cluster: Cluster, n_t: int, n_g: int):
     parts = [(res.workload, scalar_metrics(res.metrics)) for res in results]
     metrics = scalar_metrics(combine_phases(scn, parts))
     assert_finite(metrics)
-    details = {res.workload.phase: {"workload": res.workload, "generator": res.generator, "flow": res.flow,
+    details = {res.workload.phase: {"cluster": cluster, "workload": res.workload, "generator": res.generator,
+                                    "flow": res.flow,
                                     "rates": res.rates, "staleness": res.staleness,
                                     "weight_sync_s": float(res.rates.t_sync[0]),
                                     "rollout_latency_s": float(res.flow.rollout_latency_s[0]),

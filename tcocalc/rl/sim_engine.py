@@ -1,0 +1,398 @@
+"""The simulator's event engine: one handler per event kind, admission and dispatch through the analytical
+model's formulas.
+
+Each trajectory: optional sandbox start (start-rate limit, failures, retries), prefill, then ``turns`` decode
+segments separated by tool calls (the KV stays resident, holding a slot). Groups of ``G`` share a prompt whose
+solve rate comes from the scenario's mixture; rewards are Bernoulli; a group is useful unless all rewards are
+equal. Modes: synchronous steps (colocated, sync: the batch waits for its tail), one step ahead (one_step_off),
+and asynchronous admission (async, inflight) by AReaL's rule
+(:func:`~tcocalc.rl.rollouts.areal_admission_capacity`). A synchronous step over-provisions groups as
+:func:`~tcocalc.rl.rollouts.sync_dispatch_groups` says. Weight syncs pause the generator; the trainer consumes
+``B`` samples per step at the analytical trainer's FLOP rate, sample by sample
+(:func:`~tcocalc.rl.capacity.trajectory_flops`: long samples cost more).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+
+from ..errors import InfeasibleError
+from .rollouts import areal_admission_capacity, sync_dispatch_groups
+from .sim_replicas import Replicas
+
+__all__ = ["Ev", "SimParams", "Engine"]
+
+_RANDOM_BLOCK = 8192
+
+
+class Ev(IntEnum):
+    """Event kinds, in the order the engine's handlers are listed."""
+
+    DECODE_DONE = 0      # a decode segment completes on a replica
+    TOOL_DONE = 1        # a tool call (or prefill) ends: the trajectory decodes again
+    SANDBOX_STARTED = 2  # a sandbox start attempt ends (it may have failed)
+    TRAIN_DONE = 3       # the trainer finished a step: the weights are pushed
+    WEIGHTS_LIVE = 4     # the new policy version is live on the generator
+
+
+@dataclass(frozen=True)
+class SimParams:
+    """Everything the engine needs, fixed for one run (built once from the scenario and the analytical model)."""
+
+    mode: str
+    batch: int                  # B [sample/step]
+    group_size: int             # G
+    eta: float                  # staleness bound [step]
+    oversampling: float         # alpha
+    partial_rollout: bool
+    filter_zero_advantage: bool
+    keep_estimate: float        # trained / dispatched, for over-provisioning synchronous batches
+    n_rep: int                  # generator replicas
+    slots: int                  # KV-resident trajectories per replica
+    t0: float                   # decode step time at b = 1 [s]
+    t1: float                   # decode step time per extra sequence [s]
+    prefill_tokens_equiv: float  # a trajectory's prefill as decode-token equivalents
+    tool_each_s: float          # one tool call [s]
+    turns: int
+    uses_sandbox: bool
+    startup_s: float            # one sandbox start attempt [s]
+    failure_rate: float
+    retries: int
+    max_starting: int           # 0: unlimited
+    max_concurrency: int        # 0: unlimited
+    fixed_tokens: float         # prompt + observation tokens of a trajectory [token]
+    mu: float                   # lognormal response length parameters
+    sigma: float
+    cap: float | None
+    solve_never: float
+    solve_always: float
+    beta_a: float
+    beta_b: float
+    flops_linear: float         # trajectory FLOPs = linear·T + square·T² [FLOP]
+    flops_square: float
+    trainer_flops_per_s: float  # the trainer's FLOP rate while training [FLOP/s]
+    t_sync: float               # weight push [s]
+    sync_blocks_trainer: bool
+
+
+class _Group:
+    __slots__ = ("left", "useful", "ok", "members")
+
+    def __init__(self, size: int, useful: bool):
+        self.left, self.useful, self.ok, self.members = size, useful, True, []
+
+
+class _Traj:
+    __slots__ = ("group", "v_start", "segs", "seg_tokens", "replica", "tokens", "v_end", "dead", "decoding",
+                 "seg_extra", "seq")
+
+    def __init__(self, group, v_start, segs, seg_tokens, tokens, seq):
+        self.group, self.v_start, self.segs, self.seg_tokens = group, v_start, segs, seg_tokens
+        self.replica, self.tokens, self.v_end, self.dead, self.decoding = -1, tokens, v_start, False, False
+        self.seg_extra = 0.0
+        self.seq = seq  # creation order: the heap's tie-breaker (never id(), which differs between runs)
+
+
+def _v_start(tr) -> int:
+    return tr.v_start
+
+
+class Engine:
+    """One simulated run: :meth:`run` returns when ``steps`` policy versions have gone live.
+
+    Each handler returns ``False`` when its event was stale (nothing changed); otherwise the loop applies
+    the policy (train if a batch is ready, dispatch, reschedule replicas) after it."""
+
+    def __init__(self, p: SimParams, rng: np.random.Generator):
+        self.p, self.rng = p, rng
+        self.events: list = []
+        self.counter = 0
+        self.now = 0.0
+        self.replicas = Replicas(p.n_rep, p.t0, p.t1, self._push_decode)
+        self.waiting, self.start_queue = deque(), deque()
+        self.timers: dict = {}  # trajectories in a tool call; insertion-ordered so aborts are reproducible
+        self.deferred, self.buffer, self.records = [], [], []
+        self.stale, self.tok_stale, self.env_stale = [], [], []
+        self.running_at_step, self.queued_at_step = [], []
+        self.version, self.trainer_busy, self.syncing, self.train_dur = 0, False, False, 0.0
+        self.busy_time = self.gen_tokens = 0.0
+        self.dispatched = self.lost = self.trained = self.aborted = 0
+        self.accepted = self.running = self.live_sbx = self.starting = 0
+        self.sbx_area = self.sbx_t = 0.0
+        self.traj_seq = self.open_groups = self.rr = 0
+        self.gen_open = True
+        self.running_by_version: dict = {}
+        self.pools = {"u": [np.empty(0), 0], "n": [np.empty(0), 0]}  # pre-drawn random numbers, refilled in blocks
+        self.streaming = p.mode in ("async", "inflight")
+        self.sync_family = p.mode in ("colocated", "sync")
+        self.horizon = 0 if p.partial_rollout else 1  # partial rollout: a paused trajectory resumes one version later
+
+    # ------------------------------------------------------------------------------------------ loop
+    def push(self, t: float, kind: Ev, a=None, b=0) -> None:
+        self.counter += 1
+        heapq.heappush(self.events, (t, self.counter, kind, a, b))
+
+    def _push_decode(self, t: float, r: int, version: int) -> None:
+        self.counter += 1
+        heapq.heappush(self.events, (t, self.counter, Ev.DECODE_DONE, r, version))
+
+    def run(self, steps: int, max_events: int) -> int:
+        """Run until ``steps`` versions are live; returns the number of events handled."""
+        on = (self._decode_done, self._tool_done, self._sandbox_started, self._train_done, self._weights_live)
+        self._dispatch()
+        self.replicas.flush(self.now)
+        n_events = 0
+        records, events, replicas = self.records, self.events, self.replicas
+        while events and len(records) < steps:
+            n_events += 1
+            if n_events > max_events:
+                raise InfeasibleError(f"simulation exceeded the event bound of {max_events:,} events after "
+                                      f"{len(records)} of {steps} steps; simulate fewer steps")
+            self.now, _, kind, a, b = heapq.heappop(events)
+            if on[kind](a, b) is False:
+                continue  # a superseded or dead entry: nothing changed
+            self._maybe_train()
+            self._dispatch()
+            replicas.flush(self.now)
+        if len(records) < steps:
+            raise InfeasibleError(f"the simulation stalled after {len(records)} of {steps} steps (no rollout could "
+                                  f"finish); check the sandbox limits")
+        return n_events
+
+    # ------------------------------------------------------------------------------------------ handlers
+    def _decode_done(self, r: int, version: int) -> bool | None:
+        if version != self.replicas.version[r]:
+            return False  # superseded by a reschedule
+        tr = self.replicas.pop_finished(r, self.now)
+        self.gen_tokens += tr.seg_tokens
+        tr.segs -= 1
+        if tr.segs > 0:
+            self.timers[tr] = None
+            self.push(self.now + self.p.tool_each_s, Ev.TOOL_DONE, tr)
+        else:
+            self._release(tr, True)
+
+    def _tool_done(self, tr: _Traj, _b) -> bool | None:
+        if tr.dead:
+            return False
+        self.timers.pop(tr, None)
+        if self.replicas.paused:  # resume after the pause
+            self.deferred.append(tr)
+        else:
+            self.replicas.begin(tr, tr.seg_tokens, self.now)
+
+    def _sandbox_started(self, tr: _Traj, attempt: int) -> bool | None:
+        p = self.p
+        self.starting -= 1
+        if tr.dead:
+            return False
+        if p.failure_rate > 0 and self.rng.random() < p.failure_rate:
+            if attempt < p.retries:
+                self.starting += 1
+                self.push(self.now + p.startup_s, Ev.SANDBOX_STARTED, tr, attempt + 1)
+            else:
+                self.lost += 1
+                tr.group.ok = False
+                self.running -= 1
+                self._left_running(tr)
+                tr.group.left -= 1
+                if tr.group.left == 0:
+                    self.open_groups -= 1
+        else:
+            self._sbx_account()
+            self.live_sbx += 1
+            self.waiting.append(tr)
+
+    def _train_done(self, _a, _b) -> None:
+        p = self.p
+        self.trainer_busy = False
+        self.syncing = True
+        self.busy_time += self.train_dur + (p.t_sync if (p.sync_blocks_trainer or not self.streaming) else 0.0)
+        if not self.replicas.paused:
+            self.replicas.set_paused(True, self.now)
+        self.push(self.now + p.t_sync, Ev.WEIGHTS_LIVE)
+
+    def _weights_live(self, _a, _b) -> None:
+        self.syncing = False
+        self.version += 1
+        self.replicas.set_paused(False, self.now)
+        while self.deferred:
+            tr = self.deferred.pop()
+            self.replicas.begin(tr, tr.seg_tokens, self.now)
+        start = self.records[-1][1] if self.records else 0.0
+        self.records.append((start, self.now, self.train_dur, self.gen_tokens))
+        self.running_at_step.append(self.running)
+        self.queued_at_step.append(len(self.buffer))
+        if self.sync_family:
+            self.gen_open = True
+
+    # ------------------------------------------------------------------------------------------ policy
+    def _draw(self, kind: str, k: int):
+        arr, i = self.pools[kind]
+        if i + k > arr.size:
+            arr, i = (self.rng.random if kind == "u" else self.rng.standard_normal)(max(_RANDOM_BLOCK, k)), 0
+        self.pools[kind] = [arr, i + k]
+        return arr[i:i + k]
+
+    def _new_group(self) -> None:
+        p, G = self.p, self.p.group_size
+        u = self._draw("u", 1)[0]
+        q = 0.0 if u < p.solve_never else 1.0 if u < p.solve_never + p.solve_always else self.rng.beta(p.beta_a,
+                                                                                                        p.beta_b)
+        wins = int((self._draw("u", G) < q).sum())
+        grp = _Group(G, (0 < wins < G) or not p.filter_zero_advantage)
+        lengths = np.exp(p.mu + p.sigma * self._draw("n", G))
+        if p.cap is not None:
+            lengths = np.minimum(lengths, p.cap)
+        queue = self.start_queue if p.uses_sandbox else self.waiting
+        v = self.version
+        for length in lengths.tolist():
+            self.traj_seq += 1
+            queue.append(_Traj(grp, v, p.turns, length / p.turns, length, self.traj_seq))
+        self.dispatched += G
+        self.running += G
+        self.open_groups += 1
+        self.running_by_version[v] = self.running_by_version.get(v, 0) + G
+
+    def _pump(self) -> None:
+        """Start sandboxes within the limits, then place waiting trajectories on free replica slots."""
+        if not self.waiting and not self.start_queue:
+            return
+        p, reps = self.p, self.replicas
+        while self.start_queue and (p.max_starting == 0 or self.starting < p.max_starting) and (
+                p.max_concurrency == 0 or self.live_sbx + self.starting < p.max_concurrency):
+            tr = self.start_queue.popleft()
+            self.starting += 1
+            self.push(self.now + p.startup_s, Ev.SANDBOX_STARTED, tr, 0)
+        while self.waiting:
+            if reps.total_resident >= p.slots * p.n_rep:
+                return
+            r = self.rr
+            while reps.resident[r] >= p.slots:  # round robin over symmetric replicas ≈ least loaded
+                r = (r + 1) % p.n_rep
+            self.rr = (r + 1) % p.n_rep
+            tr = self.waiting.popleft()
+            if tr.dead:
+                continue
+            tr.replica = r
+            reps.resident[r] += 1
+            reps.total_resident += 1
+            reps.begin(tr, tr.seg_tokens, self.now, p.prefill_tokens_equiv)
+
+    def _release(self, tr: _Traj, completed: bool) -> None:
+        """A trajectory leaves the generator (completed or aborted)."""
+        if tr.replica >= 0:
+            self.replicas.resident[tr.replica] -= 1
+            self.replicas.total_resident -= 1
+        self.running -= 1
+        if self.p.uses_sandbox:
+            self._sbx_account()
+            self.live_sbx -= 1
+        tr.v_end = self.version
+        self._left_running(tr)
+        grp = tr.group
+        grp.left -= 1
+        if grp.left == 0:
+            self.open_groups -= 1
+        grp.ok &= completed
+        grp.members.append(tr)
+        if grp.left == 0 and grp.ok and grp.useful:
+            self.buffer.extend(grp.members)
+            self.accepted += len(grp.members)
+
+    def _left_running(self, tr: _Traj) -> None:
+        c = self.running_by_version[tr.v_start] - 1
+        if c:
+            self.running_by_version[tr.v_start] = c
+        else:
+            del self.running_by_version[tr.v_start]
+
+    def _sbx_account(self) -> None:
+        self.sbx_area += self.live_sbx * (self.now - self.sbx_t)
+        self.sbx_t = self.now
+
+    def _abort_all(self) -> None:
+        """Oversampling without partial rollout: drop every trajectory still in flight (waste)."""
+        for tr in self.replicas.drop_all(self.now):
+            self.aborted += 1
+            self._release(tr, False)
+        for tr in list(self.timers):
+            if not tr.dead:
+                tr.dead = True
+                self.aborted += 1
+                self._release(tr, False)
+        self.timers.clear()
+        for q in (self.waiting, self.start_queue):
+            while q:
+                tr = q.popleft()
+                tr.dead = True
+                tr.replica = -1
+                self.aborted += 1
+                self._release(tr, False)
+
+    def _dispatch(self) -> None:
+        p = self.p
+        if self.streaming:
+            # AReaL's rule: a group is admitted while it fits under (η + v + 1)·B accepted-plus-running samples
+            room = areal_admission_capacity(p.eta, self.version, p.batch, self.accepted + self.running, math.inf,
+                                            self.running)
+            while room >= p.group_size:
+                if len(self.waiting) + len(self.start_queue) > p.slots * p.n_rep:
+                    break  # a bounded dispatch queue: the rule above still governs admission
+                self._new_group()
+                room -= p.group_size
+        elif self.gen_open:
+            need = max(p.batch - len(self.buffer), 0)
+            groups = need / (p.keep_estimate * p.group_size)
+            want = sync_dispatch_groups(groups, p.keep_estimate) * (1.0 + p.oversampling)
+            for _ in range(max(0, math.ceil(want - self.open_groups))):
+                self._new_group()
+        self._pump()
+
+    def _start_training(self) -> None:
+        p = self.p
+        self.buffer.sort(key=_v_start)  # oldest policy first: AReaL's admission bound then holds staleness ≤ η
+        take = self.buffer[:p.batch]
+        del self.buffer[:p.batch]
+        if not self.streaming:
+            self.buffer.clear()  # surplus samples of a synchronous batch are dropped
+        self.trained += len(take)
+        for tr in take:
+            self.stale.append(self.version - tr.v_start)
+            self.tok_stale.append(self.version - 0.5 * (tr.v_start + tr.v_end))
+            self.env_stale.append(p.uses_sandbox and tr.v_end != tr.v_start)
+        f = sum(p.flops_linear * (p.fixed_tokens + tr.tokens) + p.flops_square * (p.fixed_tokens + tr.tokens) ** 2
+                for tr in take)
+        self.train_dur = f / p.trainer_flops_per_s
+        self.trainer_busy = True
+        self.push(self.now + self.train_dur, Ev.TRAIN_DONE)
+        if self.sync_family:
+            self.gen_open = False
+            self.replicas.set_paused(True, self.now)
+        elif p.mode == "one_step_off":
+            self.gen_open = True
+
+    def _maybe_train(self) -> None:
+        p = self.p
+        if self.trainer_busy or self.syncing or len(self.buffer) < p.batch:
+            return
+        if not self.streaming:
+            if self.running > 0:
+                if p.oversampling > 0 and not p.partial_rollout:
+                    self._abort_all()
+                elif not p.partial_rollout:
+                    return  # a synchronous batch waits for every rollout it dispatched (the tail)
+        elif self.running_by_version and min(self.running_by_version) < self.version + self.horizon - p.eta:
+            return  # the next version would leave a running trajectory more than η behind: wait for it
+        self._start_training()
+
+    # ------------------------------------------------------------------------------------------ results
+    def sandbox_area(self) -> float:
+        """Integral of live sandboxes over time [sandbox·s]."""
+        return self.sbx_area + self.live_sbx * (self.now - self.sbx_t)
