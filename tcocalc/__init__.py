@@ -48,6 +48,7 @@ _EXPORTS: dict[str, str] = {
     "load_scenario": "scenario",
     "loads_scenario": "scenario",
     "scenario_from_dict": "scenario",
+    "MAX_SCENARIO_BYTES": "scenario",
     "METRIC_UNITS": "rl.report",
     "RLReport": "rl.report",
     "evaluate": "rl.solve",
@@ -102,7 +103,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .roofline.sweep import decode_sweep  # noqa: F401
     from .roofline.training import TrainingEstimate, training_throughput  # noqa: F401
     from .roofline.validation import validation_table  # noqa: F401
-    from .scenario import Scenario, load_scenario, loads_scenario, scenario_from_dict  # noqa: F401
+    from .scenario import (  # noqa: F401
+        MAX_SCENARIO_BYTES,
+        Scenario,
+        load_scenario,
+        loads_scenario,
+        scenario_from_dict,
+    )
     from .units import Q_, get_registry  # noqa: F401
     from .whatif import build_rent_tinker, multitenancy, sensitivity  # noqa: F401
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import math
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from types import UnionType
+from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -56,7 +57,7 @@ class TrainerSection(_Section):
     reference_model: bool = Field(False, description="KL to a reference model (one extra forward pass)")
     minibatches_per_step: int = Field(1, ge=1, le=100_000, description="optimizer updates per rollout step (g_mb)")
     mfu_busy: float | None = Field(None, gt=0, le=1, description="measured MFU while training, to use instead of "
-                                                                "the roofline training model (rl-modeling §3.2)")
+                                                                "the roofline training model (docs/rl-modeling.md §3.2)")
 
 
 class GeneratorSection(_Section):
@@ -71,7 +72,7 @@ class GeneratorSection(_Section):
 
 
 class SolveRate(_Section):
-    """``[workload.solve_rate]``: the per-prompt solve-rate mixture (rl-modeling §2.2)."""
+    """``[workload.solve_rate]``: the per-prompt solve-rate mixture (docs/rl-modeling.md §2.2)."""
 
     never: float = Field(0.0, ge=0, le=1, description="share of prompts never solved (p = 0)")
     always: float = Field(0.0, ge=0, le=1, description="share of prompts always solved (p = 1)")
@@ -217,6 +218,92 @@ class Scenario(_Section):
             "trainer": self.trainer.model_copy(update={"gpus": int(trainer_gpus)}),
             "generator": self.generator.model_copy(update={"gpus": int(generator_gpus)}),
         })
+
+    @classmethod
+    def choices(cls, path: str) -> tuple[str, ...]:
+        """The values a field with a fixed set of choices accepts, in the schema's order, by dotted path:
+        ``Scenario.choices("orchestration.mode")`` is ``("colocated", "sync", "one_step_off", "async",
+        "inflight")``. Raises :class:`ScenarioError` for an unknown path or a field without fixed choices."""
+        model: Any = cls
+        annotation: Any = None
+        for key in str(path).split("."):
+            fields = getattr(model, "model_fields", None)
+            if fields is None or key not in fields:
+                raise ScenarioError(str(path), "unknown key (check the spelling; see the documented schema)")
+            annotation = model = fields[key].annotation
+        values: list[str] = []
+        pending = [annotation]
+        while pending:
+            t = pending.pop(0)
+            if get_origin(t) is Literal:
+                values.extend(get_args(t))
+            elif get_origin(t) in (Union, UnionType):
+                pending[:0] = [a for a in get_args(t) if a is not type(None)]
+        if not values:
+            raise ScenarioError(str(path), "has no fixed set of choices")
+        return tuple(values)
+
+    def with_values(self, values: dict[str, Any]) -> Scenario:
+        """A copy with fields replaced by dotted path, e.g. ``{"workload.group_size": 16}``; ``None`` removes
+        a field (it takes its default). The result is validated as a whole, like a loaded TOML file: a bad
+        value, an unknown path or a combination the scenario refuses raises :class:`ScenarioError` naming
+        the field.
+
+        Fields that follow a rule have their own methods: :meth:`with_response_mean` (the response
+        distribution keeps its shape) and :meth:`with_cluster` (a colocated run keeps one pool).
+        """
+        data = self.to_dict()
+        for path, value in values.items():
+            *parents, leaf = str(path).split(".")
+            node = data
+            for i, key in enumerate(parents):
+                node = node.setdefault(key, {})
+                if not isinstance(node, dict):
+                    raise ScenarioError(".".join(parents[:i + 1]), "is a value, not a table of fields")
+            if value is None:
+                node.pop(leaf, None)
+            else:
+                node[leaf] = value
+        return scenario_from_dict(data)
+
+    def with_response_mean(self, mean: float) -> Scenario:
+        """A copy whose mean response length is ``mean`` [token], the length distribution keeping its shape.
+
+        The p99 (``workload.response_tokens_p99``), when given, scales by the same factor
+        ``mean / response_tokens_mean``, so p99/mean and hence the lognormal's sigma are unchanged; a
+        given sigma stays as it is. The cap (``response_tokens_max``) is a limit, not part of the shape,
+        and stays where it is. This is the rule a ``[[phases]]`` entry's ``response_scale`` applies
+        (``tcocalc.rl.phases.workload_stats``, ``tcocalc.rl.simulate.phase_scenario``). Re-validated:
+        a mean that is not a positive finite number raises :class:`ScenarioError` naming
+        ``workload.response_tokens_mean``.
+        """
+        w = self.workload
+        values: dict[str, Any] = {"workload.response_tokens_mean": mean}
+        if w.response_tokens_p99 is not None and isinstance(mean, int | float) and not isinstance(mean, bool):
+            # mean x (p99 / mean): the ratio is >= 1, so rounding never puts the new p99 below the new mean
+            values["workload.response_tokens_p99"] = mean * (w.response_tokens_p99 / w.response_tokens_mean)
+        return self.with_values(values)
+
+    def with_cluster(self, *, mode: Mode | None = None, trainer_hardware: str | None = None,
+                     trainer_gpus: int | None = None, generator_hardware: str | None = None,
+                     generator_gpus: int | None = None) -> Scenario:
+        """A copy with another orchestration mode and/or pools (``None`` keeps the current value).
+
+        A colocated run has one pool that both trains and generates: in colocated mode (the one given,
+        else the scenario's) the generator pool is the trainer's, hardware and GPUs, so
+        ``generator_hardware`` and ``generator_gpus`` are not used. Re-validated (:class:`ScenarioError`
+        naming the field).
+        """
+        mode = self.orchestration.mode if mode is None else mode
+        t_hw = self.trainer.hardware if trainer_hardware is None else trainer_hardware
+        t_n = self.trainer.gpus if trainer_gpus is None else trainer_gpus
+        if mode == "colocated":
+            g_hw, g_n = t_hw, t_n
+        else:
+            g_hw = self.generator.hardware if generator_hardware is None else generator_hardware
+            g_n = self.generator.gpus if generator_gpus is None else generator_gpus
+        return self.with_values({"orchestration.mode": mode, "trainer.hardware": t_hw, "trainer.gpus": t_n,
+                                 "generator.hardware": g_hw, "generator.gpus": g_n})
 
     def to_dict(self) -> dict:
         """Plain data (no None values), the TOML layout."""

@@ -128,3 +128,80 @@ def test_precision_the_hardware_lacks():
         tc.evaluate(loads_scenario(MINIMAL + "").model_copy(update={
             "generator": loads_scenario(MINIMAL).generator.model_copy(update={"precision": "fp4"})}))
     assert err.value.field == "generator.precision"
+
+
+TAILED = MINIMAL + "response_tokens_p99 = 8000\nresponse_tokens_max = 16384\n"
+
+
+@pytest.mark.reference
+def test_with_response_mean_keeps_the_tails_shape():
+    """Hand-derived: mean 2,000 -> 3,000 tokens is a factor 1.5, so p99 8,000 -> 12,000; p99/mean stays 4, hence
+    sigma = z - sqrt(z^2 - 2 ln 4) = 2.326348 - sqrt(5.411895 - 2.772589) = 0.701754 before and after (z: the
+    normal's 99th percentile); the cap stays at 16,384."""
+    from tcocalc.rl.phases import workload_stats
+
+    scn = loads_scenario(TAILED)
+    longer = scn.with_response_mean(3000)
+    w = longer.workload
+    assert (w.response_tokens_mean, w.response_tokens_p99, w.response_tokens_max) == (3000.0, 12000.0, 16384.0)
+    assert workload_stats(scn).sigma == pytest.approx(0.701754, abs=1e-6)
+    assert workload_stats(longer).sigma == pytest.approx(0.701754, abs=1e-6)
+    # the same rule as a [[phases]] entry's response_scale = 1.5
+    assert workload_stats(longer) == workload_stats(scn, {"response_scale": 1.5})
+    assert scn.with_response_mean(2000) == scn
+    assert longer.with_values({"workload.prompts_per_step": 64}).workload.response_tokens_p99 == 12000.0
+
+
+def test_with_response_mean_without_p99_and_with_sigma():
+    assert loads_scenario(MINIMAL).with_response_mean(500).workload.response_tokens_p99 is None
+    sig = loads_scenario(MINIMAL + "response_tokens_sigma = 0.8\n").with_response_mean(500).workload
+    assert (sig.response_tokens_mean, sig.response_tokens_sigma, sig.response_tokens_p99) == (500.0, 0.8, None)
+
+
+@pytest.mark.parametrize("mean", [0, -100, math.nan, math.inf, "long"])
+def test_with_response_mean_refuses_bad_values(mean):
+    with pytest.raises(tc.ScenarioError) as err:
+        loads_scenario(TAILED).with_response_mean(mean)
+    assert err.value.field == "workload.response_tokens_mean"
+
+
+def test_with_values_revalidates_and_names_the_field():
+    scn = loads_scenario(MINIMAL)
+    assert scn.with_values({}) == scn
+    changed = scn.with_values({"workload.group_size": 16, "sandbox.tool_call_s": 2.5, "model.name": "Qwen3-32B"})
+    assert (changed.workload.group_size, changed.sandbox.tool_call_s, changed.model.name) == (16, 2.5, "Qwen3-32B")
+    assert scn.workload.group_size == 8  # frozen: the original is unchanged
+    assert scn.with_values({"workload.steps": 7}).with_values({"workload.steps": None}).workload.steps == 100
+    for values, field in [({"workload.group_size": 0}, "workload.group_size"),
+                          ({"workload.colour": 3}, "workload.colour"),
+                          ({"workload.group_size.x": 1}, "workload.group_size"),
+                          ({"workload.response_tokens_p99": 1000.0}, "workload"),  # below the mean
+                          ({"orchestration.mode": "colocated", "generator.gpus": 16}, "scenario")]:
+        with pytest.raises(tc.ScenarioError) as err:
+            scn.with_values(values)
+        assert err.value.field == field, values
+
+
+def test_with_cluster_colocated_keeps_one_pool():
+    scn = loads_scenario(MINIMAL)
+    one = scn.with_cluster(mode="colocated", trainer_gpus=16, generator_gpus=48, generator_hardware="B200")
+    assert (one.trainer.gpus, one.generator.gpus, one.generator.hardware) == (16, 16, "H100")
+    assert one.total_gpus == 16
+    assert one.with_cluster(trainer_hardware="H200").generator.hardware == "H200"  # still colocated: one pool
+    two = one.with_cluster(mode="async", generator_gpus=48, generator_hardware="B200")
+    assert (two.trainer.gpus, two.generator.gpus, two.generator.hardware, two.total_gpus) == (16, 48, "B200", 64)
+    with pytest.raises(tc.ScenarioError) as err:
+        scn.with_cluster(mode="turbo")
+    assert err.value.field == "orchestration.mode"
+    with pytest.raises(tc.ScenarioError) as err:
+        scn.with_cluster(trainer_gpus=0)
+    assert err.value.field == "trainer.gpus"
+
+
+def test_choices_lists_a_fields_fixed_values():
+    assert tc.Scenario.choices("orchestration.mode") == ("colocated", "sync", "one_step_off", "async", "inflight")
+    assert tc.Scenario.choices("generator.precision") == ("bf16", "fp8", "fp4")
+    assert tc.Scenario.choices("generator.kv_precision") == ("bf16", "fp8", "fp4")  # optional: None is no choice
+    for path, why in [("workload.turns", "no fixed set"), ("workload.colour", "unknown key")]:
+        with pytest.raises(tc.ScenarioError, match=why):
+            tc.Scenario.choices(path)
