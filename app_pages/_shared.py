@@ -1,4 +1,12 @@
-"""Helpers shared by the app's pages: cached library calls and scenario I/O. Only the app imports this."""
+"""Helpers shared by the app's pages: cached library calls and scenario I/O. Only the app imports this.
+
+Pages import it as ``from app_pages import _shared as ui``: ``streamlit run app.py`` (and AppTest) put the
+main script's folder, the repository root, on ``sys.path``, so no page edits ``sys.path``.
+
+The cached calls return the library's :class:`tcocalc.RLReport` itself (``st.cache_data`` pickles it); they
+are keyed by the scenario's TOML text, and take the validated :class:`tcocalc.Scenario` as an unhashed
+argument, so nothing is parsed twice.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +15,9 @@ from pathlib import Path
 import streamlit as st
 
 import tcocalc as tc
-from tcocalc.scenario import loads_scenario
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIOS = ROOT / "scenarios"
-MAX_UPLOAD_BYTES = 200_000  # a scenario is a few kB; the app refuses larger uploads
 
 
 def scenario_files() -> dict[str, Path]:
@@ -26,24 +32,39 @@ def scenario_text(path: str) -> str:
 
 
 @st.cache_data(show_spinner=False)
-def evaluate_text(text: str) -> tuple:
-    scn = loads_scenario(text)
-    r = tc.evaluate(scn)
-    return r.metrics, r.phases, r.advice
+def load_scenario(path: str) -> tc.Scenario:
+    """A shipped scenario, validated (cached: each file is read once per server process)."""
+    return tc.load_scenario(path)
+
+
+def evaluate(scn: tc.Scenario) -> tc.RLReport:
+    """``tc.evaluate``, cached by the scenario's TOML."""
+    return _evaluate(scn, scn.to_toml())
+
+
+def solve(scn: tc.Scenario, objective: str) -> tc.RLReport:
+    """``tc.solve_split``, cached by the scenario's TOML and the objective."""
+    return _solve(scn, scn.to_toml(), objective)
+
+
+def simulate(scn: tc.Scenario, steps: int, seed: int) -> tc.RLReport:
+    """``tc.simulate``, cached by the scenario's TOML, steps and seed."""
+    return _simulate(scn, scn.to_toml(), steps, seed)
 
 
 @st.cache_data(show_spinner=False)
-def solve_text(text: str, objective: str) -> tuple:
-    scn = loads_scenario(text)
-    r = tc.solve_split(scn, objective=objective)
-    return r.metrics, r.sweep, r.advice, r.phases
+def _evaluate(_scn: tc.Scenario, key: str) -> tc.RLReport:
+    return tc.evaluate(_scn)
 
 
 @st.cache_data(show_spinner=False)
-def simulate_text(text: str, steps: int, seed: int):
-    scn = loads_scenario(text)
-    r = tc.simulate(scn, steps=steps, seed=seed)
-    return r.metrics, r.details["timeline"]
+def _solve(_scn: tc.Scenario, key: str, objective: str) -> tc.RLReport:
+    return tc.solve_split(_scn, objective=objective)
+
+
+@st.cache_data(show_spinner=False)
+def _simulate(_scn: tc.Scenario, key: str, steps: int, seed: int) -> tc.RLReport:
+    return tc.simulate(_scn, steps=steps, seed=seed)
 
 
 @st.cache_data(show_spinner=False)
@@ -67,11 +88,15 @@ def fmt(value, unit: str = "", digits: int = 3) -> str:
     return f"{s} {unit}".strip()
 
 
+def error_text(exc: Exception) -> str:
+    """A library error as one line; an InfeasibleError adds the smallest GPU count (and layout) that fits."""
+    text = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, tc.InfeasibleError) and exc.min_gpus is not None:
+        layout = f" ({exc.layout.label()})" if exc.layout is not None else ""
+        text = f"{text.rstrip('.')}. Smallest that fits: {exc.min_gpus:,} GPUs{layout}."
+    return text
+
+
 def show_error(exc: Exception) -> None:
-    """A library error as one clear message, never a traceback."""
-    field = getattr(exc, "field", "")
-    hint = ""
-    sugg = getattr(exc, "suggestion", None)
-    if sugg is not None:
-        hint = f" Suggestion: {sugg}."
-    st.error(f"{type(exc).__name__}: {exc}{hint}" + (f" (field: {field})" if field else ""))
+    """A library error as one clear message, never a traceback. A ScenarioError's text names its field."""
+    st.error(error_text(exc))

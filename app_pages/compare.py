@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import pandas as pd
+import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import _shared as ui  # noqa: E402
-import pandas as pd  # noqa: E402
-import streamlit as st  # noqa: E402
-
-import tcocalc as tc  # noqa: E402
-from tcocalc.figures import compare_figure  # noqa: E402
-from tcocalc.reports import to_csv_text  # noqa: E402
+import tcocalc as tc
+from app_pages import _shared as ui
+from tcocalc.figures import compare_figure
+from tcocalc.reports import to_csv_text
 
 st.title("Compare scenarios")
 files = ui.scenario_files()
@@ -24,11 +19,11 @@ if not chosen:
 rows = []
 for name in chosen:
     try:
-        metrics, _, _ = ui.evaluate_text(ui.scenario_text(str(files[name])))
+        report = ui.evaluate(ui.load_scenario(str(files[name])))
     except tc.TcocalcError as exc:
         ui.show_error(exc)
         continue
-    rows.append({"scenario": name, **metrics})
+    rows.append({"scenario": name, **report.metrics})
 frame = pd.DataFrame(rows)
 metric = st.selectbox("Metric", list(tc.METRIC_UNITS), index=list(tc.METRIC_UNITS).index("usd_per_mtok_trained"),
                       key="compare_metric")

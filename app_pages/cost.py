@@ -2,34 +2,32 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import _shared as ui  # noqa: E402
-import streamlit as st  # noqa: E402
-
-import tcocalc as tc  # noqa: E402
-from tcocalc.figures import tornado_figure, waterfall_figure  # noqa: E402
-from tcocalc.reports import cost_table, to_csv_text  # noqa: E402
+import tcocalc as tc
+from app_pages import _shared as ui
+from tcocalc.figures import tornado_figure, waterfall_figure
+from tcocalc.reports import cost_table, to_csv_text
 
 st.title("Cost")
 st.caption("Ownership cost per GPU-hour (capex recovered as an annuity, plus power, colocation and "
            "maintenance), then the same RL run owned, rented and on Tinker.")
 
-HW = ["H200", "H100", "B200", "GB200", "GB300"]
-hw = st.selectbox("Accelerator", HW, key="cost_hw")
+hw = st.selectbox("Accelerator", tc.cost_default_hardware(), key="cost_hw",
+                  help="accelerators with documented default cost inputs (data/cost_defaults.toml)")
+# The inputs start from the accelerator's documented defaults; switching accelerator resets them, and so does
+# coming back from another page (Streamlit drops the state of widgets a page did not draw).
 defaults = tc.default_cost_inputs(hw)
+if st.session_state.get("_cost_loaded") != hw or "server_price" not in st.session_state:
+    st.session_state["_cost_loaded"] = hw
+    st.session_state.update(server_price=float(defaults.server_price_usd), years=float(defaults.depreciation_years),
+                            rate=float(defaults.cost_of_capital), kwh=float(defaults.electricity_usd_per_kwh))
 c1, c2, c3, c4 = st.columns(4)
-price = c1.number_input("Server price [USD]", min_value=1.0, value=float(defaults.server_price_usd), step=10_000.0,
-                        key="server_price")
-years = c2.number_input("Depreciation [years]", min_value=0.5, max_value=20.0, value=float(defaults.depreciation_years),
-                        key="years")
-rate = c3.number_input("Cost of capital [1/yr]", min_value=0.0, max_value=0.5, value=float(defaults.cost_of_capital),
-                       step=0.01, key="rate")
-kwh = c4.number_input("Electricity [USD/kWh]", min_value=0.0, max_value=2.0,
-                      value=float(defaults.electricity_usd_per_kwh), step=0.01, key="kwh")
+price = c1.number_input("Server price [USD]", min_value=1.0, step=10_000.0, key="server_price",
+                        help=f"one server (or rack) of {defaults.gpus_per_server} GPUs")
+years = c2.number_input("Depreciation [years]", min_value=0.5, max_value=20.0, key="years")
+rate = c3.number_input("Cost of capital [1/yr]", min_value=0.0, max_value=0.5, step=0.01, key="rate")
+kwh = c4.number_input("Electricity [USD/kWh]", min_value=0.0, max_value=2.0, step=0.01, key="kwh")
 try:
     inputs = tc.default_cost_inputs(hw, server_price_usd=price, depreciation_years=years, cost_of_capital=rate,
                                     electricity_usd_per_kwh=kwh)
@@ -40,7 +38,8 @@ except tc.TcocalcError as exc:
 k = st.columns(3)
 k[0].metric("Ownership cost", f"{b.usd_per_gpu_hour:.3f} USD/GPU-h")
 k[1].metric("Capex share", f"{b.capex_share:.1%}")
-k[2].metric("Per 8-GPU server-year", ui.fmt(b.usd_per_gpu_hour * 8 * 8760, "USD"))
+k[2].metric(f"Per server-year ({b.inputs.gpus_per_server} GPUs)", ui.fmt(b.usd_per_server_year, "USD"),
+            help="ownership cost of one server (or rack) per calendar year")
 st.plotly_chart(waterfall_figure(b.to_frame()), key="waterfall")
 frame = cost_table(b)
 st.dataframe(frame, hide_index=True)
@@ -52,9 +51,9 @@ with st.expander("Where each default comes from"):
 st.subheader("Build vs rent vs Tinker")
 files = ui.scenario_files()
 name = st.selectbox("Scenario", list(files), key="cost_scenario")
-scn = tc.load_scenario(files[name])
 with st.spinner("Pricing the run…"):
     try:
+        scn = ui.load_scenario(str(files[name]))
         brt = tc.build_rent_tinker(scn)
         sens = tc.sensitivity(scn)
     except tc.TcocalcError as exc:

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import pandas as pd
+import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import _shared as ui  # noqa: E402
-import streamlit as st  # noqa: E402
-
-import tcocalc as tc  # noqa: E402
-from tcocalc.figures import roofline_figure  # noqa: E402
-from tcocalc.reports import to_csv_text  # noqa: E402
+import tcocalc as tc
+from app_pages import _shared as ui
+from tcocalc.figures import roofline_figure
+from tcocalc.reports import to_csv_text
 
 st.title("Hardware")
 st.caption("Datasheet figures, dense (no sparsity), each with its source and date. A precision a chip lacks "
@@ -43,8 +39,6 @@ for name in ridge["accelerator"]:
         points.append(tc.operating_points(model, name, precision=precision))
     except tc.TcocalcError as exc:
         st.warning(f"{name}: {exc}")
-import pandas as pd  # noqa: E402
-
 pts = pd.concat(points) if points else None
 st.plotly_chart(roofline_figure(ridge, pts), key="roofline")
 st.caption("Below its ridge point (where the roof bends) a step is memory-bound: decode sits left of it, "

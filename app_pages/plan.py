@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import tomllib  # noqa: E402
-
-import _shared as ui  # noqa: E402
-import streamlit as st  # noqa: E402
-
-import tcocalc as tc  # noqa: E402
-from tcocalc.figures import split_sweep_figure, timeline_figure  # noqa: E402
-from tcocalc.reports import sweep_table, to_csv_text  # noqa: E402
-from tcocalc.scenario import scenario_from_dict  # noqa: E402
+import tcocalc as tc
+from app_pages import _shared as ui
+from tcocalc.figures import split_sweep_figure, timeline_figure
+from tcocalc.reports import metrics_table, sweep_table, to_csv_text
 
 st.title("Plan an RL run")
 st.caption("Choose a published scenario or your own TOML, change the split and the workload, and read what "
@@ -26,43 +18,37 @@ left, right = st.columns([2, 1])
 choice = left.selectbox("Scenario", list(files), key="scenario_file",
                         help="scenarios/*.toml; each file documents its assumptions")
 upload = right.file_uploader("…or upload a scenario TOML", type=["toml"], key="upload",
-                             help=f"at most {ui.MAX_UPLOAD_BYTES // 1000} kB")
+                             help=f"at most {tc.MAX_SCENARIO_BYTES:,} bytes")
 
-text = ui.scenario_text(str(files[choice]))
-source = choice
+# The TOML is parsed once per rerun: the library checks size, syntax and every field.
+text, source = ui.scenario_text(str(files[choice])), choice
 if upload is not None:
-    raw = upload.getvalue()
-    if len(raw) > ui.MAX_UPLOAD_BYTES:
-        st.error(f"{upload.name} is {len(raw):,} bytes; a scenario must be under {ui.MAX_UPLOAD_BYTES:,}.")
-        st.stop()
+    source = upload.name
     try:
-        text = raw.decode("utf-8")
-        tomllib.loads(text)
-        source = upload.name
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        st.error(f"{upload.name} is not a valid scenario TOML: {exc}")
+        text = upload.getvalue().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        st.error(f"{upload.name} is not UTF-8 text: {exc}")
         st.stop()
-
 try:
-    base = tomllib.loads(text)
-    scn0 = scenario_from_dict(base)
+    scn0 = tc.loads_scenario(text, source=source)
 except tc.TcocalcError as exc:
     ui.show_error(exc)
     st.stop()
 
-# Widgets start from the chosen scenario; switching scenario resets them.
-if st.session_state.get("_loaded") != source:
+# Widgets start from the chosen scenario; switching scenario resets them, and so does coming back from another
+# page (Streamlit drops the state of widgets a page did not draw).
+start = {
+    "model": scn0.model.name, "trainer_hw": scn0.trainer.hardware, "trainer_gpus": scn0.trainer.gpus,
+    "generator_hw": scn0.generator.hardware, "generator_gpus": scn0.generator.gpus,
+    "generator_precision": scn0.generator.precision, "mode": scn0.orchestration.mode,
+    "max_staleness": float(scn0.orchestration.max_staleness), "prompts": scn0.workload.prompts_per_step,
+    "group": scn0.workload.group_size, "prompt_tokens": float(scn0.workload.prompt_tokens),
+    "resp_mean": float(scn0.workload.response_tokens_mean), "turns": scn0.workload.turns,
+    "tool_s": float(scn0.sandbox.tool_call_s), "usd_gpu_h": float(scn0.economics.usd_per_gpu_hour),
+}
+if st.session_state.get("_loaded") != source or any(key not in st.session_state for key in start):
     st.session_state["_loaded"] = source
-    for key, value in {
-        "model": scn0.model.name, "trainer_hw": scn0.trainer.hardware, "trainer_gpus": scn0.trainer.gpus,
-        "generator_hw": scn0.generator.hardware, "generator_gpus": scn0.generator.gpus,
-        "generator_precision": scn0.generator.precision, "mode": scn0.orchestration.mode,
-        "max_staleness": float(scn0.orchestration.max_staleness), "prompts": scn0.workload.prompts_per_step,
-        "group": scn0.workload.group_size, "prompt_tokens": float(scn0.workload.prompt_tokens),
-        "resp_mean": float(scn0.workload.response_tokens_mean), "turns": scn0.workload.turns,
-        "tool_s": float(scn0.sandbox.tool_call_s), "usd_gpu_h": float(scn0.economics.usd_per_gpu_hour),
-    }.items():
-        st.session_state[key] = value
+    st.session_state.update(start)
 
 hw_names = list(ui.hardware_table()["name"])
 models = ui.model_names()
@@ -75,7 +61,7 @@ with st.expander("Cluster and workload", expanded=True):
     c2.selectbox("Trainer hardware", hw_names if scn0.trainer.hardware in hw_names else
                  [scn0.trainer.hardware, *hw_names], key="trainer_hw")
     c3.number_input("Trainer GPUs", min_value=1, max_value=100_000, step=8, key="trainer_gpus")
-    c4.selectbox("Mode", ["colocated", "sync", "one_step_off", "async", "inflight"], key="mode",
+    c4.selectbox("Mode", tc.Scenario.choices("orchestration.mode"), key="mode",
                  help="colocated: one pool alternates; sync: two pools alternate; one_step_off: generator one "
                       "step ahead; async: bounded staleness; inflight: async with in-flight weight updates")
     c1, c2, c3, c4 = st.columns(4)
@@ -83,7 +69,7 @@ with st.expander("Cluster and workload", expanded=True):
                  [scn0.generator.hardware, *hw_names], key="generator_hw")
     c2.number_input("Generator GPUs", min_value=1, max_value=100_000, step=8, key="generator_gpus",
                     help="colocated: ignored (like the generator hardware), the trainer's pool generates")
-    c3.selectbox("Generator precision", ["bf16", "fp8", "fp4"], key="generator_precision")
+    c3.selectbox("Generator precision", tc.Scenario.choices("generator.precision"), key="generator_precision")
     c4.number_input("Max staleness [steps]", min_value=0.0, max_value=1000.0, step=0.5, key="max_staleness",
                     help="async/inflight: how many policy versions a trained sample may lag")
     c1, c2, c3, c4 = st.columns(4)
@@ -97,40 +83,29 @@ with st.expander("Cluster and workload", expanded=True):
                     help="tool calls = turns - 1")
     c2.number_input("Tool call [s]", min_value=0.0, max_value=1e5, step=1.0, key="tool_s")
     c3.number_input("GPU cost [USD/GPU-h]", min_value=0.01, max_value=1e4, step=0.1, key="usd_gpu_h",
-                    help="all-in cost per GPU-hour; 1.59 = SemiAnalysis H200 TCO")
+                    help="all-in cost per GPU-hour; the Cost page derives one from capex and opex")
     solve = c4.toggle("Find the best split", key="solve", value=False)
 
+# The scenario the page evaluates: the chosen one with the widgets' values. The library keeps its rules (the
+# response distribution keeps its shape; a colocated run has one pool) and refuses bad combinations.
 ss = st.session_state
-data = tomllib.loads(text)
-data["model"]["name"] = ss["model"]
-data["trainer"].update(hardware=ss["trainer_hw"], gpus=int(ss["trainer_gpus"]))
-data["generator"].update(hardware=ss["trainer_hw"] if ss["mode"] == "colocated" else ss["generator_hw"],
-                         precision=ss["generator_precision"],
-                         gpus=int(ss["trainer_gpus"]) if ss["mode"] == "colocated" else int(ss["generator_gpus"]))
-data.setdefault("orchestration", {}).update(mode=ss["mode"], max_staleness=float(ss["max_staleness"]))
-w = data["workload"]
-scale = ss["resp_mean"] / w["response_tokens_mean"]
-w.update(prompts_per_step=int(ss["prompts"]), group_size=int(ss["group"]), prompt_tokens=float(ss["prompt_tokens"]),
-         response_tokens_mean=float(ss["resp_mean"]), turns=int(ss["turns"]))
-if "response_tokens_p99" in w:
-    w["response_tokens_p99"] = float(w["response_tokens_p99"]) * scale  # keep the tail's shape
-data.setdefault("sandbox", {})["tool_call_s"] = float(ss["tool_s"])
-data.setdefault("economics", {})["usd_per_gpu_hour"] = float(ss["usd_gpu_h"])
-
 try:
-    scn = scenario_from_dict(data)
-    toml_text = scn.to_toml()
+    scn = (scn0.with_values({
+        "model.name": ss["model"], "generator.precision": ss["generator_precision"],
+        "orchestration.max_staleness": float(ss["max_staleness"]), "workload.prompts_per_step": int(ss["prompts"]),
+        "workload.group_size": int(ss["group"]), "workload.prompt_tokens": float(ss["prompt_tokens"]),
+        "workload.turns": int(ss["turns"]), "sandbox.tool_call_s": float(ss["tool_s"]),
+        "economics.usd_per_gpu_hour": float(ss["usd_gpu_h"])})
+        .with_response_mean(float(ss["resp_mean"]))
+        .with_cluster(mode=ss["mode"], trainer_hardware=ss["trainer_hw"], trainer_gpus=int(ss["trainer_gpus"]),
+                      generator_hardware=ss["generator_hw"], generator_gpus=int(ss["generator_gpus"])))
     with st.spinner("Solving the split…" if solve else "Evaluating…"):
-        if solve:
-            metrics, sweep, advice, phases = ui.solve_text(toml_text, "usd_per_useful_sample")
-        else:
-            metrics, phases, advice = ui.evaluate_text(toml_text)
-            sweep = None
+        report = ui.solve(scn, "usd_per_useful_sample") if solve else ui.evaluate(scn)
 except (tc.TcocalcError, ValueError) as exc:
     ui.show_error(exc)
     st.stop()
 
-m = metrics
+m = report.metrics
 st.subheader(f"Split {m['trainer_gpus']:.0f} trainer : {m['generator_gpus']:.0f} generator GPUs"
              + (" (solved)" if solve else ""))
 k = st.columns(4)
@@ -147,22 +122,23 @@ k[1].metric("vs Tinker list price", "not offered" if ratio is None else f"{ratio
             help="our cost per trained token over Tinker's for the same token mix")
 k[2].metric("Run cost", ui.fmt(m["run_usd"], "USD"), help=f"{scn.workload.steps} steps")
 k[3].metric("Run duration", ui.fmt(m["run_hours"], "h"))
-for line in advice:
+for line in report.advice:
     st.info(line)
 
 with st.expander("All metrics", expanded=False):
-    frame = tc.RLReport(scenario=scn, metrics=m).to_frame()
+    frame = metrics_table(report)
     st.dataframe(frame, hide_index=True)
     st.download_button("Download metrics (CSV)", to_csv_text(frame), "metrics.csv", "text/csv", key="dl_metrics")
 
-if sweep is not None:
+if report.sweep is not None:
     st.subheader("Split sweep")
-    st.plotly_chart(split_sweep_figure(sweep), key="sweep_chart")
-    st.download_button("Download sweep (CSV)", to_csv_text(sweep_table(sweep)), "sweep.csv", "text/csv",
+    st.plotly_chart(split_sweep_figure(report.sweep), key="sweep_chart")
+    st.download_button("Download sweep (CSV)", to_csv_text(sweep_table(report.sweep)), "sweep.csv", "text/csv",
                        key="dl_sweep")
 else:
     st.caption("Turn on *Find the best split* to see every trainer/generator split and the balance point.")
 
+phases = report.phases
 if phases is not None and len(phases) > 1:
     st.subheader("Phases")
     cols = [c for c in ("phase", "start_step", "steps", "step_time_s", "trainer_idle_fraction",
@@ -174,7 +150,8 @@ if st.toggle("Simulate 12 steps", key="simulate", value=False,
              help="a seeded discrete-event run of the same scenario (a few seconds)"):
     try:
         with st.spinner("Simulating…"):
-            sim_metrics, timeline = ui.simulate_text(toml_text, 12, 0)
+            sim = ui.simulate(scn, 12, 0)
+        sim_metrics, timeline = sim.metrics, sim.details["timeline"]
         st.plotly_chart(timeline_figure(timeline), key="timeline_chart")
         st.caption(f"Simulated: {sim_metrics['useful_samples_per_s']:.3g} useful samples/s, trainer idle "
                    f"{sim_metrics['trainer_idle_fraction']:.0%} (analytical {m['useful_samples_per_s']:.3g}, "
@@ -184,5 +161,5 @@ if st.toggle("Simulate 12 steps", key="simulate", value=False,
     except (tc.TcocalcError, ValueError) as exc:
         ui.show_error(exc)
 
-st.download_button("Download this scenario (TOML)", toml_text, f"{scn.name}.toml", "application/toml",
+st.download_button("Download this scenario (TOML)", scn.to_toml(), f"{scn.name}.toml", "application/toml",
                    key="dl_toml")

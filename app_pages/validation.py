@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import streamlit as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import streamlit as st  # noqa: E402
-
-import tcocalc as tc  # noqa: E402
-from tcocalc.figures import validation_figure  # noqa: E402
-from tcocalc.reports import to_csv_text  # noqa: E402
+import tcocalc as tc
+from tcocalc.figures import validation_figure
+from tcocalc.reports import to_csv_text
 
 
 @st.cache_data(show_spinner=False)

@@ -3,7 +3,10 @@
 from pathlib import Path
 
 import pytest
+from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 from streamlit.testing.v1 import AppTest
+
+import tcocalc as tc
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ["app.py", "app_pages/plan.py", "app_pages/hardware.py", "app_pages/cost.py", "app_pages/compare.py",
@@ -59,6 +62,7 @@ def test_plan_infeasible_input_shows_an_error_not_a_traceback():
     at.number_input(key="trainer_gpus").set_value(8).run()
     assert not at.exception
     assert at.error and "trainer" in at.error[0].value and "InfeasibleError" in at.error[0].value
+    assert "Smallest that fits: 32 GPUs" in at.error[0].value  # InfeasibleError.min_gpus, not parsed from text
 
 
 def test_plan_simulated_timeline():
@@ -96,3 +100,109 @@ def test_plan_every_shipped_scenario_solves_and_simulates(scenario):
     at.toggle(key="simulate").set_value(True).run()
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
+
+
+@pytest.fixture
+def downloads(monkeypatch):
+    """The bytes behind every download button AppTest renders, by media file id (AppTest exposes only the URL)."""
+    files = {}
+    original = MemoryMediaFileStorage.load_and_get_id
+
+    def keep(self, path_or_data, mimetype, kind, filename=None):
+        file_id = original(self, path_or_data, mimetype, kind, filename)
+        files[file_id] = path_or_data
+        return file_id
+
+    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", keep)
+    return files
+
+
+def download_text(at, downloads, label) -> str:
+    url = next(b.proto.url for b in at.get("download_button") if b.label == label)
+    data = downloads[url.rsplit("/", 1)[-1].split(".")[0]]
+    return data.decode() if isinstance(data, bytes) else data
+
+
+def evaluated_scenario(at, downloads) -> tc.Scenario:
+    """The scenario the Plan page evaluated, read back from its TOML download."""
+    return tc.loads_scenario(download_text(at, downloads, "Download this scenario (TOML)"))
+
+
+def test_plan_response_length_keeps_the_tails_shape(downloads):
+    at = run("app_pages/plan.py")
+    w0 = evaluated_scenario(at, downloads).workload
+    assert (w0.response_tokens_mean, w0.response_tokens_p99) == (4000.0, 16000.0)  # scenarios/default.toml
+    before = metric(at, "Useful samples/s")
+    at.number_input(key="resp_mean").set_value(6000.0).run()
+    assert not at.exception and not at.error
+    w = evaluated_scenario(at, downloads).workload
+    assert w.response_tokens_mean == 6000.0
+    assert w.response_tokens_p99 == pytest.approx(24000.0)  # p99 / mean stays 4 (Scenario.with_response_mean)
+    assert w.response_tokens_max == w0.response_tokens_max  # the cap is a limit, not part of the shape
+    assert metric(at, "Useful samples/s") != before
+
+
+def test_plan_colocated_keeps_one_pool(downloads):
+    at = run("app_pages/plan.py")
+    at.number_input(key="generator_gpus").set_value(24)
+    at.selectbox(key="generator_hw").select("B200")
+    at.selectbox(key="mode").select("colocated").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    scn = evaluated_scenario(at, downloads)
+    assert scn.orchestration.mode == "colocated"
+    assert (scn.generator.gpus, scn.generator.hardware) == (scn.trainer.gpus, scn.trainer.hardware) == (8, "H100")
+    assert at.subheader[0].value.startswith("Split 8 trainer : 8 generator")
+    at.selectbox(key="mode").select("async").run()  # two pools again: the generator widgets count
+    scn = evaluated_scenario(at, downloads)
+    assert (scn.generator.gpus, scn.generator.hardware) == (24, "B200")
+
+
+def test_plan_metrics_table_is_the_reports(downloads):
+    at = run("app_pages/plan.py")
+    frame = at.dataframe[0].value
+    report = tc.evaluate(evaluated_scenario(at, downloads))
+    assert dict(zip(frame["metric"], frame["value"], strict=True)) == pytest.approx(report.metrics, nan_ok=True)
+
+
+def test_plan_upload_errors_are_the_librarys():
+    at = run("app_pages/plan.py")
+    at.file_uploader(key="upload").set_value(("big.toml", b"# " + b"x" * 300_000 + b"\n", "application/toml")).run()
+    assert not at.exception
+    assert f"{tc.MAX_SCENARIO_BYTES:,} bytes or under" in at.error[0].value
+    at.file_uploader(key="upload").set_value(("bad.toml", b"[model]\nname = 'Qwen3-8B'\n[trainer]\nhardware = 'H100'\n"
+                                                        b"gpus = -4\n", "application/toml")).run()
+    assert not at.exception and "trainer.gpus" in at.error[0].value
+    at.file_uploader(key="upload").set_value(("bin.toml", b"\xff\xfe\x00", "application/toml")).run()
+    assert not at.exception and "UTF-8" in at.error[0].value
+
+
+def test_cost_server_year_of_an_nvl72_rack():
+    at = run("app_pages/cost.py")
+    at.selectbox(key="cost_hw").select("GB200-NVL72").run()
+    assert not at.exception and not at.error
+    b = tc.gpu_hour_cost(tc.default_cost_inputs("GB200-NVL72"))
+    assert at.number_input(key="server_price").value == b.inputs.server_price_usd  # the rack's, not the H200's
+    value = metric(at, "Per server-year (72 GPUs)")
+    assert value.endswith(" USD")
+    expected = b.usd_per_gpu_hour * 72 * 8760 * b.inputs.utilization
+    assert float(value.split()[0].replace(",", "")) == pytest.approx(expected, abs=0.5)
+    assert metric(at, "Ownership cost") == f"{b.usd_per_gpu_hour:.3f} USD/GPU-h"
+
+
+def test_cost_page_offers_the_accelerators_with_cost_defaults():
+    at = run("app_pages/cost.py")
+    assert at.selectbox(key="cost_hw").options == tc.cost_default_hardware()
+
+
+def test_pages_keep_sane_inputs_across_page_switches():
+    """Streamlit drops the state of widgets a page did not draw: coming back starts from the defaults again."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180).run()
+    at.switch_page("app_pages/cost.py").run()
+    price = at.number_input(key="server_price").value
+    at.switch_page("app_pages/plan.py").run()
+    at.switch_page("app_pages/cost.py").run()
+    assert at.number_input(key="server_price").value == price
+    at.switch_page("app_pages/plan.py").run()
+    assert not at.exception and not at.error
+    assert at.number_input(key="trainer_gpus").value == 8
+    assert at.subheader[0].value.startswith("Split 8 trainer : 8 generator")

@@ -1,9 +1,15 @@
 """The public surface of ../shared/CONTRACT.md is pinned: names exist and resolve."""
 
+import ast
+import importlib
 import subprocess
 import sys
+from pathlib import Path
 
 import tcocalc as tc
+
+ROOT = Path(__file__).resolve().parents[1]
+APP_FILES = [ROOT / "app.py", *sorted((ROOT / "app_pages").glob("*.py"))]
 
 # Every public name of ../shared/CONTRACT.md (later work may add names, never remove these).
 CONTRACT_NAMES = {
@@ -36,3 +42,62 @@ def test_import_is_lazy():
     code = "import sys, tcocalc; print(sorted(m for m in ('pandas', 'pint', 'pydantic') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+# Every tcocalc name the app's pages use (`tc.<name>`), pinned like CONTRACT_NAMES: a page uses the public API
+# only, so each of these stays in __all__; a page that needs another name adds it to __all__ and here.
+APP_NAMES = {
+    "InfeasibleError", "MAX_SCENARIO_BYTES", "METRIC_UNITS", "RLReport", "Scenario", "TcocalcError",
+    "build_rent_tinker", "cost_default_hardware", "default_cost_inputs", "evaluate", "gpu_hour_cost",
+    "hardware_table", "load_scenario", "loads_scenario", "model_names", "operating_points", "ridge_table",
+    "sensitivity", "simulate", "solve_split", "validation_table",
+}
+# Besides `import tcocalc as tc`, pages import only these library modules (figure and table builders).
+APP_MODULES = {"tcocalc.figures", "tcocalc.reports"}
+
+
+def _app_uses() -> tuple[set[str], list[str]]:
+    """(names used as `tc.<name>`, imports from tcocalc other than the facade, figures and reports)."""
+    names, bad = set(), []
+    for path in APP_FILES:
+        tree = ast.parse(path.read_text(), filename=str(path))
+        aliases = {"tcocalc"}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name == "tcocalc":
+                        aliases.add(a.asname or a.name)
+                    elif a.name.startswith("tcocalc."):
+                        bad.append(f"{path.name}: import {a.name}")
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "tcocalc":
+                module = node.module
+                if module not in APP_MODULES:
+                    bad.append(f"{path.name}: from {module} import {', '.join(a.name for a in node.names)}")
+                    continue
+                public = importlib.import_module(module).__all__
+                bad += [f"{path.name}: {module}.{a.name} is not in its __all__" for a in node.names
+                        if a.name not in public]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
+                names.add(node.attr)
+    return names, bad
+
+
+def test_app_pages_use_only_the_public_api():
+    names, bad = _app_uses()
+    assert not bad, bad
+    assert names <= set(tc.__all__), sorted(names - set(tc.__all__))
+    assert names <= APP_NAMES, f"pin these in APP_NAMES: {sorted(names - APP_NAMES)}"
+
+
+def test_every_name_the_app_needs_is_public():
+    assert APP_NAMES <= set(tc.__all__), sorted(APP_NAMES - set(tc.__all__))
+    assert tc.MAX_SCENARIO_BYTES == 200_000
+
+
+def test_app_pages_do_not_edit_sys_path():
+    """Pages import their helper as `app_pages._shared`: Streamlit puts app.py's folder on sys.path."""
+    for path in APP_FILES:
+        imported = {a.name for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Import)
+                    for a in node.names}
+        assert "sys" not in imported, path.name
