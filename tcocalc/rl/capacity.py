@@ -1,6 +1,6 @@
 """Trainer and generator capacity of an RL scenario as functions of their GPU counts (vectorised).
 
-Generator (rl-modeling.md §4): the best serving instance for the workload's prompt, response and
+Generator (docs/rl-modeling.md §4): the best serving instance for the workload's prompt, response and
 length-biased context comes from :func:`~tcocalc.generation.generation_throughput`; a decode step of
 ``b`` running trajectories per instance is fitted as ``t(b) = t0 + t1·b`` between ``b = 1`` and the
 KV-bound ``b_max`` (§4.2, the "latency curve" form), interleaved prefill included. ``N_g`` GPUs run
@@ -24,7 +24,7 @@ from ..catalog.models import ModelArch
 from ..errors import InfeasibleError
 from ..roofline.parallel import Parallelism
 from ..roofline.serving import generation_throughput
-from ..roofline.training import _candidate_layouts, training_step
+from ..roofline.training import candidate_layouts, training_step
 from .cluster import Cluster
 from .phases import WorkloadStats
 
@@ -132,7 +132,7 @@ def _families(m, acc, precision, seq, anchors: tuple[int, ...]) -> tuple[tuple[i
     fams = set()
     for n in anchors:
         scored = []
-        for par in _candidate_layouts(m, acc, n):
+        for par in candidate_layouts(m, acc, n):
             gb = max(DEFAULT_GLOBAL_BATCH_TOKENS / seq, float(par.dp))
             res = training_step(m, acc, cal, par, seq=seq, global_batch=gb, precision=precision)
             if res is None:

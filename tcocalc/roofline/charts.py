@@ -48,7 +48,7 @@ def operating_points(model, hw, *, precision="bf16", prompt_tokens=1000, respons
 
     from ..catalog.models import model as get_model
     from .forward import decode, prefill
-    from .training import _activation_bytes_per_layer
+    from .training import activation_bytes_per_layer
 
     m, acc = get_model(model), hardware(hw)
     pre = prefill(m, acc, batch=1, prompt_tokens=prompt_tokens, precision=precision)
@@ -56,7 +56,7 @@ def operating_points(model, hw, *, precision="bf16", prompt_tokens=1000, respons
     train_flops = m.training_flops_per_token(seq_tokens) * seq_tokens
     from ..units import bytes_per_element
 
-    train_bytes = 3 * m.params_total * bytes_per_element(precision) + 2 * m.num_layers * _activation_bytes_per_layer(
+    train_bytes = 3 * m.params_total * bytes_per_element(precision) + 2 * m.num_layers * activation_bytes_per_layer(
         m, seq_tokens, 1, "none")
     from ..errors import InfeasibleError
     from .training import training_throughput

@@ -14,7 +14,7 @@ plus exposed communication: tensor-parallel all-reduce (ring, ``2(n-1)/n·S/B``)
 all-to-all (dispatch + combine, over the scale-up domain or the scale-out NIC), a fixed launch
 cost per operation (aiconfigurator's 3 µs), all divided by the runtime efficiency of the
 generation (data/calibration.toml). MoE weights read in a step scale with the share of experts the
-batch touches, ``1 - (1 - k/E)^b`` (rl-modeling.md §4.2).
+batch touches, ``1 - (1 - k/E)^b`` (docs/rl-modeling.md §4.2).
 
 Pipeline parallelism: a step of ``batch`` sequences runs as ``pp`` micro-batches of ``batch/pp`` in
 flight, one per stage; a token's step latency is ``pp`` stage times.
@@ -75,7 +75,7 @@ def _f(x, half):
     return x / (x + half) if half else np.ones_like(x)
 
 
-def _gemm_eff(cal: Calibration, precision: str, m, n, k):
+def gemm_efficiency(cal: Calibration, precision: str, m, n, k):
     """η_gemm = η_max · m/(m + min(m, tile)/2) · f(n) · f(k).
 
     Rows ``m``: tile quantisation, a GEMM pads its rows to the tile height (128 on Hopper/Blackwell
@@ -100,7 +100,7 @@ def _attn_precision(m: ModelArch, acc: Accelerator, kv_precision: str) -> str:
     return p if p in acc.precisions else "bf16"
 
 
-def _link(acc: Accelerator, cal: Calibration, group_gpus: int) -> float:
+def link_rate(acc: Accelerator, cal: Calibration, group_gpus: int) -> float:
     """Per-GPU one-direction bandwidth for a collective over ``group_gpus`` GPUs [B/s]."""
     if group_gpus <= acc.scaleup_domain_gpus:
         return acc.scaleup_bytes_per_s * cal.scaleup_efficiency
@@ -143,6 +143,61 @@ def inference_memory_per_gpu(m: ModelArch, par: Parallelism, precision: str) -> 
     return float((layers * per_layer + ends) * beta)
 
 
+class _OpSum:
+    """Running totals of one forward step's ops: compute and memory time, the time of compute- and
+    memory-bound ops, FLOPs and bytes (arrays over the step's token counts)."""
+
+    def __init__(self, like, bw: float, cal: Calibration, precision: str, peak: float, beta_w: float):
+        z = np.zeros_like(like)
+        self.compute = self.memory = self.cbound = self.mbound = self.flops = self.bytes = z
+        self.bw, self.cal, self.precision, self.peak, self.beta_w = bw, cal, precision, peak, beta_w
+
+    def op(self, flops, nbytes, t_compute, weight=1.0) -> None:
+        """An op's roofline: it takes the larger of its compute and memory time."""
+        t_mem = nbytes / self.bw
+        self.compute = self.compute + weight * t_compute
+        self.memory = self.memory + weight * t_mem
+        self.cbound = self.cbound + weight * np.where(t_compute >= t_mem, t_compute, 0.0)
+        self.mbound = self.mbound + weight * np.where(t_compute < t_mem, t_mem, 0.0)
+        self.flops = self.flops + weight * flops
+        self.bytes = self.bytes + weight * nbytes
+
+    def gemm(self, rows, params, n_dim, k_dim, weight=1.0, params_div=1.0) -> None:
+        """A weight GEMM of ``rows`` tokens at the shape-aware efficiency (:func:`gemm_efficiency`)."""
+        fl = 2.0 * rows * params / params_div
+        by = params * self.beta_w / params_div + ACT_BYTES * rows * (n_dim + k_dim)
+        eff = gemm_efficiency(self.cal, self.precision, np.maximum(rows, 1e-9), n_dim, k_dim)
+        self.op(fl, by, np.where(rows > 0, fl / (self.peak * eff), 0.0), weight)
+
+
+def _moe_ops(ops: _OpSum, m: ModelArch, acc: Accelerator, cal: Calibration, par: Parallelism, precision: str,
+             tok, layers: float):
+    """Routed experts (grouped GEMM over the experts the step's tokens touch), always-on experts and the
+    expert-parallel all-to-all under attention DP; returns the all-to-all time per stage step [s]."""
+    tp, dp, h = par.tp, par.dp, m.hidden_size
+    moe_layers = layers * m.num_moe_layers / m.num_layers
+    g = par.stage_gpus
+    tok_stage = tok * dp
+    touched = 1.0 - (1.0 - m.experts_per_token / m.num_experts) ** tok_stage
+    rows_per_expert = tok_stage * m.experts_per_token / m.num_experts
+    fl = 2.0 * tok_stage * m.experts_per_token * m.expert_params / g
+    by = touched * m.num_experts * m.expert_params * ops.beta_w / g + ACT_BYTES * tok_stage * m.experts_per_token * (
+        2 * h) / g
+    eff = gemm_efficiency(cal, precision, np.maximum(rows_per_expert, 1e-9), m.moe_intermediate_size / par.expert_tp, h)
+    ops.op(fl, by, np.where(tok > 0, fl / (ops.peak * eff), 0.0), moe_layers)
+    ops.gemm(tok, m.moe_always_on_params_per_layer, max(m.moe_intermediate_size, m.num_experts) / tp, h,
+             weight=moe_layers, params_div=tp)
+    if dp <= 1:
+        return np.zeros_like(tok)
+    # Attention-DP ranks hold different tokens: each token goes to the min(k, ep) expert-parallel groups that
+    # own its experts, and to every one of the etp GPUs sharding those experts (dispatch in the GEMM precision,
+    # combine in bf16; DeepSeek inference overview).
+    dispatch = 1.0 if precision in ("fp8", "fp4") else ACT_BYTES
+    fan_out = min(m.experts_per_token, par.ep) * par.expert_tp * (g - 1) / g
+    a2a = (tok / tp) * h * (dispatch + ACT_BYTES) * fan_out
+    return moe_layers * (a2a / link_rate(acc, cal, g) + np.where(tok > 0, _a2a_latency(acc, cal, g), 0.0))
+
+
 def forward_cost(m: ModelArch, acc: Accelerator, cal: Calibration, par: Parallelism, *, precision: str,
                  kv_precision: str, dec_seqs=0.0, dec_ctx=0.0, pre_seqs=0.0, pre_tokens=0.0, pre_ctx=0.0):
     """Cost of one forward step of a serving instance, per pipeline stage (arrays broadcast).
@@ -170,28 +225,8 @@ def forward_cost(m: ModelArch, acc: Accelerator, cal: Calibration, par: Parallel
     seqs_rank = (dec_seqs + pre_seqs) / dp
     layers = L / pp
 
-    acc_c = np.zeros_like(tok)
-    acc_m = np.zeros_like(tok)
-    cbound = np.zeros_like(tok)
-    mbound = np.zeros_like(tok)
-    flops_sum = np.zeros_like(tok)
-    bytes_sum = np.zeros_like(tok)
-
-    def op(flops, nbytes, t_compute, weight=1.0):
-        nonlocal acc_c, acc_m, cbound, mbound, flops_sum, bytes_sum
-        t_mem = nbytes / bw
-        acc_c = acc_c + weight * t_compute
-        acc_m = acc_m + weight * t_mem
-        cbound = cbound + weight * np.where(t_compute >= t_mem, t_compute, 0.0)
-        mbound = mbound + weight * np.where(t_compute < t_mem, t_mem, 0.0)
-        flops_sum = flops_sum + weight * flops
-        bytes_sum = bytes_sum + weight * nbytes
-
-    def gemm(rows, params, n_dim, k_dim, weight=1.0, params_div=1.0):
-        fl = 2.0 * rows * params / params_div
-        by = params * beta_w / params_div + ACT_BYTES * rows * (n_dim + k_dim)
-        eff = _gemm_eff(cal, precision, np.maximum(rows, 1e-9), n_dim, k_dim)
-        op(fl, by, np.where(rows > 0, fl / (peak * eff), 0.0), weight)
+    ops = _OpSum(tok, bw, cal, precision, peak, beta_w)
+    op, gemm = ops.op, ops.gemm
 
     q_dim = m.num_attention_heads * m.qk_head_dim
     # 1. attention projections (QKV, O; MLA LoRA projections; DSA indexer projections)
@@ -217,26 +252,7 @@ def forward_cost(m: ModelArch, acc: Accelerator, cal: Calibration, par: Parallel
     comm = np.zeros_like(tok)
     n_ops_layer = 9.0
     if m.is_moe:
-        moe_layers = layers * m.num_moe_layers / L
-        g = par.stage_gpus
-        tok_stage = tok * dp
-        touched = 1.0 - (1.0 - m.experts_per_token / m.num_experts) ** tok_stage
-        rows_per_expert = tok_stage * m.experts_per_token / m.num_experts
-        fl = 2.0 * tok_stage * m.experts_per_token * m.expert_params / g
-        by = touched * m.num_experts * m.expert_params * beta_w / g + ACT_BYTES * tok_stage * m.experts_per_token * (
-            2 * h) / g
-        eff = _gemm_eff(cal, precision, np.maximum(rows_per_expert, 1e-9), m.moe_intermediate_size / par.expert_tp, h)
-        op(fl, by, np.where(tok > 0, fl / (peak * eff), 0.0), moe_layers)
-        gemm(tok, m.moe_always_on_params_per_layer, max(m.moe_intermediate_size, m.num_experts) / tp, h,
-             weight=moe_layers, params_div=tp)
-        if dp > 1:
-            # Attention-DP ranks hold different tokens: each token goes to the min(k, ep) expert-parallel
-            # groups that own its experts, and to every one of the etp GPUs sharding those experts
-            # (dispatch in the GEMM precision, combine in bf16; DeepSeek inference overview).
-            dispatch = 1.0 if precision in ("fp8", "fp4") else ACT_BYTES
-            fan_out = min(m.experts_per_token, par.ep) * par.expert_tp * (g - 1) / g
-            a2a = (tok / tp) * h * (dispatch + ACT_BYTES) * fan_out
-            comm = comm + moe_layers * (a2a / _link(acc, cal, g) + np.where(tok > 0, _a2a_latency(acc, cal, g), 0.0))
+        comm = comm + _moe_ops(ops, m, acc, cal, par, precision, tok, layers)
         n_ops_layer += 3.0
     # 4. element-wise kernels, memory only, not split by TP [derived by counting tensor reads and writes]:
     #    two RMSNorms (read h, write h: 4h) and two residual adds (read 2h, write h: 6h) = 10h per token;
@@ -249,18 +265,19 @@ def forward_cost(m: ModelArch, acc: Accelerator, cal: Calibration, par: Parallel
     # 6. tensor-parallel all-reduce, twice per layer
     if tp > 1:
         ar = ACT_BYTES * tok * h * 2.0 * (tp - 1) / tp
-        comm = comm + 2.0 * layers * ar / _link(acc, cal, tp)
+        comm = comm + 2.0 * layers * ar / link_rate(acc, cal, tp)
     # 7. pipeline hand-off: activations of the micro-batch to the next stage
     if pp > 1:
-        comm = comm + ACT_BYTES * tok * h / _link(acc, cal, 2) + cal.op_overhead_s
+        comm = comm + ACT_BYTES * tok * h / link_rate(acc, cal, 2) + cal.op_overhead_s
     overhead = np.full_like(tok, n_ops_layer * layers * cal.op_overhead_s)
     overhead = np.where(tok > 0, overhead, 0.0)
-    stage = (cbound + mbound + comm + overhead) / cal.inference_runtime_efficiency
-    return dict(stage_s=stage, compute_s=acc_c, memory_s=acc_m, comm_s=comm, overhead_s=overhead,
-                cbound_s=cbound, mbound_s=mbound, flops=flops_sum, bytes=bytes_sum)
+    stage = (ops.cbound + ops.mbound + comm + overhead) / cal.inference_runtime_efficiency
+    return dict(stage_s=stage, compute_s=ops.compute, memory_s=ops.memory, comm_s=comm, overhead_s=overhead,
+                cbound_s=ops.cbound, mbound_s=ops.mbound, flops=ops.flops, bytes=ops.bytes)
 
 
-def _check_positive(name: str, value, *, allow_zero: bool = False) -> float:
+def check_positive(name: str, value, *, allow_zero: bool = False) -> float:
+    """``value`` as a finite float > 0 (or >= 0), else ScenarioError naming ``name``."""
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -270,7 +287,9 @@ def _check_positive(name: str, value, *, allow_zero: bool = False) -> float:
     return v
 
 
-def _resolve(model_, hw, precision, kv_precision, parallel):
+def resolve_inputs(model_, hw, precision, kv_precision, parallel):
+    """(ModelArch, Accelerator, Parallelism) from names or objects, precisions checked (ScenarioError naming
+    the argument)."""
     m = model(model_)
     acc = hardware(hw)
     if precision not in ("bf16", "fp8", "fp4"):
@@ -322,10 +341,10 @@ def prefill(model, hw, *, parallel=None, batch=1, prompt_tokens, context_tokens=
     -------
     KernelTime ; ``tokens_per_s`` counts prompt tokens.
     """
-    m, acc, precision, kv_precision, par = _resolve(model, hw, precision, kv_precision, parallel)
-    b = _check_positive("batch", batch)
-    p = _check_positive("prompt_tokens", prompt_tokens)
-    c = _check_positive("context_tokens", context_tokens, allow_zero=True)
+    m, acc, precision, kv_precision, par = resolve_inputs(model, hw, precision, kv_precision, parallel)
+    b = check_positive("batch", batch)
+    p = check_positive("prompt_tokens", prompt_tokens)
+    c = check_positive("context_tokens", context_tokens, allow_zero=True)
     cal = calibration_for(acc, theoretical=theoretical)
     res = forward_cost(m, acc, cal, par, precision=precision, kv_precision=kv_precision,
                        pre_seqs=b, pre_tokens=p, pre_ctx=c)
@@ -336,9 +355,9 @@ def decode(model, hw, *, parallel=None, batch, context_tokens, precision="bf16",
            theoretical=False) -> KernelTime:
     """One decode step: ``batch`` sequences [sequences] each produce one token at ``context_tokens``
     of context [tokens]. ``tokens_per_s`` counts output tokens. See :func:`prefill` for the arguments."""
-    m, acc, precision, kv_precision, par = _resolve(model, hw, precision, kv_precision, parallel)
-    b = _check_positive("batch", batch)
-    c = _check_positive("context_tokens", context_tokens)
+    m, acc, precision, kv_precision, par = resolve_inputs(model, hw, precision, kv_precision, parallel)
+    b = check_positive("batch", batch)
+    c = check_positive("context_tokens", context_tokens)
     cal = calibration_for(acc, theoretical=theoretical)
     res = forward_cost(m, acc, cal, par, precision=precision, kv_precision=kv_precision, dec_seqs=b, dec_ctx=c)
     return _kernel_time(res, par.pp, b, cal.tier)

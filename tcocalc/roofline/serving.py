@@ -5,7 +5,7 @@ capacity model. For fixed prompt length ``P`` and response length ``R``:
 
 * concurrency per instance is bounded by the KV pool: ``b_max = dp · ⌊pool / kv(P + R/2)⌋`` where the
   pool is ``u_kv · (HBM − weights − workspace)`` per GPU (TensorRT-LLM's KV fraction of free memory)
-  and a running sequence holds on average ``P + R/2`` tokens of KV (rl-modeling.md §4.1);
+  and a running sequence holds on average ``P + R/2`` tokens of KV (docs/rl-modeling.md §4.1);
 * each step decodes one token for each of ``b`` sequences at mean context ``P + R/2`` and, since
   ``b/R`` sequences finish per step, prefills ``b·P/R`` prompt tokens of newcomers (in-flight batching
   with chunked prefill mixes both into one forward pass);
@@ -23,7 +23,7 @@ import numpy as np
 
 from ..catalog.calibration import calibration_for
 from ..errors import InfeasibleError, ScenarioError
-from .forward import _check_positive, _resolve, forward_cost, inference_memory_per_gpu, kv_bytes_per_seq_per_gpu
+from .forward import check_positive, forward_cost, inference_memory_per_gpu, kv_bytes_per_seq_per_gpu, resolve_inputs
 from .parallel import Parallelism
 
 __all__ = ["GenerationEstimate", "generation_throughput", "candidate_serving_layouts"]
@@ -116,28 +116,28 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
     parallel : Parallelism of one instance; default: searched.
     theoretical : pure datasheet roofline instead of the calibrated model.
     context_tokens : mean KV context of a running sequence [tokens]; default ``P + R/2``. The RL model
-        passes the length-biased ``P + E[R²]/(2·E[R])`` (rl-modeling.md §4.1).
+        passes the length-biased ``P + E[R²]/(2·E[R])`` (docs/rl-modeling.md §4.1).
 
     Raises
     ------
     ScenarioError   bad argument (names it).
     InfeasibleError the model does not fit; names the smallest instance that would.
     """
-    gpus_f = _check_positive("gpus", gpus)
+    gpus_f = check_positive("gpus", gpus)
     if gpus_f != int(gpus_f):
         raise ScenarioError("gpus", f"must be a whole number, got {gpus!r}")
     gpus = int(gpus_f)
-    p = _check_positive("prompt_tokens", prompt_tokens)
-    r = _check_positive("response_tokens", response_tokens)
+    p = check_positive("prompt_tokens", prompt_tokens)
+    r = check_positive("response_tokens", response_tokens)
     if concurrency is not None:
-        _check_positive("concurrency", concurrency)
-    m, acc, precision, kv_precision, par0 = _resolve(model, hw, precision, kv_precision, parallel)
+        check_positive("concurrency", concurrency)
+    m, acc, precision, kv_precision, par0 = resolve_inputs(model, hw, precision, kv_precision, parallel)
     cal = _calibration or calibration_for(acc, theoretical=theoretical)
     layouts = [par0] if parallel is not None else _fewest_stages(candidate_serving_layouts(m, acc, gpus), m, acc,
                                                                    cal, precision, kv_precision, p + r)
     if parallel is not None and gpus % par0.gpus:
         raise ScenarioError("gpus", f"{gpus} GPUs cannot be divided into instances of {par0.gpus} ({par0.label()})")
-    ctx = p + r / 2.0 if context_tokens is None else _check_positive("context_tokens", context_tokens)
+    ctx = p + r / 2.0 if context_tokens is None else check_positive("context_tokens", context_tokens)
     best: GenerationEstimate | None = None
     for par in layouts:
         weights, pool = _pool_per_gpu(m, acc, cal, par, precision)

@@ -33,7 +33,15 @@ from dataclasses import dataclass
 from ..catalog.calibration import calibration_for
 from ..errors import InfeasibleError, ScenarioError
 from ..units import bytes_per_element
-from .forward import ACT_BYTES, ELEMENTWISE_HIDDEN_PASSES, SWIGLU_PASSES, _check_positive, _gemm_eff, _link, _resolve
+from .forward import (
+    ACT_BYTES,
+    ELEMENTWISE_HIDDEN_PASSES,
+    SWIGLU_PASSES,
+    check_positive,
+    gemm_efficiency,
+    link_rate,
+    resolve_inputs,
+)
 from .parallel import Parallelism
 
 __all__ = ["TrainingEstimate", "training_throughput", "training_step"]
@@ -87,7 +95,9 @@ def _expert_dp(par: Parallelism) -> int:
     return max(par.stage_gpus // (par.ep * _expert_tp(par)), 1)
 
 
-def _activation_bytes_per_layer(m, seq: float, tp: int, recompute: str) -> float:
+def activation_bytes_per_layer(m, seq: float, tp: int, recompute: str) -> float:
+    """Activation memory one layer keeps for the backward pass per GPU [B] (Korthikanti et al. 2022,
+    arXiv 2205.05198: ``34·s·h`` per sequence without recompute, ``2·s·h`` with full recompute, split by TP)."""
     h = m.hidden_size
     if recompute == "full":
         return ACT_BYTES * seq * h / tp
@@ -116,7 +126,7 @@ def training_step(m, acc, cal, par: Parallelism, *, seq: float, global_batch: fl
     in_flight = min(pp, micro) * (L / pp)
     recompute = None
     for mode in ("none", "selective", "full"):
-        act = in_flight * _activation_bytes_per_layer(m, seq, tp, mode)
+        act = in_flight * activation_bytes_per_layer(m, seq, tp, mode)
         if state + act <= cap:
             recompute = mode
             break
@@ -130,7 +140,7 @@ def training_step(m, acc, cal, par: Parallelism, *, seq: float, global_batch: fl
     t_compute = 0.0
 
     def gemm(rows, params, n_dim, k_dim, count):
-        eff = _gemm_eff(cal, precision, rows, n_dim, k_dim)
+        eff = gemm_efficiency(cal, precision, rows, n_dim, k_dim)
         fl = 6.0 * rows * params / tp
         t_c = fl / (peak * float(eff))
         t_m = 3.0 * params * bytes_per_element(precision) / tp / bw
@@ -150,7 +160,7 @@ def training_step(m, acc, cal, par: Parallelism, *, seq: float, global_batch: fl
         etp = _expert_tp(par)
         group = ep * etp
         rows = group * (seq / tp) * m.experts_per_token / m.num_experts
-        eff = float(_gemm_eff(cal, precision, rows, m.moe_intermediate_size / etp, h))
+        eff = float(gemm_efficiency(cal, precision, rows, m.moe_intermediate_size / etp, h))
         fl = 6.0 * seq * m.experts_per_token * m.expert_params / tp
         t_compute += moe_layers * fl / (peak * eff)
         t_compute += gemm(seq, m.moe_always_on_params_per_layer, m.moe_intermediate_size / tp, h, moe_layers)
@@ -158,7 +168,7 @@ def training_step(m, acc, cal, par: Parallelism, *, seq: float, global_batch: fl
             dispatch = 1.0 if precision in ("fp8", "fp4") else ACT_BYTES
             vol = 2.0 * (seq / tp) * h * (dispatch + ACT_BYTES) * min(m.experts_per_token, ep) * etp * (
                 group - 1) / group
-            comm += cal.ep_comm_exposed * moe_layers * vol / _link(acc, cal, group)
+            comm += cal.ep_comm_exposed * moe_layers * vol / link_rate(acc, cal, group)
     i_eff = m.experts_per_token * m.moe_intermediate_size if m.is_moe else m.intermediate_size
     # element-wise traffic: the inference count (kernels op 4) for forward, backward (x2)
     t_compute += layers * 3.0 * ACT_BYTES * (seq / tp) * (ELEMENTWISE_HIDDEN_PASSES * h + SWIGLU_PASSES * i_eff) / bw
@@ -167,21 +177,21 @@ def training_step(m, acc, cal, par: Parallelism, *, seq: float, global_batch: fl
     elif recompute == "full":
         t_compute *= 4.0 / 3.0
     # LM head on the last stage
-    t_compute += 6.0 * seq * m.lm_head_params / tp / (peak * float(_gemm_eff(cal, precision, seq, m.vocab_size / tp,
-                                                                               h)))
+    head_eff = float(gemm_efficiency(cal, precision, seq, m.vocab_size / tp, h))
+    t_compute += 6.0 * seq * m.lm_head_params / tp / (peak * head_eff)
     if tp > 1:
-        comm += cal.tp_comm_exposed * layers * 4.0 * 2.0 * (tp - 1) / tp * ACT_BYTES * seq * h / _link(acc, cal, tp)
+        comm += cal.tp_comm_exposed * layers * 4.0 * 2.0 * (tp - 1) / tp * ACT_BYTES * seq * h / link_rate(acc, cal, tp)
     if pp > 1:
-        comm += 2.0 * ACT_BYTES * seq * h / tp / _link(acc, cal, 2)
+        comm += 2.0 * ACT_BYTES * seq * h / tp / link_rate(acc, cal, 2)
     n_ops = (12.0 if m.is_moe else 9.0) * layers * 3.0
     per_micro = (t_compute + comm + n_ops * cal.op_overhead_s) / cal.training_runtime_efficiency
     bubble = (pp - 1) / (micro * par.vp) if pp > 1 else 0.0
     step = per_micro * micro * (1.0 + bubble)
     # once per step: gradient reduce-scatter + parameter all-gather (bf16), Adam update
     if dp > 1:
-        grads = dense_p * ACT_BYTES * 2.0 * (dp - 1) / dp / _link(acc, cal, par.gpus)
+        grads = dense_p * ACT_BYTES * 2.0 * (dp - 1) / dp / link_rate(acc, cal, par.gpus)
         if expert_p and edp > 1:
-            grads += expert_p * ACT_BYTES * 2.0 * (edp - 1) / edp / _link(acc, cal, par.gpus)
+            grads += expert_p * ACT_BYTES * 2.0 * (edp - 1) / edp / link_rate(acc, cal, par.gpus)
         step += cal.dp_comm_exposed * grads
     if offload:
         step += 4.0 * (dense_p + expert_p) / cal.host_offload_bytes_per_s
@@ -191,7 +201,8 @@ def training_step(m, acc, cal, par: Parallelism, *, seq: float, global_batch: fl
                 compute_s=t_compute * micro, comm_s=comm * micro)
 
 
-def _candidate_layouts(m, acc, gpus: int):
+def candidate_layouts(m, acc, gpus: int):
+    """Every (TP, PP, DP, EP, VP) layout of ``gpus`` GPUs the training search considers."""
     for tp in _POW2:
         if tp > acc.scaleup_domain_gpus or m.num_attention_heads % tp or gpus % tp:
             continue
@@ -225,21 +236,21 @@ def training_throughput(model, hw, *, gpus, seq_tokens, precision="bf16", parall
     Raises ScenarioError for bad arguments and InfeasibleError (with the smallest GPU count that fits)
     when no layout holds the model.
     """
-    gpus_f = _check_positive("gpus", gpus)
+    gpus_f = check_positive("gpus", gpus)
     if gpus_f != int(gpus_f):
         raise ScenarioError("gpus", f"must be a whole number, got {gpus!r}")
     gpus = int(gpus_f)
-    seq = _check_positive("seq_tokens", seq_tokens)
-    m, acc, precision, _, par0 = _resolve(model, hw, precision, None, parallel)
+    seq = check_positive("seq_tokens", seq_tokens)
+    m, acc, precision, _, par0 = resolve_inputs(model, hw, precision, None, parallel)
     cal = _calibration or calibration_for(acc, theoretical=theoretical)
-    gbt = DEFAULT_GLOBAL_BATCH_TOKENS if global_batch_tokens is None else _check_positive(
+    gbt = DEFAULT_GLOBAL_BATCH_TOKENS if global_batch_tokens is None else check_positive(
         "global_batch_tokens", global_batch_tokens)
     if parallel is not None:
         if par0.gpus != gpus:
             raise ScenarioError("parallel", f"tp*pp*dp = {par0.gpus} must equal gpus = {gpus}")
         layouts = [par0]
     else:
-        layouts = list(_candidate_layouts(m, acc, gpus))
+        layouts = list(candidate_layouts(m, acc, gpus))
     best = None
     for offload in ((False, True) if optimizer_offload is None else (bool(optimizer_offload),)):
         for par in layouts:
@@ -276,7 +287,7 @@ def _no_fit(m, acc, cal, gpus, seq, gbt, precision, parallel, offload: bool) -> 
     for n in (2 ** i for i in range(0, 16)):
         if n <= gpus and parallel is None:
             continue
-        for par in _candidate_layouts(m, acc, n):
+        for par in candidate_layouts(m, acc, n):
             if training_step(m, acc, cal, par, seq=seq, global_batch=max(gbt / seq, par.dp),
                              precision=precision, offload=offload) is not None:
                 return InfeasibleError(f"{prefix}; the smallest power-of-two count that fits is {n} GPUs "
