@@ -5,7 +5,7 @@ date, published parameter counts). :meth:`ModelArch.from_hf_config` reads any su
 GQA such as Llama/Qwen, MoE such as Qwen3-MoE/GLM-4.5, MLA such as DeepSeek-V3, MLA with DeepSeek
 Sparse Attention such as GLM-5).
 
-Parameter counting (../shared/reference/facts.md §2.1; rl-modeling.md §3.1):
+Parameter counting (../shared/reference/facts.md §2.1; docs/rl-modeling.md §3.1):
 
 * embedding ``V·H`` plus an untied LM head ``V·H``; RMSNorm weights ``H`` per norm;
 * GQA attention ``H·H_q·d_h + 2·H·H_kv·d_h + H_q·d_h·H`` (+ q/k/v biases, + QK-norm ``2·d_h``);
@@ -374,7 +374,7 @@ class ModelArch(BaseModel):
     @property
     def flop_params(self) -> float:
         """``N_fl``: active parameters that cost matmul FLOPs: active minus input embedding, plus the
-        LM head (rl-modeling.md §1; Megatron-Bridge's FLOP/token convention, validation TRN-02) [params]."""
+        LM head (docs/rl-modeling.md §1; Megatron-Bridge's FLOP/token convention, validation TRN-02) [params]."""
         tied_extra = self.lm_head_params if self.tie_word_embeddings else 0.0
         return self.params_active - self.embedding_params + tied_extra
 
@@ -386,7 +386,7 @@ class ModelArch(BaseModel):
         """KV-cache bytes one token occupies over all layers [B/token].
 
         GQA: ``2·L·H_kv·d_h·β``; MLA: ``L·(d_c + d_r)·β`` (latent plus rope key; the DSA indexer's keys
-        are not counted). rl-modeling.md §4.1; validation KV-01..KV-03.
+        are not counted). docs/rl-modeling.md §4.1; validation KV-01..KV-03.
         """
         beta = bytes_per_element(precision)
         if self.attention == "mla":
@@ -425,7 +425,7 @@ class ModelArch(BaseModel):
         """Model FLOPs per trained token (forward + backward) in a sequence of ``seq_tokens``.
 
         ``6·N_fl + c_attn·6·L·H_q·d_h·T`` with ``c_attn = 1`` causal (the average token attends
-        ``T/2``), 2 for the non-causal PaLM/Megatron count (rl-modeling.md §3.1; validation TRN-02).
+        ``T/2``), 2 for the non-causal PaLM/Megatron count (docs/rl-modeling.md §3.1; validation TRN-02).
         """
         ctx = seq_tokens / 2.0 if causal else float(seq_tokens)
         return 3.0 * self.forward_flops_per_token(ctx)

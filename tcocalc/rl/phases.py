@@ -1,6 +1,6 @@
 """Per-phase workload statistics of an RL scenario (the inputs the pipeline model needs).
 
-Definitions (rl-modeling.md §2, §4.3, §4.6; documented in the scenario schema):
+Definitions (docs/rl-modeling.md §2, §4.3, §4.6; documented in the scenario schema):
 
 * ``response_tokens_*`` describe the model tokens of a whole trajectory (all turns), lognormal before
   the cap; each turn carries ``1/turns`` of them; ``turns − 1`` tool calls each return

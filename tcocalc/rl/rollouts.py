@@ -1,6 +1,6 @@
 """Workload statistics for RL rollouts: length distribution, useful groups, tails, multi-turn, staleness.
 
-Pure, vectorisable functions; each cites its formula in ../shared/reference/rl-modeling.md (§ numbers
+Pure, vectorisable functions; each cites its formula in docs/rl-modeling.md (§ numbers
 below) and is reproduced by a test (tests/test_workload.py, validation ID-*, TAIL-*, MT-*).
 """
 
@@ -25,7 +25,7 @@ Z99 = float(ndtri(0.99))  # 2.3263
 
 
 def lognormal_from_mean_p99(mean: float, p99: float) -> float:
-    """σ of a lognormal with the given mean and 99th percentile (rl-modeling §2.1).
+    """σ of a lognormal with the given mean and 99th percentile (docs/rl-modeling.md §2.1).
 
     ``ln p99 − ln mean = z·σ − σ²/2`` with ``z = Φ⁻¹(0.99)``; the smaller root
     ``σ = z − sqrt(z² − 2·ln(p99/mean))``. Needs ``mean ≤ p99 ≤ e^{z²/2}·mean ≈ 14.97·mean``.
@@ -46,7 +46,7 @@ def lognormal_mu(mean: float, sigma: float) -> float:
 
 
 def lognormal_partial_moment(j: float, mu: float, sigma: float, cap: float) -> float:
-    """``E[R^j; R ≤ L] = exp(jμ + j²σ²/2)·Φ((ln L − μ − jσ²)/σ)`` (rl-modeling §2.1)."""
+    """``E[R^j; R ≤ L] = exp(jμ + j²σ²/2)·Φ((ln L − μ − jσ²)/σ)`` (docs/rl-modeling.md §2.1)."""
     full = math.exp(j * mu + j * j * sigma * sigma / 2.0)
     if sigma == 0:
         return full if math.exp(mu) <= cap else 0.0
@@ -63,21 +63,21 @@ def truncated_share(mu: float, sigma: float, cap: float | None) -> float:
 
 
 def capped_moment(j: float, mu: float, sigma: float, cap: float | None) -> float:
-    """``E[min(R, L)^j] = E[R^j; R ≤ L] + L^j·(1 − Φ((ln L − μ)/σ))`` (rl-modeling §2.1)."""
+    """``E[min(R, L)^j] = E[R^j; R ≤ L] + L^j·(1 − Φ((ln L − μ)/σ))`` (docs/rl-modeling.md §2.1)."""
     if cap is None:
         return math.exp(j * mu + j * j * sigma * sigma / 2.0)
     return lognormal_partial_moment(j, mu, sigma, cap) + cap ** j * truncated_share(mu, sigma, cap)
 
 
 def useful_probability(p, group_size: int):
-    """``P(useful | p, G) = 1 − p^G − (1 − p)^G`` for binary rewards (rl-modeling §2.2)."""
+    """``P(useful | p, G) = 1 − p^G − (1 − p)^G`` for binary rewards (docs/rl-modeling.md §2.2)."""
     p = np.asarray(p, dtype=float)
     return 1.0 - p ** group_size - (1.0 - p) ** group_size
 
 
 def useful_group_fraction(group_size: int, *, never: float = 0.0, always: float = 0.0, beta_a: float = 1.0,
                           beta_b: float = 1.0) -> float:
-    """Share of groups whose rewards are not all equal, for the solve-rate mixture (rl-modeling §2.2).
+    """Share of groups whose rewards are not all equal, for the solve-rate mixture (docs/rl-modeling.md §2.2).
 
     ``f_u = (1 − z0 − z1)·(1 − E[p^G] − E[(1−p)^G])`` with the Beta closed forms
     ``E[p^G] = Π_{i<G} (a+i)/(a+b+i)`` and ``E[(1−p)^G] = Π_{i<G} (b+i)/(a+b+i)``.
@@ -99,14 +99,14 @@ def blom_z(n) -> np.ndarray:
 
 
 def expected_max(n, mu: float, sigma: float, cap: float | None):
-    """``E[max_n R] ≈ min(L, exp(μ + σ·z_n))`` (rl-modeling §4.5; order statistics, Blom)."""
+    """``E[max_n R] ≈ min(L, exp(μ + σ·z_n))`` (docs/rl-modeling.md §4.5; order statistics, Blom)."""
     m = np.exp(mu + sigma * blom_z(np.maximum(n, 1.0)))
     return np.minimum(m, cap) if cap is not None else m
 
 
 def oversampling_cutoff(alpha: float, mu: float, sigma: float, cap: float | None) -> float:
     """Step length in tokens when ``(1+α)·N`` are dispatched and the first ``N`` kept:
-    ``τ = exp(μ + σ·Φ⁻¹(1/(1+α)))`` (rl-modeling §4.6; validation ID-08)."""
+    ``τ = exp(μ + σ·Φ⁻¹(1/(1+α)))`` (docs/rl-modeling.md §4.6; validation ID-08)."""
     if alpha <= 0:
         return math.inf if cap is None else cap
     tau = math.exp(mu + sigma * float(ndtri(1.0 / (1.0 + alpha))))
@@ -134,7 +134,7 @@ def cache_hit_fraction(first_prompt: float, per_turn_growth: float, turns: int) 
 
 
 def staleness_means(in_flight, queued, batch, sigma: float) -> dict:
-    """Mean policy-version lag from Little's law (rl-modeling §5.3; validation ID-06).
+    """Mean policy-version lag from Little's law (docs/rl-modeling.md §5.3; validation ID-06).
 
     sample-weighted ``(C + Q)/B``; token-weighted ``(C·e^{σ²} + Q)/B`` (decode duration ∝ length, so
     ``1 + CV² = e^{σ²}``); with in-flight weight updates the token-weighted lag is
@@ -153,14 +153,14 @@ def intra_step_lag(minibatches: int) -> tuple[float, float]:
 
 def staleness_throughput_cap(max_staleness, batch, latency_s, queued=0.0):
     """``X ≤ ((η + 1)·B − Q) / E[W_gen]`` [samples/s]: Little's law on AReaL's admission rule, which bounds
-    running plus accepted-but-unconsumed samples by ``(η + 1)·B`` (rl-modeling §5.4; validation ID-05 with
+    running plus accepted-but-unconsumed samples by ``(η + 1)·B`` (docs/rl-modeling.md §5.4; validation ID-05 with
     ``Q = 0``). ``Q`` is the mean number of accepted samples waiting in the buffer."""
     return ((np.asarray(max_staleness, dtype=float) + 1.0) * batch - queued) / np.asarray(latency_s, dtype=float)
 
 
 def group_quantile_z(alpha: float, group_size: int) -> float:
     """Normal score of the per-sample quantile at which the first ``N`` of ``(1+α)·N`` *groups* finish:
-    a group completes when its slowest member does, ``F(τ)^G = 1/(1+α)`` [derived; rl-modeling §4.6 with
+    a group completes when its slowest member does, ``F(τ)^G = 1/(1+α)`` [derived; docs/rl-modeling.md §4.6 with
     GRPO's whole-group requirement]."""
     return float(ndtri((1.0 / (1.0 + alpha)) ** (1.0 / group_size)))
 
@@ -183,5 +183,5 @@ def areal_admission_capacity(eta: int, version: int, batch: int, accepted_runnin
 
 def verl_stale_fraction_bound(threshold: float) -> float:
     """verl fully-async ``staleness_threshold = s`` generates at most ``(1+s)·B`` samples per sync period, so at
-    most ``s/(1+s)`` of trained samples are stale (rl-modeling §5.1, derived; validation ID-09)."""
+    most ``s/(1+s)`` of trained samples are stale (docs/rl-modeling.md §5.1, derived; validation ID-09)."""
     return threshold / (1.0 + threshold)

@@ -1,6 +1,6 @@
 """Weight synchronisation from trainer to generator after each optimizer step.
 
-``t_sync = t_fixed + β_w·N_tot / BW_sync`` (rl-modeling.md §3.3), calibrated on verl's checkpoint-engine
+``t_sync = t_fixed + β_w·N_tot / BW_sync`` (docs/rl-modeling.md §3.3), calibrated on verl's checkpoint-engine
 measurements (validation SYNC-01, data/rl_calibration.toml):
 
 * trainer and generator inside one scale-up domain (same hardware, ``N_t + N_g`` within it, or colocated):
