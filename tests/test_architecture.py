@@ -1,0 +1,392 @@
+"""Architecture rules of the tcocalc package, checked statically on its source (``ast``; nothing is imported).
+
+Layers, lowest first; a module may import only from its own layer or a lower one:
+
+    0 base          tcocalc.errors, units, _names, _data, scenario
+    1 catalog       tcocalc.catalog.*     (every read of a data file)
+    2 roofline      tcocalc.roofline.*
+    3 economics     tcocalc.economics.*
+    4 rl            tcocalc.rl.*
+    5 studies       tcocalc.whatif
+    6 presentation  tcocalc.figures, reports, cli, __main__
+
+``tcocalc/__init__.py`` is a lazy facade (``_EXPORTS`` resolved with importlib) and is not checked as an
+importer; imported from inside the package it counts as the top layer, since it can hand out any name.
+Imports under ``if TYPE_CHECKING:`` do not run and do not count for cycles or layers; they do count for the
+private-name rule (a private name is private to its module whatever the import is for).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import deque
+from dataclasses import dataclass
+from functools import cache
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PKG = ROOT / "tcocalc"
+TOP = "tcocalc"
+
+MAX_FUNCTION_LINES = 100
+SUBPACKAGES = ("catalog", "roofline", "economics", "rl")
+
+# second component of the dotted module name -> layer
+LAYERS: dict[str, int] = {
+    "errors": 0,
+    "units": 0,
+    "_names": 0,
+    "_data": 0,
+    "scenario": 0,
+    "catalog": 1,
+    "roofline": 2,
+    "economics": 3,
+    "rl": 4,
+    "whatif": 5,
+    "figures": 6,
+    "reports": 6,
+    "cli": 6,
+    "__main__": 6,
+}
+FACADE_LAYER = max(LAYERS.values())
+
+
+def fail_if(lines: list[str], header: str) -> None:
+    """Fail with ``header`` and one finding a line (no assertion rewriting noise)."""
+    if lines:
+        pytest.fail(f"{header}\n" + "\n".join(lines), pytrace=False)
+
+
+# ---------------------------------------------------------------- source model
+
+
+@dataclass(frozen=True)
+class Module:
+    name: str  # dotted, e.g. "tcocalc.catalog.models"; a package __init__ is "tcocalc.catalog"
+    path: Path
+    tree: ast.Module
+
+    @property
+    def package(self) -> str:
+        """The package that relative imports in this module are relative to."""
+        return self.name if self.path.name == "__init__.py" else self.name.rpartition(".")[0]
+
+    def where(self, node: ast.AST) -> str:
+        return f"{self.path.relative_to(ROOT)}:{node.lineno}"
+
+
+@dataclass(frozen=True)
+class Edge:
+    importer: str
+    imported: str
+    where: str
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@cache
+def modules() -> dict[str, Module]:
+    found = {}
+    for path in sorted(PKG.rglob("*.py")):
+        if "__pycache__" not in path.parts:
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            found[_module_name(path)] = Module(_module_name(path), path, tree)
+    return found
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def runtime_nodes(tree: ast.AST):
+    """Every node at any depth (function bodies included), except the body of ``if TYPE_CHECKING:``."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            stack.extend(node.orelse)
+        else:
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def from_base(module: Module, node: ast.ImportFrom) -> str | None:
+    """The absolute dotted module of a ``from X import ...`` (relative levels resolved)."""
+    if node.level == 0:
+        return node.module
+    parts = module.package.split(".")
+    if node.level - 1 >= len(parts):
+        return None
+    base = ".".join(parts[: len(parts) - (node.level - 1)])
+    return f"{base}.{node.module}" if node.module else base
+
+
+def _is_ours(dotted: str | None) -> bool:
+    return dotted is not None and (dotted == TOP or dotted.startswith(TOP + "."))
+
+
+def imported_modules(module: Module, node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The tcocalc modules one import statement loads (names that resolve to no module are left out)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name in modules()]
+    base = from_base(module, node)
+    found = []
+    for alias in node.names:
+        submodule = f"{base}.{alias.name}"  # `from .pkg import name` loads pkg/name.py when there is one
+        if submodule in modules():
+            found.append(submodule)
+        elif base in modules():
+            found.append(base)
+    return found
+
+
+def edges() -> list[Edge]:
+    """Every runtime import between two different tcocalc modules, at any depth."""
+    found = []
+    for module in modules().values():
+        for node in runtime_nodes(module.tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                for target in imported_modules(module, node):
+                    if target != module.name:
+                        found.append(Edge(module.name, target, module.where(node)))
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {name: set() for name in modules()}
+    for edge in edges():
+        graph[edge.importer].add(edge.imported)
+    return graph
+
+
+# ---------------------------------------------------------------- cycles
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components, each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            components.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return components
+
+
+def shortest_cycle_through(start: str, graph: dict[str, set[str]], within: set[str]) -> list[str]:
+    """A shortest path start -> ... -> start inside ``within`` (breadth first)."""
+    came_from: dict[str, str] = {}
+    queue = deque([start])
+    while queue:
+        node = queue.popleft()
+        for nxt in sorted(graph.get(node, ()) & within):
+            if nxt == start:
+                path = [node]
+                while path[-1] != start:
+                    path.append(came_from[path[-1]])
+                return [*reversed(path), start]
+            if nxt not in came_from:
+                came_from[nxt] = node
+                queue.append(nxt)
+    return []
+
+
+def _rotated(cycle: list[str]) -> tuple[str, ...]:
+    """A cycle a -> b -> c -> a written from its smallest node, so rotations of one cycle compare equal."""
+    ring = cycle[:-1]
+    start = ring.index(min(ring))
+    return (*ring[start:], *ring[:start], ring[start])
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Cycles as chains a -> b -> a: in each strongly connected component, a shortest one through each member."""
+    cycles: dict[tuple[str, ...], None] = {}
+    for component in strongly_connected(graph):
+        if len(component) > 1 or component[0] in graph.get(component[0], ()):
+            for member in component:
+                cycles[_rotated(shortest_cycle_through(member, graph, set(component)))] = None
+    return [list(cycle) for cycle in cycles]
+
+
+def test_cycle_finder_on_a_hand_made_graph():
+    assert find_cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b", "a"]]
+    assert find_cycles({"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set()}) == [["a", "b", "c", "a"]]
+    assert find_cycles({"a": {"a"}}) == [["a", "a"]]
+    assert find_cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+    assert len(find_cycles({"a": {"b"}, "b": {"a"}, "x": {"y"}, "y": {"x"}})) == 2
+    # two cycles sharing a node form one component; both are reported
+    assert find_cycles({"a": {"b", "c"}, "b": {"a"}, "c": {"a"}}) == [["a", "b", "a"], ["a", "c", "a"]]
+
+
+def test_no_import_cycle():
+    graph = import_graph()
+    where = {(e.importer, e.imported): e.where for e in edges()}
+    lines = []
+    for cycle in find_cycles(graph):
+        hops = ", ".join(where[(a, b)] for a, b in pairwise(cycle))
+        lines.append(f"  {' -> '.join(cycle)}   ({hops})")
+    fail_if(lines, "import cycles (function-local imports included; file:line of each hop):")
+
+
+# ---------------------------------------------------------------- layers
+
+
+def layer_of(module: str) -> int | None:
+    if module == TOP:
+        return FACADE_LAYER
+    return LAYERS.get(module.split(".")[1])
+
+
+def test_layers_import_downward_only():
+    upward = []
+    for edge in edges():
+        low, high = layer_of(edge.importer), layer_of(edge.imported)
+        if edge.importer != TOP and low is not None and high is not None and high > low:
+            upward.append(f"  {edge.importer} ({low}) -> {edge.imported} ({high}) at {edge.where}")
+    unknown = [f"  {m}: needs a layer (add its top-level name to LAYERS)" for m in modules() if layer_of(m) is None]
+    fail_if(sorted(unknown) + sorted(upward), "layer violations (a module may import only its own layer or lower):")
+
+
+# ---------------------------------------------------------------- private names
+
+
+def is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def module_aliases(module: Module) -> dict[str, str]:
+    """Local name -> tcocalc module, for names bound to a module by an import anywhere in the file."""
+    aliases = {}
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in modules():
+                    # `import tcocalc.x as y` is used as `y._z`; `import tcocalc.x` as `tcocalc.x._z`
+                    aliases[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = from_base(module, node)
+            for alias in node.names:
+                if f"{base}.{alias.name}" in modules():
+                    aliases[alias.asname or alias.name] = f"{base}.{alias.name}"
+    return aliases
+
+
+def _dotted(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        head = _dotted(node.value)
+        return f"{head}.{node.attr}" if head else None
+    return None
+
+
+def private_imports(module: Module) -> list[str]:
+    found = []
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.ImportFrom) and _is_ours(base := from_base(module, node)) and base != module.name:
+            for alias in node.names:
+                # a private *module* (`from . import _data`) is fine; a private name defined in one is not
+                if is_private(alias.name) and f"{base}.{alias.name}" not in modules():
+                    found.append(f"  {module.where(node)}: from {base} import {alias.name}")
+    return found
+
+
+def private_attributes(module: Module) -> list[str]:
+    aliases = module_aliases(module)
+    found = []
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Attribute) and is_private(node.attr):
+            owner = _dotted(node.value)
+            target = aliases.get(owner) if owner else None
+            if target and target != module.name:
+                found.append(f"  {module.where(node)}: {owner}.{node.attr}  ({owner} is {target})")
+    return found
+
+
+def test_no_private_name_imported_across_modules():
+    found = []
+    for module in modules().values():
+        found += private_imports(module) + private_attributes(module)
+    fail_if(sorted(found), "private names used from another tcocalc module (make them public or move them):")
+
+
+# ---------------------------------------------------------------- function length
+
+
+def functions(tree: ast.AST, prefix: str = ""):
+    """(qualified name, node) of every function and method, nested ones included."""
+    for child in ast.iter_child_nodes(tree):
+        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            name = f"{prefix}{child.name}"
+            if not isinstance(child, ast.ClassDef):
+                yield name, child
+            yield from functions(child, f"{name}.")
+        else:
+            yield from functions(child, prefix)
+
+
+def test_no_function_longer_than_100_lines():
+    too_long = []
+    for module in modules().values():
+        for name, node in functions(module.tree):
+            length = node.end_lineno - node.lineno + 1  # from the `def` line, decorators excluded
+            if length > MAX_FUNCTION_LINES:
+                too_long.append((length, f"{module.path.relative_to(ROOT)}:{node.lineno}:{name}"))
+    lines = [f"  {where}: {length} lines" for length, where in sorted(too_long, key=lambda t: (-t[0], t[1]))]
+    fail_if(lines, f"functions longer than {MAX_FUNCTION_LINES} lines (longest first):")
+
+
+# ---------------------------------------------------------------- subpackage __init__ files
+
+
+def _init_problems(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    where = path.relative_to(ROOT)
+    problems = [] if ast.get_docstring(tree) else [f"  {where}: no module docstring"]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom) and not (
+            isinstance(node, ast.ImportFrom) and node.module == "__future__"
+        ):
+            problems.append(f"  {where}:{node.lineno}: import statement ({ast.unparse(node)})")
+    return problems
+
+
+def test_subpackage_inits_import_nothing():
+    problems = [
+        f"  tcocalc/{name}/__init__.py: missing" for name in SUBPACKAGES if not (PKG / name / "__init__.py").is_file()
+    ]
+    for path in sorted(PKG.rglob("__init__.py")):
+        if path != PKG / "__init__.py" and "__pycache__" not in path.parts:
+            problems += _init_problems(path)
+    fail_if(problems, "subpackage __init__.py files must hold a docstring and no imports:")
