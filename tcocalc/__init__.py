@@ -58,6 +58,7 @@ _EXPORTS: dict[str, str] = {
     "CostInputs": "economics.tco",
     "CostBreakdown": "economics.tco",
     "default_cost_inputs": "economics.tco",
+    "cost_lines": "economics.tco",
     "cost_default_hardware": "economics.tco",
     "gpu_hour_cost": "economics.tco",
     "cloud_prices": "economics.tco",
@@ -81,6 +82,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         CostInputs,
         cloud_prices,
         cost_default_hardware,
+        cost_lines,
         default_cost_inputs,
         gpu_hour_cost,
     )

@@ -30,7 +30,7 @@ def _print_frame(df, *, as_csv: bool) -> None:
 
 
 def _cmd_hardware(args) -> int:
-    from .catalog.accelerators import hardware_table
+    from . import hardware_table
 
     df = hardware_table()
     if not args.sources:
@@ -40,7 +40,7 @@ def _cmd_hardware(args) -> int:
 
 
 def _cmd_models(args) -> int:
-    from .catalog.models import model_table
+    from . import model_table
 
     df = model_table()
     if not args.sources:
@@ -50,7 +50,7 @@ def _cmd_models(args) -> int:
 
 
 def _cmd_validate(args) -> int:
-    from .roofline.validation import validation_table
+    from . import validation_table
 
     df = validation_table()
     shown = df.drop(columns=["source"] if not args.sources else [])
@@ -95,18 +95,14 @@ def _cmd_run(args) -> int:
     import json
     from pathlib import Path
 
-    from .economics.tco import cost_lines
-    from .errors import ScenarioError
-    from .rl.report import METRIC_UNITS
-    from .rl.solve import evaluate, solve_split
-    from .scenario import load_scenario
+    from . import METRIC_UNITS, ScenarioError, cost_lines, evaluate, load_scenario, solve_split
 
     sim_steps, seed = _simulation_flags(args)
     scn = load_scenario(args.scenario)
     report = solve_split(scn) if args.solve else evaluate(scn)
     sim = None
     if args.simulate:
-        from .rl.simulate import simulate
+        from . import simulate
 
         try:
             sim = simulate(report.scenario, steps=min(scn.workload.steps, sim_steps), seed=seed)

@@ -56,8 +56,9 @@ class TrainerSection(_Section):
     old_logprob_pass: bool = Field(False, description="recompute old-policy log-probs (one extra forward pass)")
     reference_model: bool = Field(False, description="KL to a reference model (one extra forward pass)")
     minibatches_per_step: int = Field(1, ge=1, le=100_000, description="optimizer updates per rollout step (g_mb)")
-    mfu_busy: float | None = Field(None, gt=0, le=1, description="measured MFU while training, to use instead of "
-                                                                "the roofline training model (docs/rl-modeling.md §3.2)")
+    mfu_busy: float | None = Field(None, gt=0, le=1, description="measured MFU while training, to use instead "
+                                                                "of the roofline training model "
+                                                                "(docs/rl-modeling.md §3.2)")
 
 
 class GeneratorSection(_Section):
@@ -213,11 +214,9 @@ class Scenario(_Section):
         return self.trainer.gpus + self.generator.gpus
 
     def with_split(self, trainer_gpus: int, generator_gpus: int) -> Scenario:
-        """A copy with another trainer/generator split."""
-        return self.model_copy(update={
-            "trainer": self.trainer.model_copy(update={"gpus": int(trainer_gpus)}),
-            "generator": self.generator.model_copy(update={"gpus": int(generator_gpus)}),
-        })
+        """A copy with another trainer/generator split, validated as a whole (a colocated scenario must keep
+        one pool: ScenarioError naming the field otherwise)."""
+        return self.with_values({"trainer.gpus": int(trainer_gpus), "generator.gpus": int(generator_gpus)})
 
     @classmethod
     def choices(cls, path: str) -> tuple[str, ...]:
@@ -273,7 +272,7 @@ class Scenario(_Section):
         ``mean / response_tokens_mean``, so p99/mean and hence the lognormal's sigma are unchanged; a
         given sigma stays as it is. The cap (``response_tokens_max``) is a limit, not part of the shape,
         and stays where it is. This is the rule a ``[[phases]]`` entry's ``response_scale`` applies
-        (``tcocalc.rl.phases.workload_stats``, ``tcocalc.rl.simulate.phase_scenario``). Re-validated:
+        (``tcocalc.rl.phases.workload_stats``, ``tcocalc.rl.phases.phase_scenario``). Re-validated:
         a mean that is not a positive finite number raises :class:`ScenarioError` naming
         ``workload.response_tokens_mean``.
         """

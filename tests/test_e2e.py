@@ -84,4 +84,4 @@ def test_oversized_upload_is_refused(page, app_url, tmp_path):
     page.locator('input[type="file"]').set_input_files(str(big))
     err = page.locator('[data-testid="stAlertContentError"]').first
     err.wait_for()
-    assert "under 200,000" in err.inner_text()
+    assert "200,000 bytes or under" in err.inner_text()
