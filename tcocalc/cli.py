@@ -109,7 +109,7 @@ def _cmd_run(args) -> int:
         except ScenarioError as exc:
             if exc.field != "steps":
                 raise
-            raise ScenarioError("--sim-steps", str(exc).removeprefix("steps: ")) from None
+            raise ScenarioError("--sim-steps", exc.message) from None
     if args.csv:
         out = Path(args.csv)
         try:

@@ -470,7 +470,7 @@ def _load_entry(raw: dict, path: str) -> ModelArch:
             published_params_total=pub.get("params_total"), published_params_active=pub.get("params_active"),
         )
     except ScenarioError as exc:
-        raise DataFileError(path, entry, exc.field, str(exc)) from None
+        raise DataFileError(path, entry, exc.field, exc.message) from None
 
 
 @functools.cache
