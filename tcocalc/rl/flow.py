@@ -88,7 +88,7 @@ def pool_rates(cluster: Cluster, scn: Scenario, ws: WorkloadStats, gcap: Generat
     n_t = np.asarray(n_t, dtype=int)
     n_g = np.asarray(n_g, dtype=int)
     keep = ws.keep_fraction
-    gen_per_dispatched = ws.generated_per_kept * (1.0 - ws.oversample_waste)
+    gen_per_dispatched = ws.generated_per_dispatched
     mu_t, mfu_busy = trainer_capacity(scn, cluster, ws, n_t)
     n_rep = n_g // gcap.instance_gpus
     feasible = (mu_t > 0) & (n_rep > 0)
@@ -102,7 +102,7 @@ def pool_rates(cluster: Cluster, scn: Scenario, ws: WorkloadStats, gcap: Generat
     return Rates(n_t=n_t, n_g=n_g, n_rep=n_rep, feasible=feasible, trainer_samples_per_s=mu_safe, mfu_busy=mfu_busy,
                  t_sync=t_sync, t_train=float(ws.samples_per_step) / mu_safe, generator_samples_per_s=lam_raw * keep,
                  batch=float(ws.samples_per_step), keep=keep, generated_per_dispatched=gen_per_dispatched,
-                 generated_per_trained=gen_per_dispatched / keep, startup_s=startup,
+                 generated_per_trained=ws.generated_per_trained, startup_s=startup,
                  rollout_latency_s=gcap.latency_s + (startup - ws.startup_s))
 
 

@@ -59,6 +59,16 @@ class WorkloadStats:
     sandbox_loss: float              # share of rollouts lost to sandbox start failures
     keep_fraction: float             # trained / dispatched trajectories
 
+    @property
+    def generated_per_dispatched(self) -> float:
+        """Model tokens generated per dispatched trajectory, aborted ones counted [token]."""
+        return self.generated_per_kept * (1.0 - self.oversample_waste)
+
+    @property
+    def generated_per_trained(self) -> float:
+        """Model tokens generated per trained trajectory, discarded and aborted work included [token]."""
+        return self.generated_per_dispatched / self.keep_fraction
+
 
 def phase_list(scn: Scenario) -> list[tuple[str, int, int, dict]]:
     """(name, start step, steps, overrides) per phase; one "run" phase when none are given."""

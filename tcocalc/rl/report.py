@@ -26,7 +26,7 @@ from .sandboxes import ramp_hours
 from .staleness import Staleness
 
 __all__ = ["METRIC_UNITS", "RUN_METRICS", "OBJECTIVES", "RLReport", "contract_metrics", "combine_phases",
-           "tinker_usd_per_mtok", "assert_finite"]
+           "tinker_usd_per_mtok", "scalar_metrics", "assert_finite"]
 
 #: Every metric key of the contract with its unit and meaning (CONTRACT.md "Metric names").
 METRIC_UNITS: dict[str, tuple[str, str]] = {
@@ -127,13 +127,13 @@ def tinker_usd_per_mtok(scn: Scenario, ws: WorkloadStats) -> float | None:
         row = price_row(scn.model.name, scn.economics.tinker_price_date)
     except MissingSpecError:
         return None
-    gen_per_trained = ws.generated_per_kept * (1.0 - ws.oversample_waste) / ws.keep_fraction
     delta = ws.response_mean / ws.turns + ws.observation_tokens
     full = multiturn_prefill_tokens(ws.prompt_tokens, delta, ws.turns, caching=False)
     new = multiturn_prefill_tokens(ws.prompt_tokens, delta, ws.turns, caching=True)
     share = float(row["cached_prefill_share"]) if row["cached_prefill_share"] else 1.0
     prefill_cost = (new + (full - new) * share) * row["prefill_usd_per_mtok"] / ws.keep_fraction
-    usd = (prefill_cost + gen_per_trained * row["sample_usd_per_mtok"] + ws.traj_tokens * row["train_usd_per_mtok"])
+    usd = (prefill_cost + ws.generated_per_trained * row["sample_usd_per_mtok"]
+           + ws.traj_tokens * row["train_usd_per_mtok"])
     return usd / ws.traj_tokens
 
 

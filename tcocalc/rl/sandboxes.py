@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ..scenario import Scenario
-from .flow import Flow
+from .flow import Flow, sandbox_attempts
 from .phases import WorkloadStats
 
 __all__ = ["sandbox_load", "ramp_hours"]
@@ -34,5 +34,4 @@ def ramp_hours(scn: Scenario, ws: WorkloadStats, live: float) -> float:
     if not ws.uses_sandbox or sb.startup_s <= 0:
         return 0.0
     waves = math.ceil(live / sb.max_starting) if sb.max_starting > 0 else 1
-    attempts = 1.0 / (1.0 - sb.failure_rate)
-    return waves * sb.startup_s * attempts / 3600.0
+    return waves * sb.startup_s * sandbox_attempts(scn, ws) / 3600.0

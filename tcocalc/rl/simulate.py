@@ -22,7 +22,7 @@ import numpy as np
 from ..economics.tco import cluster_usd_per_hour
 from ..errors import ScenarioError
 from ..scenario import Scenario
-from .capacity import trajectory_flops_coefficients
+from .capacity import sample_flops, trajectory_flops_coefficients
 from .flow import Flow, Rates
 from .phases import phase_list, phase_scenario, workload_stats
 from .report import RLReport, combine_phases, contract_metrics, scalar_metrics
@@ -85,7 +85,7 @@ def _simulate_phases(scn: Scenario, *, steps: int, seed: int, max_events: int) -
 def _params(scn: Scenario, ws, gcap, rates: Rates, cluster_model) -> SimParams:
     w, orch, sb, sr = scn.workload, scn.orchestration, scn.sandbox, scn.workload.solve_rate
     linear, square = trajectory_flops_coefficients(cluster_model)
-    flops_mean = linear * ws.traj_tokens + square * ws.traj_tokens_m2
+    flops_mean = sample_flops(cluster_model, ws)
     keep_est = max(ws.useful_group_fraction if orch.filter_zero_advantage else 1.0, 1e-3) * (1.0 - ws.sandbox_loss)
     return SimParams(
         mode=orch.mode, batch=w.samples_per_step, group_size=w.group_size, eta=orch.max_staleness,
