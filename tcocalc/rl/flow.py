@@ -74,7 +74,7 @@ class Flow:
     training_share: np.ndarray      # share of wall time the trainer computes [1]
     generated_tokens_per_s: np.ndarray  # model tokens generated per second, waste included [token/s]
     discarded_fraction: np.ndarray  # dispatched rollouts not trained [1]
-    sandbox_share: np.ndarray       # share of its time in flight that a trajectory holds a live sandbox [1]
+    sandbox_share: np.ndarray       # share of its time in flight a trajectory holds a started sandbox [1]
 
 
 def sandbox_attempts(scn: Scenario, ws: WorkloadStats) -> float:
@@ -147,7 +147,8 @@ def sync_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rate
     else:
         step = t_gen + r.t_train + r.t_sync
     x = B / step
-    hold = np.minimum(1.0, (ws.tool_s + r.startup_s + gcap.latency_s) / step)
+    # a sandbox is live from a successful start to the trajectory's end: its latency less the start-up
+    hold = np.minimum(1.0, (gcap.latency_s - ws.startup_s) / step)
     return Flow(trained_per_s=x, step_s=step, trainer_idle=np.clip(1.0 - r.t_train / step, 0.0, 1.0),
                 generator_idle=np.clip(1.0 - t_gen / step, 0.0, 1.0), trainer_capacity=r.trainer_samples_per_s,
                 generator_capacity=B / t_gen, in_flight=np.full_like(step, n_disp), queued=np.zeros_like(step),
@@ -216,7 +217,9 @@ def async_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rat
                 trainer_capacity=mu_eff, generator_capacity=r.generator_samples_per_s, in_flight=inflight,
                 queued=queued, rollout_latency_s=np.broadcast_to(w_gen, step.shape).astype(float),
                 training_share=x * r.t_train / B, generated_tokens_per_s=x * r.generated_per_trained,
-                discarded_fraction=np.full_like(step, 1.0 - keep), sandbox_share=np.ones_like(step))
+                discarded_fraction=np.full_like(step, 1.0 - keep),
+                # a sandbox is live once started: its start-up attempts (retries included) are not
+                sandbox_share=np.clip((w_gen - r.startup_s) / w_gen, 0.0, 1.0))
 
 
 #: The step model of each orchestration mode (``Scenario.orchestration.mode``).
