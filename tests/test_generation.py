@@ -67,6 +67,56 @@ def test_model_that_does_not_fit_names_the_smallest_instance():
     assert err.value.min_gpus >= 16  # 671 GB of FP8 weights need more than 8 x 80 GB
 
 
+def default_scenario(root):
+    return tc.load_scenario(root / "scenarios" / "default.toml")
+
+
+def instance(report) -> tc.Parallelism:
+    """The serving instance of a one-phase report."""
+    (phase,) = report.details.values()
+    return phase["generator"].instance
+
+
+def test_one_gpu_generator_uses_an_instance_that_fits(root):
+    """Issue 16 item 7: Qwen3-8B (16 GB of bf16 weights) on one 80 GB H100 was refused with "the smallest
+    instance is 2 GPUs": the instance was searched at the scale-up domain only (TP2 wins per GPU on 8)."""
+    scn = default_scenario(root)
+    assert instance(tc.evaluate(scn)).gpus == 2  # the shipped 8-GPU generator
+    one = tc.evaluate(scn.with_split(8, 1))
+    assert instance(one) == tc.Parallelism(tp=1) and one.metrics["useful_samples_per_s"] > 0
+    assert instance(tc.evaluate(scn.with_split(8, 3))).gpus == 2  # the usual instance fits: unchanged
+
+
+@pytest.mark.parametrize("model,gpus,smallest", [("Llama-3.1-70B", 1, 2), ("Qwen3-235B-A22B", 2, 4)])
+def test_too_small_generator_names_the_truly_smallest_instance(root, model, gpus, smallest):
+    """140 GB of Llama-3.1-70B bf16 weights fit on TP2 H100 (TP8 is the best per GPU), 470 GB of Qwen3-235B
+    on TP4: the hint names that, not the throughput-best instance, and that many GPUs then run."""
+    scn = default_scenario(root).with_values({"model.name": model, "trainer.gpus": 256})
+    hw = "H200" if model.startswith("Qwen3-235B") else "H100"
+    scn = scn.with_cluster(generator_hardware=hw, generator_gpus=gpus)
+    with pytest.raises(tc.InfeasibleError) as err:
+        tc.evaluate(scn)
+    assert str(err.value).startswith("generator:") and f"smallest instance is {smallest} GPUs" in str(err.value)
+    assert err.value.min_gpus == smallest and err.value.layout.gpus == smallest
+    ok = tc.evaluate(scn.with_cluster(generator_hardware=hw, generator_gpus=smallest))
+    assert instance(ok).gpus == smallest
+
+
+@pytest.mark.parametrize("model,hw,precision,ctx", [
+    ("Llama-3.1-70B", "H100", "bf16", None), ("Qwen3-235B-A22B", "H200", "fp8", 60_000),
+    ("DeepSeek-V3", "H100", "fp8", None), ("GLM-5", "H20", "bf16", 100_000), ("Qwen3-32B", "H20", "bf16", 250_000),
+])
+def test_smallest_instance_hint_runs_and_nothing_smaller_does(model, hw, precision, ctx):
+    kw = dict(prompt_tokens=1000, response_tokens=4000, precision=precision, context_tokens=ctx)
+    with pytest.raises(tc.InfeasibleError) as err:
+        tc.generation_throughput(model, hw, gpus=1, **kw)
+    n = err.value.min_gpus
+    assert tc.generation_throughput(model, hw, gpus=n, **kw).parallel.gpus == n == err.value.layout.gpus
+    if n > 2:
+        with pytest.raises(tc.InfeasibleError):
+            tc.generation_throughput(model, hw, gpus=n // 2, **kw)
+
+
 def test_concurrency_beyond_kv_memory_is_infeasible():
     with pytest.raises(tc.InfeasibleError, match="concurrency"):
         tc.generation_throughput("Llama-3.1-70B", "H100", gpus=2, prompt_tokens=1000, response_tokens=1000,

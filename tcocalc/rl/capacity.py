@@ -77,36 +77,68 @@ def _fit(m, acc, par, kw, generated, ctx, env_s, turns, caching, precision, kv, 
                              weights_per_gpu_bytes=weights, prefill_tokens_per_s=bulk.tokens_per_s)
 
 
+def _best_instance(m, acc, kw, max_gpus: int | None):
+    """The serving instance to use: the throughput-best one searched at the scale-up domain (every split of a
+    sweep gets the same one), or the smallest that fits when the model needs more than a domain. A pool of
+    ``max_gpus`` GPUs too small for it gets the best instance that fits in it: every instance size up to
+    ``max_gpus``, scored by output per pool GPU with ``⌊max_gpus / size⌋`` replicas; the truly smallest
+    instance when nothing fits (so the caller's "smallest instance" names it)."""
+    try:
+        best = generation_throughput(m, acc, gpus=acc.scaleup_domain_gpus, **kw)
+    except InfeasibleError as exc:
+        if exc.min_gpus is None:
+            raise
+        best = generation_throughput(m, acc, gpus=exc.min_gpus, **kw)
+    if max_gpus is None or best.parallel.gpus <= max_gpus:
+        return best
+    pick, score, smallest = None, 0.0, None
+    size = 1
+    while size <= max_gpus:  # instance sizes are powers of two (candidate_serving_layouts)
+        try:
+            est = generation_throughput(m, acc, gpus=size, **kw)
+        except InfeasibleError as exc:
+            smallest = exc.min_gpus
+        else:
+            per_pool_gpu = est.output_tokens_per_s / est.replicas * (max_gpus // est.parallel.gpus) / max_gpus
+            if per_pool_gpu > score:
+                pick, score = est, per_pool_gpu
+        size *= 2
+    if pick is not None:
+        return pick
+    return best if smallest is None else generation_throughput(m, acc, gpus=smallest, **kw)
+
+
 @functools.lru_cache(maxsize=256)
 def _generator_capacity(m, acc, precision, kv, prefill, generated, ctx, env_s, turns,
-                        caching, pinned_tp=None) -> GeneratorCapacity:
-    """The serving instance: the throughput-best one (highest steady-state output per GPU within KV memory),
-    or the pinned tensor-parallel degree. Choosing an instance for latency when a staleness bound caps
-    throughput is a known open item (README, "Assumptions and known limits")."""
+                        caching, pinned_tp=None, max_gpus=None) -> GeneratorCapacity:
+    """The serving instance: the throughput-best one (highest steady-state output per GPU within KV memory;
+    :func:`_best_instance`, ``max_gpus`` the pool when it is smaller than that instance), or the pinned
+    tensor-parallel degree. Choosing an instance for latency when a staleness bound caps throughput is a
+    known open item (README, "Assumptions and known limits")."""
     kw = dict(prompt_tokens=max(prefill, 1.0), response_tokens=max(generated, 1.0), precision=precision,
               kv_precision=kv, context_tokens=ctx)
-    gpus = acc.scaleup_domain_gpus
     if pinned_tp is not None:
         par = Parallelism(tp=pinned_tp, ep=pinned_tp if m.is_moe and m.num_experts % pinned_tp == 0 else 1)
         est = generation_throughput(m, acc, gpus=pinned_tp, parallel=par, **kw)
         return _fit(m, acc, par, kw, generated, ctx, env_s, turns, caching, precision, kv,
                     est.max_concurrency / est.replicas, est.weights_per_gpu_bytes)
-    try:
-        best = generation_throughput(m, acc, gpus=gpus, **kw)
-    except InfeasibleError as exc:
-        if exc.min_gpus is None:
-            raise
-        best = generation_throughput(m, acc, gpus=exc.min_gpus, **kw)
+    best = _best_instance(m, acc, kw, max_gpus)
     return _fit(m, acc, best.parallel, kw, generated, ctx, env_s, turns, caching, precision, kv,
                 best.max_concurrency / best.replicas, best.weights_per_gpu_bytes)
 
 
-def generator_capacity(scn, cluster: Cluster, ws: WorkloadStats) -> GeneratorCapacity:
-    """The generator's serving instance, step-time fit and steady-state rate for this phase (cached)."""
+def generator_capacity(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int | None = None) -> GeneratorCapacity:
+    """The generator's serving instance, step-time fit and steady-state rate for this phase (cached).
+
+    ``max_gpus``: the largest generator pool it serves; when even that cannot hold the usual instance (a
+    1-GPU generator, say), the best instance that fits in it is used instead."""
     g = scn.generator
-    return _generator_capacity(cluster.model, cluster.generator, g.precision, g.kv_precision, ws.prefill_tokens,
-                               ws.generated_per_kept, ws.context_tokens, ws.tool_s + ws.startup_s, ws.turns,
-                               scn.workload.prefix_caching, g.tp)
+    args = (cluster.model, cluster.generator, g.precision, g.kv_precision, ws.prefill_tokens, ws.generated_per_kept,
+            ws.context_tokens, ws.tool_s + ws.startup_s, ws.turns, scn.workload.prefix_caching, g.tp)
+    cap = _generator_capacity(*args)
+    if max_gpus is not None and g.tp is None and cap.instance_gpus > max_gpus:
+        cap = _generator_capacity(*args, max_gpus=int(max_gpus))
+    return cap
 
 
 def trajectory_flops_coefficients(m: ModelArch) -> tuple[float, float]:

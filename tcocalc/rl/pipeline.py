@@ -46,7 +46,7 @@ class PhaseResult:
 
 def evaluate_splits(cluster: Cluster, scn: Scenario, ws: WorkloadStats, n_t, n_g) -> PhaseResult:
     """All stages for splits ``(n_t[i], n_g[i])`` of one phase; infeasible splits are flagged, never NaN."""
-    gcap = generator_capacity(scn, cluster, ws)
+    gcap = generator_capacity(scn, cluster, ws, max_gpus=int(np.max(n_g)))  # a pool too small for the usual instance
     rates = pool_rates(cluster, scn, ws, gcap, n_t, n_g)
     flow = STEP_MODELS[scn.orchestration.mode](scn, ws, gcap, rates)
     stale = staleness(scn, ws, gcap, flow)

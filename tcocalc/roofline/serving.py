@@ -177,18 +177,28 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
             max_concurrency=float(b_max) * replicas, weights_per_gpu_bytes=weights,
             bound=max(parts, key=parts.get), tier=cal.tier)
     if best is None:
-        raise _no_fit(m, acc, cal, precision, kv_precision, ctx, gpus, concurrency, parallel)
+        raise _no_fit(m, acc, cal, precision, kv_precision, ctx, p + r, gpus, concurrency, parallel)
     return best
 
 
-def _no_fit(m, acc, cal, precision, kv_precision, ctx, gpus, concurrency, parallel) -> InfeasibleError:
+def _fits_one_sequence(m, acc, cal, par, precision, kv_precision, ctx) -> bool:
+    _, pool = _pool_per_gpu(m, acc, cal, par, precision)
+    return pool > 0 and pool >= float(kv_bytes_per_seq_per_gpu(m, par, kv_precision, ctx))
+
+
+def _smallest_layout(m, acc, cal, precision, kv_precision, seq_tokens, ctx) -> Parallelism | None:
+    """The smallest instance (fewest GPUs, then fewest stages) the automatic search can use: the stages
+    :func:`_fewest_stages` keeps for ``seq_tokens``-token sequences, holding one sequence at the running
+    context ``ctx``. :func:`generation_throughput` with ``gpus`` = its size finds a layout and no smaller
+    count does; ``None`` when no layout up to the largest searched fits."""
+    kept = _fewest_stages(candidate_serving_layouts(m, acc), m, acc, cal, precision, kv_precision, seq_tokens)
+    fits = [par for par in kept if _fits_one_sequence(m, acc, cal, par, precision, kv_precision, ctx)]
+    return min(fits, key=lambda q: (q.gpus, q.pp), default=None)
+
+
+def _no_fit(m, acc, cal, precision, kv_precision, ctx, seq_tokens, gpus, concurrency, parallel) -> InfeasibleError:
     """Name the smallest instance that would hold the model and one sequence."""
-    smallest = None
-    for par in sorted(candidate_serving_layouts(m, acc), key=lambda q: (q.gpus, q.pp)):
-        weights, pool = _pool_per_gpu(m, acc, cal, par, precision)
-        if pool > float(kv_bytes_per_seq_per_gpu(m, par, kv_precision, ctx)):
-            smallest = par
-            break
+    smallest = _smallest_layout(m, acc, cal, precision, kv_precision, seq_tokens, ctx)
     what = f"{m.name} ({precision}) with {ctx:,.0f}-token contexts on {gpus} x {acc.name}"
     if concurrency is not None and smallest is not None and gpus % smallest.gpus == 0:
         return InfeasibleError(f"{what}: concurrency {concurrency:g} does not fit in KV memory; lower it or add GPUs",
