@@ -28,6 +28,7 @@ MFU (CONTRACT.md) = ``training_flops_per_token(seq, causal) · tokens/s / (GPUs 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..catalog.calibration import calibration_for
@@ -284,12 +285,68 @@ def _no_fit(m, acc, cal, gpus, seq, gbt, precision, parallel, offload: bool) -> 
     else:
         prefix = f"{what}: no layout fits in memory even with full recompute" + (
             " and optimizer offload" if offload else "")
-    for n in (2 ** i for i in range(0, 16)):
-        if n <= gpus and parallel is None:
-            continue
-        for par in candidate_layouts(m, acc, n):
-            if training_step(m, acc, cal, par, seq=seq, global_batch=max(gbt / seq, par.dp),
-                             precision=precision, offload=offload) is not None:
-                return InfeasibleError(f"{prefix}; the smallest power-of-two count that fits is {n} GPUs "
-                                       f"({par.label()})", min_gpus=n, layout=par)
-    return InfeasibleError(f"{prefix}; nothing up to 32,768 GPUs fits")
+    start = 1 if parallel is not None else gpus + 1
+    found = _smallest_count(m, acc, cal, start, seq, gbt, precision, offload)
+    if found is None:
+        return InfeasibleError(f"{prefix}; nothing up to {_MAX_GPUS:,} GPUs fits")
+    n, par = found
+    return InfeasibleError(f"{prefix}; the smallest count that fits is {n} GPUs ({par.label()})", min_gpus=n,
+                           layout=par)
+
+
+_MAX_GPUS = 32_768
+
+
+def _fitting_layout(m, acc, cal, n, seq, gbt, precision, offload) -> Parallelism | None:
+    for par in candidate_layouts(m, acc, n):
+        if training_step(m, acc, cal, par, seq=seq, global_batch=max(gbt / seq, par.dp), precision=precision,
+                         offload=offload) is not None:
+            return par
+    return None
+
+
+def _smallest_count(m, acc, cal, start, seq, gbt, precision, offload) -> tuple[int, Parallelism] | None:
+    """The smallest GPU count ``>= start`` with a layout that fits in memory, and that layout.
+
+    Bounded work. Memory falls as DP widens with TP, PP and EP fixed (the optimizer state is sharded
+    further, fewer micro-batches are in flight; VP does not matter), and TP and PP are powers of two, so
+    a layout of ``n`` GPUs that fits also fits at the next power of two: the first power of two that fits,
+    ``P``, bounds the answer to ``(P/2, P]``. Each (TP, PP, EP) family of ``P``'s candidate layouts then
+    gives its smallest fitting DP in that range by bisection (DP a multiple of what EP needs)."""
+    p = 1
+    while p < start:
+        p *= 2
+    while p <= _MAX_GPUS:
+        par = _fitting_layout(m, acc, cal, p, seq, gbt, precision, offload)
+        if par is not None:
+            break
+        p *= 2
+    else:
+        return None
+    best_n, best_par = p, par
+    lowest = max(start, p // 2 + 1)
+    families: dict[tuple[int, int, int], int] = {}
+    for q in candidate_layouts(m, acc, p):
+        families.setdefault((q.tp, q.pp, q.ep), q.vp)
+
+    def fits(tp, pp, ep, vp, dp):
+        q = Parallelism(tp=tp, pp=pp, dp=dp, ep=ep, vp=vp)
+        ok = training_step(m, acc, cal, q, seq=seq, global_batch=max(gbt / seq, dp), precision=precision,
+                           offload=offload) is not None
+        return q if ok else None
+
+    for (tp, pp, ep), vp in families.items():
+        unit, step = tp * pp, ep // math.gcd(ep, tp)  # tp·dp divisible by ep <=> dp a multiple of step
+        lo = -(-lowest // (unit * step))               # in multiples of step
+        hi = (best_n - 1) // (unit * step)             # only counts below the best so far
+        found = None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            q = fits(tp, pp, ep, vp, mid * step)
+            if q is None:
+                lo = mid + 1
+            else:
+                found, hi = q, mid - 1
+        if found is not None:
+            best_n, best_par = found.gpus, found
+    return best_n, best_par
