@@ -125,16 +125,21 @@ def test_rl02_verl_async_trainer_idle():
 
 
 @pytest.mark.reference
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="known miss: we predict 1.7x, not 2.4x: our colocated-128 step is 16% fast (modelled "
+                          "training scales linearly 64 -> 128 GPUs, verl's colocated update barely speeds up) and "
+                          "async 64:64 is 19% slow; the two errors compound in the ratio")
 def test_rl03_rl07_async_speedup_at_128_gpus():
     """RL-03/RL-07: at 128 GPUs async beats colocated sync ≈2.37x per step; the solver's best split of the
-    128 GPUs must reproduce ~2.4x (±20%). Async must win clearly either way."""
+    128 GPUs must reproduce ~2.4x (±20%). Async must win clearly either way: that part fails the test
+    outright (pytest.fail is not an AssertionError, so the xfail does not absorb it); a fix of the ratio
+    makes the strict xfail fail, so it is noticed."""
     colocated = verl("colocated", 128).metrics["step_time_s"]
     solved = tc.solve_split(load("verl_fully_async_qwen25_7b_h20_64x64"), objective="useful_samples_per_s")
-    assert colocated / verl("async", 64).metrics["step_time_s"] > 1.5
-    assert colocated / solved.metrics["step_time_s"] > 1.5
-    pytest.xfail("known miss: we predict 1.7x, not 2.4x: our colocated-128 step is 16% fast (modelled training "
-                 "scales linearly 64 -> 128 GPUs, verl's colocated update barely speeds up) and async 64:64 is "
-                 "19% slow; the two errors compound in the ratio")
+    speedups = colocated / verl("async", 64).metrics["step_time_s"], colocated / solved.metrics["step_time_s"]
+    if min(speedups) <= 1.5:
+        pytest.fail(f"async must beat colocated clearly at 128 GPUs: speedups {speedups}")
+    assert speedups[1] == pytest.approx(2.37, rel=0.20)
 
 
 @pytest.mark.reference
