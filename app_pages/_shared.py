@@ -88,15 +88,37 @@ def fmt(value, unit: str = "", digits: int = 3) -> str:
     return f"{s} {unit}".strip()
 
 
-def error_text(exc: Exception) -> str:
-    """A library error as one line; an InfeasibleError adds the smallest GPU count (and layout) that fits."""
-    text = f"{type(exc).__name__}: {exc}"
+def plural(value, one: str, many: str | None = None) -> str:
+    """``value`` with its unit, singular for exactly 1 ("1 step", "0 steps", "1.5 steps"; None -> 'not offered')."""
+    unit = one if value == 1 else (many or f"{one}s")
+    return fmt(value, unit)
+
+
+def split_text(metrics: dict, mode: str) -> str:
+    """The pools a report ran on: "8 trainer : 24 generator GPUs", or "16 GPUs (one colocated pool)"."""
+    if mode == "colocated":
+        return f"{metrics['trainer_gpus']:,.0f} GPUs (one colocated pool)"
+    return f"{metrics['trainer_gpus']:,.0f} trainer : {metrics['generator_gpus']:,.0f} generator GPUs"
+
+
+def error_text(exc: Exception, labels: dict[str, str] | None = None) -> str:
+    """A library error as one line; an InfeasibleError adds the smallest GPU count (and layout) that fits.
+
+    With ``labels`` (a ScenarioError's field -> the label of the widget on the page) the text is plain: no
+    exception class name, and a field the page shows by its label is named by that label.
+    """
+    if labels is None:
+        text = f"{type(exc).__name__}: {exc}"
+    else:
+        field, message = getattr(exc, "field", None), getattr(exc, "message", None)
+        text = f"{labels[field]}: {message}" if field in labels and message else str(exc)
     if isinstance(exc, tc.InfeasibleError) and exc.min_gpus is not None:
         layout = f" ({exc.layout.label()})" if exc.layout is not None else ""
         text = f"{text.rstrip('.')}. Smallest that fits: {exc.min_gpus:,} GPUs{layout}."
     return text
 
 
-def show_error(exc: Exception) -> None:
-    """A library error as one clear message, never a traceback. A ScenarioError's text names its field."""
-    st.error(error_text(exc))
+def show_error(exc: Exception, labels: dict[str, str] | None = None) -> None:
+    """A library error as one clear message, never a traceback. A ScenarioError's text names its field (by its
+    widget label where ``labels`` has it)."""
+    st.error(error_text(exc, labels))

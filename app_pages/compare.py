@@ -29,6 +29,14 @@ metric = st.selectbox("Metric", list(tc.METRIC_UNITS), index=list(tc.METRIC_UNIT
                       key="compare_metric")
 if frame.empty:
     st.stop()
-st.plotly_chart(compare_figure(frame, metric, tc.METRIC_UNITS[metric][0]), key="compare_chart")
+fig = compare_figure(frame, metric, tc.METRIC_UNITS[metric][0])
+# A value a scenario does not have (Tinker does not offer its model) has no bar: say so where the bar would be.
+missing = list(frame.loc[frame[metric].isna(), "scenario"])
+for name in missing:
+    fig.add_annotation(x=name, y=0, yref="y", text="not offered", showarrow=False, yanchor="bottom",
+                       font=dict(color="gray"))
+st.plotly_chart(fig, key="compare_chart")
+if missing:
+    st.caption(f"{metric}: not offered for {', '.join(missing)}, so no bar is drawn and no number is made up.")
 st.dataframe(frame.set_index("scenario").T, key="compare_table")
 st.download_button("Download comparison (CSV)", to_csv_text(frame), "compare.csv", "text/csv", key="dl_compare")

@@ -22,18 +22,21 @@ if st.session_state.get("_cost_loaded") != hw or "server_price" not in st.sessio
     st.session_state["_cost_loaded"] = hw
     st.session_state.update(server_price=float(defaults.server_price_usd), years=float(defaults.depreciation_years),
                             rate=float(defaults.cost_of_capital), kwh=float(defaults.electricity_usd_per_kwh))
+# Errors name an input by the label it has on this page, not by its CostInputs field.
+LABELS = {"server_price_usd": "Server price [USD]", "depreciation_years": "Depreciation [years]",
+          "cost_of_capital": "Cost of capital [1/yr]", "electricity_usd_per_kwh": "Electricity [USD/kWh]"}
 c1, c2, c3, c4 = st.columns(4)
-price = c1.number_input("Server price [USD]", min_value=1.0, step=10_000.0, key="server_price",
+price = c1.number_input(LABELS["server_price_usd"], min_value=1.0, step=10_000.0, key="server_price",
                         help=f"one server (or rack) of {defaults.gpus_per_server} GPUs")
-years = c2.number_input("Depreciation [years]", min_value=0.5, max_value=20.0, key="years")
-rate = c3.number_input("Cost of capital [1/yr]", min_value=0.0, max_value=0.5, step=0.01, key="rate")
-kwh = c4.number_input("Electricity [USD/kWh]", min_value=0.0, max_value=2.0, step=0.01, key="kwh")
+years = c2.number_input(LABELS["depreciation_years"], min_value=0.5, max_value=20.0, key="years")
+rate = c3.number_input(LABELS["cost_of_capital"], min_value=0.0, max_value=0.5, step=0.01, key="rate")
+kwh = c4.number_input(LABELS["electricity_usd_per_kwh"], min_value=0.0, max_value=2.0, step=0.01, key="kwh")
 try:
     inputs = tc.default_cost_inputs(hw, server_price_usd=price, depreciation_years=years, cost_of_capital=rate,
                                     electricity_usd_per_kwh=kwh)
     b = tc.gpu_hour_cost(inputs)
 except tc.TcocalcError as exc:
-    ui.show_error(exc)
+    ui.show_error(exc, LABELS)
     st.stop()
 k = st.columns(3)
 k[0].metric("Ownership cost", f"{b.usd_per_gpu_hour:.3f} USD/GPU-h")
@@ -57,7 +60,7 @@ with st.spinner("Pricing the run…"):
         brt = tc.build_rent_tinker(scn)
         sens = tc.sensitivity(scn)
     except tc.TcocalcError as exc:
-        ui.show_error(exc)
+        ui.show_error(exc, LABELS)
         st.stop()
 st.dataframe(brt, hide_index=True)
 st.download_button("Download build/rent/Tinker (CSV)", to_csv_text(brt), "build_rent_tinker.csv", "text/csv",

@@ -1,5 +1,6 @@
 """The planner app, headless (AppTest): every page renders, widgets drive the KPIs, bad input shows st.error."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -206,3 +207,25 @@ def test_pages_keep_sane_inputs_across_page_switches():
     assert not at.exception and not at.error
     assert at.number_input(key="trainer_gpus").value == 8
     assert at.subheader[0].value.startswith("Split 8 trainer : 8 generator")
+
+
+def test_compare_labels_what_is_not_offered():
+    at = run("app_pages/compare.py")
+    at.selectbox(key="compare_metric").select("cost_ratio_vs_tinker").run()
+    assert not at.exception
+    frame = at.dataframe[0].value.T
+    missing = sorted(frame.index[frame["cost_ratio_vs_tinker"].isna()])
+    assert missing  # the GB300 scenarios' model is not on Tinker
+    spec = json.loads(at.get("plotly_chart")[0].proto.spec)
+    notes = spec["layout"].get("annotations", [])
+    assert sorted(a["x"] for a in notes if a["text"] == "not offered") == missing
+    assert any("not offered for " + ", ".join(missing) in c.value for c in at.caption)
+
+
+def test_cost_errors_name_the_input_by_its_label():
+    at = run("app_pages/cost.py")
+    at.number_input(key="server_price").set_value(2e9).run()
+    assert not at.exception
+    (error,) = at.error
+    assert error.value.startswith("Server price [USD]: ")
+    assert "server_price_usd" not in error.value and "Error" not in error.value
