@@ -1,6 +1,12 @@
-"""Plan: pick or build a scenario, see the split, throughput, idle, staleness and cost, and fix the split."""
+"""Plan: pick or build a scenario, see the split, throughput, idle, staleness and cost, and fix the split.
+
+The inputs live in the page's URL too (query parameters, rewritten on every change), so a reconnect after a
+server restart, a reload or a shared link starts from them instead of from the file's values.
+"""
 
 from __future__ import annotations
+
+import math
 
 import streamlit as st
 
@@ -9,16 +15,75 @@ from app_pages import _shared as ui
 from tcocalc.figures import split_sweep_figure, timeline_figure
 from tcocalc.reports import metrics_table, sweep_table, to_csv_text
 
+OBJECTIVE = "usd_per_useful_sample"
+SIM_STEPS, SIM_SEED = 12, 0
+#: Numeric inputs: key -> (type, min, max), shared by the widgets and the check of the URL's values.
+NUMBERS = {
+    "trainer_gpus": (int, 1, 100_000), "generator_gpus": (int, 1, 100_000), "max_staleness": (float, 0.0, 1000.0),
+    "prompts": (int, 1, 1_000_000), "group": (int, 1, 10_000), "prompt_tokens": (float, 1.0, 1e7),
+    "resp_mean": (float, 1.0, 1e7), "turns": (int, 1, 10_000), "tool_s": (float, 0.0, 1e5),
+    "usd_gpu_h": (float, 0.01, 1e4),
+}
+TOGGLES = ("solve", "simulate")
+SCENARIO_PARAM = "scenario"  # the URL parameter naming the scenario (a file's stem, or an uploaded file's name)
+
+
+def limits(key: str) -> dict:
+    _, lo, hi = NUMBERS[key]
+    return {"min_value": lo, "max_value": hi}
+
+
+def to_param(value) -> str:
+    """A widget value as URL text; ints and floats round-trip exactly ("4000", "0.5")."""
+    if isinstance(value, float):
+        text = repr(value)
+        return text[:-2] if text.endswith(".0") else text
+    return str(value)
+
+
+def from_params(params: dict[str, str], choices: dict[str, list]) -> tuple[dict, list[str]]:
+    """The inputs the URL carries, checked as the widgets check them; and those that cannot be restored."""
+    values, bad = {}, []
+    for key, raw in params.items():
+        if key == SCENARIO_PARAM:
+            continue
+        ok = False
+        try:
+            if key in NUMBERS:
+                kind, lo, hi = NUMBERS[key]
+                value = kind(raw)
+                ok = math.isfinite(value) and lo <= value <= hi
+            elif key in choices:
+                value, ok = raw, raw in choices[key]
+            elif key in TOGGLES:
+                value, ok = raw == "true", raw in ("true", "false")
+        except ValueError:
+            pass
+        if ok:
+            values[key] = value
+        else:
+            bad.append(f"{key}={raw}")
+    return values, bad
+
+
 st.title("Plan an RL run")
 st.caption("Choose a published scenario or your own TOML, change the split and the workload, and read what "
            "follows. Every number is per the contract's units; hover the help icons for definitions.")
 
 files = ui.scenario_files()
+ss = st.session_state
+if "_link" not in ss:  # the session's first run: a reconnect, a reload or a shared link brings its URL's inputs
+    ss["_link"] = st.query_params.to_dict()
+    if ss["_link"].get(SCENARIO_PARAM) in files:
+        ss["scenario_file"] = ss["_link"][SCENARIO_PARAM]
 left, right = st.columns([2, 1])
-choice = left.selectbox("Scenario", list(files), key="scenario_file",
-                        help="scenarios/*.toml; each file documents its assumptions")
 upload = right.file_uploader("…or upload a scenario TOML", type=["toml"], key="upload",
                              help=f"at most {tc.MAX_SCENARIO_BYTES:,} bytes")
+# An uploaded file wins over the scenario box, which is then disabled and says why.
+choice = left.selectbox("Scenario", list(files), key="scenario_file", disabled=upload is not None,
+                        help="scenarios/*.toml; each file documents its assumptions")
+if upload is not None:
+    st.info(f"The uploaded file {upload.name} is in use; remove it to use the scenario box.")
 
 # The TOML is parsed once per rerun: the library checks size, syntax and every field.
 text, source = ui.scenario_text(str(files[choice])), choice
@@ -36,7 +101,8 @@ except tc.TcocalcError as exc:
     st.stop()
 
 # Widgets start from the chosen scenario; switching scenario resets them, and so does coming back from another
-# page (Streamlit drops the state of widgets a page did not draw).
+# page (Streamlit drops the state of widgets a page did not draw). On a session's first run the URL's values
+# (written below on every change) replace the file's: a reconnect or a reload keeps what the user had.
 start = {
     "model": scn0.model.name, "trainer_hw": scn0.trainer.hardware, "trainer_gpus": scn0.trainer.gpus,
     "generator_hw": scn0.generator.hardware, "generator_gpus": scn0.generator.gpus,
@@ -46,49 +112,78 @@ start = {
     "resp_mean": float(scn0.workload.response_tokens_mean), "turns": scn0.workload.turns,
     "tool_s": float(scn0.sandbox.tool_call_s), "usd_gpu_h": float(scn0.economics.usd_per_gpu_hour),
 }
-if st.session_state.get("_loaded") != source or any(key not in st.session_state for key in start):
-    st.session_state["_loaded"] = source
-    st.session_state.update(start)
-
 hw_names = list(ui.hardware_table()["name"])
 models = ui.model_names()
+choices = {
+    "trainer_hw": hw_names if scn0.trainer.hardware in hw_names else [scn0.trainer.hardware, *hw_names],
+    "generator_hw": hw_names if scn0.generator.hardware in hw_names else [scn0.generator.hardware, *hw_names],
+    "mode": list(tc.Scenario.choices("orchestration.mode")),
+    "generator_precision": list(tc.Scenario.choices("generator.precision")),
+}
+if scn0.model.config is None:  # a model given by its [model.config] is not chosen from the catalog
+    choices["model"] = models if scn0.model.name in models else [scn0.model.name, *models]
+link = ss["_link"]
+linked = link.get(SCENARIO_PARAM, source)
+if ss.get("_loaded") != source or any(key not in ss for key in start):
+    values = dict(start)
+    if link and linked == source:
+        restored, bad = from_params(link, choices)
+        values.update(restored)
+        if bad:
+            st.warning(f"These inputs in the page's URL could not be restored, so they start from {source}'s "
+                       f"values: {', '.join(bad)}.")
+        ss["_link"] = {}
+    elif link and (ss.get("_loaded") is not None or not linked.endswith(".toml")):
+        if ss.get("_loaded") is None:
+            st.warning(f"The page's URL names the scenario {linked!r}, which is not one of the shipped scenarios: "
+                       f"its inputs are not restored.")
+        ss["_link"] = {}
+    ss["_loaded"] = source
+    ss.update(values)
+if ss["_link"]:  # the URL's inputs are for an uploaded file: kept until that file is uploaded again
+    st.warning(f"The inputs in the page's URL are for the uploaded file {linked}, which a reconnect does not keep: "
+               f"upload it again to restore them.")
+
 with st.expander("Cluster and workload", expanded=True):
     c1, c2, c3, c4 = st.columns(4)
-    if scn0.model.config is None:
-        c1.selectbox("Model", models if scn0.model.name in models else [scn0.model.name, *models], key="model")
+    if "model" in choices:
+        c1.selectbox("Model", choices["model"], key="model")
     else:
         c1.text_input("Model (from [model.config])", key="model", disabled=True)
-    c2.selectbox("Trainer hardware", hw_names if scn0.trainer.hardware in hw_names else
-                 [scn0.trainer.hardware, *hw_names], key="trainer_hw")
-    c3.number_input("Trainer GPUs", min_value=1, max_value=100_000, step=8, key="trainer_gpus")
-    c4.selectbox("Mode", tc.Scenario.choices("orchestration.mode"), key="mode",
+    c2.selectbox("Trainer hardware", choices["trainer_hw"], key="trainer_hw")
+    c3.number_input("Trainer GPUs", step=8, key="trainer_gpus", **limits("trainer_gpus"))
+    c4.selectbox("Mode", choices["mode"], key="mode",
                  help="colocated: one pool alternates; sync: two pools alternate; one_step_off: generator one "
                       "step ahead; async: bounded staleness; inflight: async with in-flight weight updates")
     c1, c2, c3, c4 = st.columns(4)
-    c1.selectbox("Generator hardware", hw_names if scn0.generator.hardware in hw_names else
-                 [scn0.generator.hardware, *hw_names], key="generator_hw")
-    c2.number_input("Generator GPUs", min_value=1, max_value=100_000, step=8, key="generator_gpus",
+    c1.selectbox("Generator hardware", choices["generator_hw"], key="generator_hw")
+    c2.number_input("Generator GPUs", step=8, key="generator_gpus", **limits("generator_gpus"),
                     help="colocated: ignored (like the generator hardware), the trainer's pool generates")
-    c3.selectbox("Generator precision", tc.Scenario.choices("generator.precision"), key="generator_precision")
-    c4.number_input("Max staleness [steps]", min_value=0.0, max_value=1000.0, step=0.5, key="max_staleness",
+    c3.selectbox("Generator precision", choices["generator_precision"], key="generator_precision")
+    c4.number_input("Max staleness [steps]", step=0.5, key="max_staleness", **limits("max_staleness"),
                     help="async/inflight: how many policy versions a trained sample may lag")
     c1, c2, c3, c4 = st.columns(4)
-    c1.number_input("Prompts per step", min_value=1, max_value=1_000_000, key="prompts")
-    c2.number_input("Group size (samples per prompt)", min_value=1, max_value=10_000, key="group")
-    c3.number_input("Prompt [tokens]", min_value=1.0, max_value=1e7, step=100.0, key="prompt_tokens")
-    c4.number_input("Mean response [tokens]", min_value=1.0, max_value=1e7, step=500.0, key="resp_mean",
+    c1.number_input("Prompts per step", key="prompts", **limits("prompts"))
+    c2.number_input("Group size (samples per prompt)", key="group", **limits("group"))
+    c3.number_input("Prompt [tokens]", step=100.0, key="prompt_tokens", **limits("prompt_tokens"))
+    c4.number_input("Mean response [tokens]", step=500.0, key="resp_mean", **limits("resp_mean"),
                     help="model tokens per trajectory (all turns), before the cap")
     c1, c2, c3, c4 = st.columns(4)
-    c1.number_input("Turns per trajectory", min_value=1, max_value=10_000, key="turns",
-                    help="tool calls = turns - 1")
-    c2.number_input("Tool call [s]", min_value=0.0, max_value=1e5, step=1.0, key="tool_s")
-    c3.number_input("GPU cost [USD/GPU-h]", min_value=0.01, max_value=1e4, step=0.1, key="usd_gpu_h",
+    c1.number_input("Turns per trajectory", key="turns", **limits("turns"), help="tool calls = turns - 1")
+    c2.number_input("Tool call [s]", step=1.0, key="tool_s", **limits("tool_s"))
+    c3.number_input("GPU cost [USD/GPU-h]", step=0.1, key="usd_gpu_h", **limits("usd_gpu_h"),
                     help="all-in cost per GPU-hour; the Cost page derives one from capex and opex")
-    solve = c4.toggle("Find the best split", key="solve", value=False)
+    solve = c4.toggle("Find the best split", key="solve")
+
+# The URL keeps the scenario, the inputs that differ from its values and the toggles that are on. It is left
+# alone while it still holds inputs for an uploaded file that has not been uploaded again.
+params = {SCENARIO_PARAM: source, **{key: to_param(ss[key]) for key in start if ss[key] != start[key]},
+          **{key: "true" for key in TOGGLES if ss.get(key)}}
+if not ss["_link"] and st.query_params.to_dict() != params:
+    st.query_params.from_dict(params)
 
 # The scenario the page evaluates: the chosen one with the widgets' values. The library keeps its rules (the
 # response distribution keeps its shape; a colocated run has one pool) and refuses bad combinations.
-ss = st.session_state
 try:
     scn = (scn0.with_values({
         "model.name": ss["model"], "generator.precision": ss["generator_precision"],
@@ -100,27 +195,29 @@ try:
         .with_cluster(mode=ss["mode"], trainer_hardware=ss["trainer_hw"], trainer_gpus=int(ss["trainer_gpus"]),
                       generator_hardware=ss["generator_hw"], generator_gpus=int(ss["generator_gpus"])))
     with st.spinner("Solving the split…" if solve else "Evaluating…"):
-        report = ui.solve(scn, "usd_per_useful_sample") if solve else ui.evaluate(scn)
+        report = ui.solve(scn, OBJECTIVE) if solve else ui.evaluate(scn)
 except (tc.TcocalcError, ValueError) as exc:
     ui.show_error(exc)
     st.stop()
 
-m = report.metrics
-st.subheader(f"Split {m['trainer_gpus']:.0f} trainer : {m['generator_gpus']:.0f} generator GPUs"
-             + (" (solved)" if solve else ""))
+# The split shown, simulated and downloaded: the solved one when solving (report.scenario), else the inputs'.
+shown, m = report.scenario, report.metrics
+mode = shown.orchestration.mode
+split = ui.split_text(m, mode)
+st.subheader(("" if mode == "colocated" else "Split ") + split + (" (solved)" if solve else ""))
 k = st.columns(4)
 k[0].metric("Useful samples/s", ui.fmt(m["useful_samples_per_s"], "sample/s"),
             help="trajectories with non-zero advantage reaching the trainer")
 k[1].metric("Trainer idle", f"{m['trainer_idle_fraction']:.0%}", help="share of wall time the trainer waits")
 k[2].metric("Trainer MFU (wall / busy)", f"{m['trainer_mfu']:.1%} / {m['trainer_mfu_busy']:.1%}")
-k[3].metric("Mean staleness", ui.fmt(m["mean_staleness_steps"], "steps"),
+k[3].metric("Mean staleness", ui.plural(m["mean_staleness_steps"], "step"),
             help=f"max {m['max_staleness_steps']:.2g}, token-weighted {m['token_staleness_steps']:.2g}")
 k = st.columns(4)
 k[0].metric("Cost per M trained tokens", ui.fmt(m["usd_per_mtok_trained"], "USD"))
 ratio = m["cost_ratio_vs_tinker"]
 k[1].metric("vs Tinker list price", "not offered" if ratio is None else f"{ratio:.2f}x",
             help="our cost per trained token over Tinker's for the same token mix")
-k[2].metric("Run cost", ui.fmt(m["run_usd"], "USD"), help=f"{scn.workload.steps} steps")
+k[2].metric("Run cost", ui.fmt(m["run_usd"], "USD"), help=ui.plural(shown.workload.steps, "step"))
 k[3].metric("Run duration", ui.fmt(m["run_hours"], "h"))
 for line in report.advice:
     st.info(line)
@@ -146,20 +243,31 @@ if phases is not None and len(phases) > 1:
     st.dataframe(phases[cols], hide_index=True)
 
 st.subheader("Step timeline (simulated)")
-if st.toggle("Simulate 12 steps", key="simulate", value=False,
-             help="a seeded discrete-event run of the same scenario (a few seconds)"):
+if st.toggle(f"Simulate {ui.plural(SIM_STEPS, 'step')}", key="simulate",
+             help="a seeded discrete-event run of the split shown above (a few seconds)"):
     try:
         with st.spinner("Simulating…"):
-            sim = ui.simulate(scn, 12, 0)
+            sim = ui.simulate(shown, SIM_STEPS, SIM_SEED)
         sim_metrics, timeline = sim.metrics, sim.details["timeline"]
         st.plotly_chart(timeline_figure(timeline), key="timeline_chart")
-        st.caption(f"Simulated: {sim_metrics['useful_samples_per_s']:.3g} useful samples/s, trainer idle "
-                   f"{sim_metrics['trainer_idle_fraction']:.0%} (analytical {m['useful_samples_per_s']:.3g}, "
-                   f"{m['trainer_idle_fraction']:.0%}).")
+        st.caption(f"Simulated on {ui.split_text(sim_metrics, mode)}: {sim_metrics['useful_samples_per_s']:.3g} "
+                   f"useful samples/s, trainer idle {sim_metrics['trainer_idle_fraction']:.0%} (analytical "
+                   f"{m['useful_samples_per_s']:.3g}, {m['trainer_idle_fraction']:.0%}).")
         st.download_button("Download timeline (CSV)", to_csv_text(timeline), "timeline.csv", "text/csv",
                            key="dl_timeline")
     except (tc.TcocalcError, ValueError) as exc:
         ui.show_error(exc)
 
-st.download_button("Download this scenario (TOML)", scn.to_toml(), f"{scn.name}.toml", "application/toml",
+# The download is the split shown; a solved one says so in its name and description.
+saved = shown
+if solve:
+    before = ui.split_text({"trainer_gpus": scn.trainer.gpus, "generator_gpus": scn.generator.gpus}, mode)
+    try:
+        saved = shown.with_values({
+            "name": f"{scn.name[:193]}-solved",
+            "description": f"Split solved by tcocalc for {OBJECTIVE}: {split} (before solving: {before}). "
+                           f"{scn.description}"[:10_000]})
+    except (tc.TcocalcError, ValueError) as exc:
+        ui.show_error(exc)
+st.download_button("Download this scenario (TOML)", saved.to_toml(), f"{saved.name}.toml", "application/toml",
                    key="dl_toml")

@@ -152,7 +152,7 @@ def test_plan_colocated_keeps_one_pool(downloads):
     scn = evaluated_scenario(at, downloads)
     assert scn.orchestration.mode == "colocated"
     assert (scn.generator.gpus, scn.generator.hardware) == (scn.trainer.gpus, scn.trainer.hardware) == (8, "H100")
-    assert at.subheader[0].value.startswith("Split 8 trainer : 8 generator")
+    assert at.subheader[0].value == "8 GPUs (one colocated pool)"
     at.selectbox(key="mode").select("async").run()  # two pools again: the generator widgets count
     scn = evaluated_scenario(at, downloads)
     assert (scn.generator.gpus, scn.generator.hardware) == (24, "B200")
@@ -207,6 +207,126 @@ def test_pages_keep_sane_inputs_across_page_switches():
     assert not at.exception and not at.error
     assert at.number_input(key="trainer_gpus").value == 8
     assert at.subheader[0].value.startswith("Split 8 trainer : 8 generator")
+
+
+# ---------------------------------------------------------------- issue 16 item 3: the app follows what it shows
+DEFAULT = ROOT / "scenarios" / "default.toml"
+
+
+def test_plan_simulates_and_downloads_the_solved_split(downloads):
+    """Solve + simulate: the simulation and the TOML download are the split shown, not the unsolved one."""
+    at = run("app_pages/plan.py")
+    at.toggle(key="solve").set_value(True)
+    at.toggle(key="simulate").set_value(True).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    scn0 = tc.load_scenario(DEFAULT)
+    solved = tc.solve_split(scn0, objective="usd_per_useful_sample").scenario
+    assert (solved.trainer.gpus, solved.generator.gpus) != (scn0.trainer.gpus, scn0.generator.gpus)
+    split = f"{solved.trainer.gpus} trainer : {solved.generator.gpus} generator GPUs"
+    assert at.subheader[0].value == f"Split {split} (solved)"
+    sim = tc.simulate(solved, steps=12, seed=0).metrics
+    caption = next(c.value for c in at.caption if c.value.startswith("Simulated"))
+    assert caption.startswith(f"Simulated on {split}: {sim['useful_samples_per_s']:.3g} useful samples/s, "
+                              f"trainer idle {sim['trainer_idle_fraction']:.0%} (analytical")
+    saved = evaluated_scenario(at, downloads)
+    assert (saved.trainer.gpus, saved.generator.gpus) == (solved.trainer.gpus, solved.generator.gpus)
+    assert saved.name == f"{scn0.name}-solved"
+    assert saved.description.startswith(f"Split solved by tcocalc for usd_per_useful_sample: {split} (before "
+                                        f"solving: 8 trainer : 8 generator GPUs).")
+    assert saved.description.endswith(scn0.description)
+    assert saved.with_values({"name": solved.name, "description": solved.description}) == solved
+
+
+def test_plan_inputs_come_back_from_the_url_in_a_new_session():
+    """A reconnect after a server restart (or a reload) is a new session: the inputs come from the URL."""
+    at = run("app_pages/plan.py")
+    at.number_input(key="trainer_gpus").set_value(16)
+    at.number_input(key="resp_mean").set_value(6000.0)
+    at.selectbox(key="mode").select("sync")
+    at.toggle(key="solve").set_value(True).run()
+    assert not at.exception and not at.error
+    params = dict(at.query_params)
+    assert params == {"scenario": "default", "trainer_gpus": "16", "resp_mean": "6000", "mode": "sync",
+                      "solve": "true"}
+    fresh = AppTest.from_file(str(ROOT / "app_pages/plan.py"), default_timeout=180)
+    fresh.query_params.update(params)
+    fresh.run()
+    assert not fresh.exception and not fresh.error and not fresh.warning
+    assert fresh.number_input(key="trainer_gpus").value == 16
+    assert fresh.number_input(key="resp_mean").value == 6000.0
+    assert fresh.selectbox(key="mode").value == "sync" and fresh.toggle(key="solve").value
+    assert fresh.subheader[0].value == at.subheader[0].value
+    assert metric(fresh, "Useful samples/s") == metric(at, "Useful samples/s")
+    fresh.number_input(key="generator_gpus").set_value(24).run()  # the first edit keeps every other input
+    assert fresh.number_input(key="trainer_gpus").value == 16 and fresh.selectbox(key="mode").value == "sync"
+    assert dict(fresh.query_params)["generator_gpus"] == "24"
+
+
+def test_plan_url_values_that_cannot_be_restored_are_named():
+    at = AppTest.from_file(str(ROOT / "app_pages/plan.py"), default_timeout=180)
+    at.query_params.update({"scenario": "semianalysis_qwen3_235b_h200", "trainer_gpus": "48", "turns": "abc",
+                            "prompts": "0", "mode": "warp", "colour": "red"})
+    at.run()
+    assert not at.exception and not at.error
+    assert at.selectbox(key="scenario_file").value == "semianalysis_qwen3_235b_h200"
+    assert at.number_input(key="trainer_gpus").value == 48  # restored
+    assert at.number_input(key="generator_gpus").value == 192  # the file's
+    (warning,) = at.warning
+    for bad in ("turns=abc", "prompts=0", "mode=warp", "colour=red"):
+        assert bad in warning.value
+    assert "trainer_gpus" not in warning.value
+    at = AppTest.from_file(str(ROOT / "app_pages/plan.py"), default_timeout=180)
+    at.query_params.update({"scenario": "no_such_scenario", "trainer_gpus": "48"})
+    at.run()
+    assert not at.exception and "'no_such_scenario'" in at.warning[0].value
+    assert at.number_input(key="trainer_gpus").value == 8
+
+
+def test_plan_url_inputs_of_an_uploaded_file_wait_for_the_file():
+    toml = DEFAULT.read_bytes()
+    at = run("app_pages/plan.py")
+    at.file_uploader(key="upload").set_value(("mine.toml", toml, "application/toml")).run()
+    at.number_input(key="trainer_gpus").set_value(24).run()
+    params = dict(at.query_params)
+    assert params == {"scenario": "mine.toml", "trainer_gpus": "24"}
+    fresh = AppTest.from_file(str(ROOT / "app_pages/plan.py"), default_timeout=180)
+    fresh.query_params.update(params)
+    fresh.run()
+    assert not fresh.exception and not fresh.error
+    assert "mine.toml" in fresh.warning[0].value and "upload it again" in fresh.warning[0].value
+    assert fresh.number_input(key="trainer_gpus").value == 8
+    assert dict(fresh.query_params) == params  # kept for the file
+    fresh.file_uploader(key="upload").set_value(("mine.toml", toml, "application/toml")).run()
+    assert not fresh.warning
+    assert fresh.number_input(key="trainer_gpus").value == 24
+
+
+def test_plan_scenario_box_is_off_while_a_file_is_uploaded():
+    at = run("app_pages/plan.py")
+    text = (ROOT / "scenarios" / "semianalysis_qwen3_235b_h200.toml").read_bytes()
+    at.file_uploader(key="upload").set_value(("mine.toml", text, "application/toml")).run()
+    assert at.selectbox(key="scenario_file").disabled
+    assert any(i.value == "The uploaded file mine.toml is in use; remove it to use the scenario box."
+               for i in at.info)
+    assert at.number_input(key="trainer_gpus").value == 64  # the uploaded file's
+    at.file_uploader(key="upload").set_value(None).run()  # removed: the scenario box counts again
+    assert not at.selectbox(key="scenario_file").disabled
+    assert not any("uploaded file" in i.value for i in at.info)
+    assert at.number_input(key="trainer_gpus").value == 8
+
+
+def test_plan_colocated_shows_one_pool_and_one_step_is_singular():
+    at = run("app_pages/plan.py")
+    at.number_input(key="trainer_gpus").set_value(16)
+    at.selectbox(key="mode").select("colocated").run()
+    assert not at.exception and not at.error
+    assert at.subheader[0].value == "16 GPUs (one colocated pool)"
+    at.selectbox(key="mode").select("one_step_off").run()
+    assert metric(at, "Mean staleness") == "1 step"
+    assert at.toggle(key="simulate").label == "Simulate 12 steps"
+    at.toggle(key="simulate").set_value(True).run()
+    assert not at.error
+    assert any(c.value.startswith("Simulated on 16 trainer : 8 generator GPUs:") for c in at.caption)
 
 
 def test_compare_labels_what_is_not_offered():
