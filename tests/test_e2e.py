@@ -8,6 +8,7 @@ screenshot docs/plan.png is refreshed deliberately, after a run of this file, wi
 
 import io
 import re
+import tomllib
 
 import pandas as pd
 import pytest
@@ -85,3 +86,60 @@ def test_oversized_upload_is_refused(page, app_url, tmp_path):
     err = page.locator('[data-testid="stAlertContentError"]').first
     err.wait_for()
     assert "200,000 bytes or under" in err.inner_text()
+
+
+def _expect(target):
+    from playwright.sync_api import expect  # imported here: without playwright the fixtures skip (or fail in CI)
+
+    expect.set_options(timeout=60_000)  # a cold solve or simulation on a busy machine takes a while
+    return expect(target)
+
+
+def _split_heading(page):
+    return page.get_by_role("heading", name=re.compile(r"^(Split .*GPUs|\d+ GPUs \(one colocated pool\))"))
+
+
+def test_plan_inputs_survive_a_reload_like_a_reconnect(page, app_url):
+    """A reconnect after a server restart is a new session, as a reload is: the inputs come back from the URL."""
+    page.goto(app_url)
+    page.get_by_text("Useful samples/s").first.wait_for()
+    trainer = page.get_by_role("spinbutton", name="Trainer GPUs")
+    trainer.fill("16")
+    trainer.press("Enter")
+    _expect(_split_heading(page)).to_have_text("Split 16 trainer : 8 generator GPUs")
+    _expect(page).to_have_url(re.compile(r"[?&]trainer_gpus=16(&|$)"))
+    url = page.url
+    page.reload()
+    assert page.url == url
+    page.get_by_text("Useful samples/s").first.wait_for()
+    _expect(page.get_by_role("spinbutton", name="Trainer GPUs")).to_have_value("16")
+    _expect(_split_heading(page)).to_have_text("Split 16 trainer : 8 generator GPUs")
+    gen = page.get_by_role("spinbutton", name="Generator GPUs")  # the first edit after it keeps the others
+    gen.fill("24")
+    gen.press("Enter")
+    _expect(_split_heading(page)).to_have_text("Split 16 trainer : 24 generator GPUs")
+    _expect(page.get_by_role("spinbutton", name="Trainer GPUs")).to_have_value("16")
+    assert not page.locator('[data-testid="stAlertContentWarning"]').count()
+
+
+def test_solve_and_simulate_agree_on_the_split(page, app_url):
+    """Find the best split + Simulate: the simulation and the TOML download are the solved split shown."""
+    page.goto(app_url)
+    page.get_by_text("Useful samples/s").first.wait_for()
+    page.get_by_text("Find the best split", exact=True).first.click()
+    page.get_by_role("heading", name="Split sweep").wait_for()
+    heading = _split_heading(page)
+    _expect(heading).to_have_text(re.compile(r"\(solved\)$"))
+    split = heading.inner_text().removeprefix("Split ").removesuffix(" (solved)")
+    assert split != "8 trainer : 8 generator GPUs"  # the solver moved it
+    page.get_by_text("Simulate 12 steps", exact=True).first.click()
+    caption = page.get_by_text(re.compile(r"^Simulated on "))
+    _expect(caption).to_have_text(re.compile(rf"^Simulated on {re.escape(split)}: "))
+    _expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning")
+    button = page.locator('[data-testid="stDownloadButton"]', has_text="Download this scenario (TOML)")
+    with page.expect_download() as dl:
+        button.locator("button").click()
+    assert dl.value.suggested_filename == "default-solved.toml"
+    saved = tomllib.loads(open(dl.value.path()).read())
+    assert f"{saved['trainer']['gpus']} trainer : {saved['generator']['gpus']} generator GPUs" == split
+    assert saved["name"] == "default-solved" and saved["description"].startswith("Split solved by tcocalc")
