@@ -127,21 +127,23 @@ def _candidates(scn: Scenario, cluster: Cluster, granularity: int | None) -> tup
 
 
 def _sweep_frame(n_t, n_g, paid, feasible, ok, combined: dict, peak_sandboxes, objective: str, best: int):
-    """Every candidate with its run-level figures; infeasible rows hold zeros (flagged by ``feasible``)."""
+    """Every candidate with its run-level figures. Metric cells of infeasible splits are empty (pandas
+    ``Float64`` NA, an empty CSV cell; flagged by ``feasible``), as is the cost per useful sample where no
+    sample is useful: never a zero that sorts first, never a NaN."""
     import pandas as pd
 
     useful, usd_h = combined["useful_samples_per_s"], combined["usd_per_hour"]
-    cols = {"trainer_gpus": n_t, "generator_gpus": n_g, "trainer_share": n_t / paid, "feasible": feasible,
-            "meets_constraints": ok, "step_time_s": combined["step_time_s"], "useful_samples_per_s": useful,
-            "usd_per_useful_sample": usd_h / 3600.0 / useful, "usd_per_hour": usd_h,
-            "mean_staleness_steps": combined["mean_staleness_steps"], "sandbox_concurrency": peak_sandboxes}
+    per_useful = np.divide(usd_h / 3600.0, useful, out=np.full(useful.shape, np.nan), where=useful > 0)
+    metrics = {"step_time_s": combined["step_time_s"], "useful_samples_per_s": useful,
+               "usd_per_useful_sample": per_useful, "usd_per_hour": usd_h,
+               "mean_staleness_steps": combined["mean_staleness_steps"], "sandbox_concurrency": peak_sandboxes}
     for k in ("trainer_capacity_samples_per_s", "generator_capacity_samples_per_s", "trainer_idle_fraction",
               "generator_idle_fraction", "trainer_mfu"):
-        cols[k] = combined[k]
-    sweep = pd.DataFrame({k: (np.where(feasible, v, 0.0) if k not in ("trainer_gpus", "generator_gpus",
-                                                                       "trainer_share", "feasible",
-                                                                       "meets_constraints") else v)
-                          for k, v in cols.items()})
+        metrics[k] = combined[k]
+    cols = {"trainer_gpus": n_t, "generator_gpus": n_g, "trainer_share": n_t / paid, "feasible": feasible,
+            "meets_constraints": ok}
+    cols.update({k: pd.array(np.where(feasible, v, np.nan), dtype="Float64") for k, v in metrics.items()})
+    sweep = pd.DataFrame(cols)
     sweep["objective"] = objective
     sweep["best"] = np.arange(len(n_t)) == best
     return sweep
