@@ -73,8 +73,8 @@ def default_scenario(root):
 
 def instance(report) -> tc.Parallelism:
     """The serving instance of a one-phase report."""
-    (phase,) = report.details.values()
-    return phase["generator"].instance
+    (phase,) = report.phases["phase"]
+    return report.details[phase]["generator"].instance
 
 
 def test_one_gpu_generator_uses_an_instance_that_fits(root):
