@@ -1,14 +1,20 @@
-"""solve_split's sweep (issue 16 item 5): infeasible rows are left empty, never zero."""
+"""solve_split's choice and what it says about it (issue 16): advice consistent with the solved split, a
+tolerance before moving GPUs, the binding limit named, cluster sizing, degenerate workloads warned about,
+infeasible sweep rows left empty."""
 
 import io
+import math
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 import tcocalc as tc
+from tcocalc.rl import solve as solve_mod
 
 SCN = Path(__file__).resolve().parents[1] / "scenarios"
+SCENARIOS = sorted(SCN.glob("*.toml"))
+IDS = [p.stem for p in SCENARIOS]
 
 
 def load(name):
@@ -16,12 +22,195 @@ def load(name):
 
 
 @pytest.fixture(scope="module")
-def glm5_solved():
-    return tc.solve_split(load("glm5_h200_drift"))
+def solved():
+    """{scenario stem: (scenario, evaluate report, solve_split report)} for every shipped scenario."""
+    out = {}
+    for p in SCENARIOS:
+        scn = tc.load_scenario(p)
+        out[p.stem] = (scn, tc.evaluate(scn), tc.solve_split(scn))
+    return out
 
 
-def test_infeasible_sweep_rows_are_empty_not_zero(glm5_solved):
-    sw = glm5_solved.sweep
+def usd_per_useful(metrics):
+    return metrics["usd_per_hour"] / 3600 / metrics["useful_samples_per_s"]
+
+
+def neighbours(report):
+    """The sweep rows next to the chosen split (one search step either way)."""
+    sw = report.sweep.sort_values("trainer_gpus").reset_index(drop=True)
+    i = int(sw.index[sw["trainer_gpus"] == report.metrics["trainer_gpus"]][0])
+    return [sw.loc[j] for j in (i - 1, i + 1) if 0 <= j < len(sw)]
+
+
+def gain_of(scn, row, at):
+    """Relative $/useful sample gain of moving from metrics ``at`` to the sweep row's split (evaluated
+    afresh); -inf where that split cannot run."""
+    try:
+        there = tc.evaluate(scn.with_split(int(row["trainer_gpus"]), int(row["generator_gpus"]))).metrics
+    except tc.InfeasibleError:
+        return -math.inf
+    return 1 - usd_per_useful(there) / usd_per_useful(at)
+
+
+# ------------------------------------------------------------------ item 1: advice consistent with the solve
+@pytest.mark.parametrize("stem", IDS)
+def test_no_advice_tells_the_user_to_call_a_library_function(solved, stem):
+    _, ev, sol = solved[stem]
+    for line in ev.advice + sol.advice:
+        assert "tc." not in line, line
+
+
+@pytest.mark.parametrize("stem", IDS)
+def test_after_a_solve_no_line_suggests_a_move_the_solver_rejected(solved, stem):
+    """A "move GPUs" line after solve_split is allowed only if a neighbouring split, evaluated afresh, beats
+    the solved one by more than the tolerance: i.e. never, since the solver would have taken it."""
+    scn, _, sol = solved[stem]
+    moves = [line for line in sol.advice if "move gpus" in line.lower()]
+    for line in moves:
+        gains = [gain_of(scn, row, sol.metrics) for row in neighbours(sol)]
+        assert max(gains, default=-math.inf) > solve_mod.SPLIT_TOLERANCE, line
+
+
+@pytest.mark.parametrize("stem", IDS)
+def test_solved_split_is_locally_optimal_within_the_tolerance(solved, stem):
+    scn, _, sol = solved[stem]
+    for row in neighbours(sol):
+        assert gain_of(scn, row, sol.metrics) <= solve_mod.SPLIT_TOLERANCE + 1e-9, row["trainer_gpus"]
+
+
+def test_after_a_solve_the_advice_explains_what_limits_the_split(solved):
+    """semianalysis: balanced at 48:208, the trainer sets the pace, both neighbours named and worse."""
+    _, _, sol = solved["semianalysis_qwen3_235b_h200"]
+    text = "\n".join(sol.advice)
+    assert "What limits 48:208" in text and "trainer" in text
+    assert "40:216" in text and "56:200" in text and "8-GPU" in text
+    assert sol.details["binding_limits"] == {"run": ["trainer"]}
+
+
+def test_a_neighbour_that_cannot_hold_the_model_is_named(solved):
+    """GLM-5 solved at 32:96: 24 trainer GPUs cannot train the 744B model (memory), and the staleness bound
+    caps both phases."""
+    _, _, sol = solved["glm5_h200_drift"]
+    assert (sol.metrics["trainer_gpus"], sol.metrics["generator_gpus"]) == (32, 96)
+    text = "\n".join(sol.advice)
+    assert "24:104" in text and "cannot hold" in text
+    assert "staleness bound" in text
+    assert sol.details["binding_limits"] == {"initial": ["staleness"], "drift": ["staleness"]}
+
+
+# ------------------------------------------------------------------ item 2: tolerance, binding limit
+@pytest.mark.parametrize("stem,limit,words", [("gb300_agentic_960", "sandbox_start", "sandbox start rate"),
+                                              ("gb300_agentic_96", "sandbox_concurrency", "sandbox concurrency")])
+def test_a_move_that_gains_nothing_is_not_made_and_the_limit_is_named(solved, stem, limit, words):
+    scn, ev, sol = solved[stem]
+    assert (sol.metrics["trainer_gpus"], sol.metrics["generator_gpus"]) == (36, 36)
+    assert sol.advice[0].startswith("Split 36:36 kept")
+    assert f"{solve_mod.SPLIT_TOLERANCE:.0%} tolerance" in sol.advice[0]
+    assert any(words in line.lower() and "whatever the split" in line for line in sol.advice)
+    assert any(words in line.lower() for line in ev.advice)
+    assert sol.details["binding_limits"] == {"run": [limit]} == ev.details["binding_limits"]
+    sw = sol.sweep
+    assert bool(sw.loc[sw["given"], "chosen"].iloc[0])
+
+
+@pytest.mark.parametrize("stem", IDS)
+def test_every_move_gains_more_than_the_tolerance(solved, stem):
+    scn, _, sol = solved[stem]
+    sw = sol.sweep
+    given, chosen = sw[sw["given"]].iloc[0], sw[sw["chosen"]].iloc[0]
+    assert given["trainer_gpus"] == scn.trainer.gpus
+    if chosen["trainer_gpus"] != given["trainer_gpus"]:
+        gain = 1 - chosen["usd_per_useful_sample"] / given["usd_per_useful_sample"]
+        assert gain > solve_mod.SPLIT_TOLERANCE
+    best = sw[sw["best"]].iloc[0]
+    assert chosen["usd_per_useful_sample"] <= best["usd_per_useful_sample"] * (1 + solve_mod.SPLIT_TOLERANCE)
+
+
+def test_tolerance_is_documented():
+    assert solve_mod.SPLIT_TOLERANCE == 0.01
+    assert "SPLIT_TOLERANCE" in tc.solve_split.__doc__
+
+
+def test_the_objective_decides_what_counts_as_a_gain():
+    """Maximising throughput, the semianalysis split moves (+4%); gb300_agentic_960 stays (start-rate bound)."""
+    semi = tc.solve_split(load("semianalysis_qwen3_235b_h200"), objective="useful_samples_per_s")
+    assert semi.metrics["trainer_gpus"] != 64
+    gb = tc.solve_split(load("gb300_agentic_960"), objective="useful_samples_per_s")
+    assert gb.metrics["trainer_gpus"] == 36 and gb.advice[0].startswith("Split 36:36 kept")
+
+
+# ------------------------------------------------------------------ item 3: cluster sizing
+def test_a_cluster_too_big_for_its_workload_is_called_out():
+    """gb300_agentic_960 is capped by the sandbox start rate: 4,096 GPUs do no better than a few dozen."""
+    big = load("gb300_agentic_960").with_split(2048, 2048)
+    sol = tc.solve_split(big)
+    smallest = sol.details["smallest_total_gpus_99pct"]
+    assert smallest <= 512
+    line = next(a for a in sol.advice if a.startswith("Cluster size"))
+    assert f"{smallest:,} GPUs" in line and "4,096" in line
+    best = sol.sweep.loc[sol.sweep["meets_constraints"], "useful_samples_per_s"].max()
+    a, b = sol.details["smallest_split_99pct"]
+    assert a + b == smallest
+    small = tc.evaluate(big.with_split(a, b)).metrics
+    assert small["useful_samples_per_s"] >= solve_mod.SIZING_SHARE * best
+
+
+def test_a_cluster_that_scales_gets_no_sizing_line(solved):
+    """semianalysis scales with its GPUs: no smaller total reaches 99% of its throughput."""
+    _, _, sol = solved["semianalysis_qwen3_235b_h200"]
+    assert sol.details["smallest_total_gpus_99pct"] == 256
+    assert not any(a.startswith("Cluster size") for a in sol.advice)
+
+
+def test_two_million_gpus():
+    """Each side stays within the scenario's 1,000,000-GPU limit; the sizing line says how few would do."""
+    huge = load("gb300_agentic_960").with_split(1_000_000, 1_000_000)
+    sol = tc.solve_split(huge)
+    assert max(sol.metrics["trainer_gpus"], sol.metrics["generator_gpus"]) <= 1_000_000
+    assert sol.details["smallest_total_gpus_99pct"] < 1_000
+    assert any(a.startswith("Cluster size") for a in sol.advice)
+
+
+# ------------------------------------------------------------------ item 4: degenerate workloads
+@pytest.mark.parametrize("filt", [True, False])
+def test_group_size_one_warns(filt):
+    scn = load("default").with_values({"workload.group_size": 1, "orchestration.filter_zero_advantage": filt})
+    for report in (tc.evaluate(scn), tc.solve_split(scn)):
+        warnings = report.details["warnings"]
+        assert [w["kind"] for w in warnings] == ["group_size_1"]
+        assert report.advice[0] == warnings[0]["message"]
+        assert "group_size 1" in report.advice[0]
+    sweep = tc.solve_split(scn).sweep
+    if not filt:  # no useful sample at all: the cost per useful sample is undefined, not infinite
+        assert sweep["usd_per_useful_sample"].isna().all()
+
+
+def test_nearly_all_prompts_always_or_never_solved_warns():
+    scn = load("default").with_values({"workload.solve_rate.always": 0.6, "workload.solve_rate.never": 0.399})
+    for report in (tc.evaluate(scn), tc.solve_split(scn)):
+        (w,) = report.details["warnings"]
+        assert w["kind"] == "few_useful_groups" and w["useful_group_fraction"] < solve_mod.USEFUL_GROUP_FLOOR
+        assert w["floor"] == solve_mod.USEFUL_GROUP_FLOOR == 0.05
+        assert report.advice[0] == w["message"] and "5%" in w["message"]
+
+
+def test_the_glm5_drift_phase_warns_only_for_its_own_phase():
+    scn = load("glm5_h200_drift")
+    drift = scn.phases[0].model_copy(update={"always_solved": 0.97})
+    report = tc.evaluate(scn.model_copy(update={"phases": (drift,)}))
+    assert [(w["kind"], w["phase"]) for w in report.details["warnings"]] == [("few_useful_groups", "drift")]
+
+
+@pytest.mark.parametrize("stem", IDS)
+def test_shipped_scenarios_have_no_warnings(solved, stem):
+    _, ev, sol = solved[stem]
+    assert ev.details["warnings"] == [] and sol.details["warnings"] == []
+
+
+# ------------------------------------------------------------------ item 5: infeasible sweep rows
+def test_infeasible_sweep_rows_are_empty_not_zero(solved):
+    _, _, sol = solved["glm5_h200_drift"]
+    sw = sol.sweep
     bad = sw[~sw["feasible"]]
     assert len(bad) == 3  # 8, 16, 24 trainer GPUs cannot hold GLM-5
     assert bad["usd_per_useful_sample"].isna().all() and bad["step_time_s"].isna().all()
@@ -35,10 +224,19 @@ def test_infeasible_sweep_rows_are_empty_not_zero(glm5_solved):
     assert ",," in text and "nan" not in text.lower()
 
 
-def test_sweep_table_and_figure_take_empty_rows(glm5_solved):
+def test_sweep_table_and_figure_take_empty_rows(solved):
     from tcocalc.figures import split_sweep_figure
     from tcocalc.reports import sweep_table, to_csv_text
 
-    assert "cost [USD/useful sample]" in to_csv_text(sweep_table(glm5_solved.sweep)).splitlines()[0]
-    fig = split_sweep_figure(glm5_solved.sweep)
+    _, _, sol = solved["glm5_h200_drift"]
+    assert "cost [USD/useful sample]" in to_csv_text(sweep_table(sol.sweep)).splitlines()[0]
+    fig = split_sweep_figure(sol.sweep)
     assert "NaN" not in fig.to_json()
+
+
+def test_the_smallest_cluster_has_no_smaller_total_to_try():
+    """1:1 GPUs: nothing below it to size down to; the answer is the total itself and no sizing line."""
+    scn = load("default").with_split(1, 1)
+    sol = tc.solve_split(scn)
+    assert sol.details["smallest_total_gpus_99pct"] == 2
+    assert not any(a.startswith("Cluster size") for a in sol.advice)
