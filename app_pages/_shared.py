@@ -5,11 +5,14 @@ main script's folder, the repository root, on ``sys.path``, so no page edits ``s
 
 The cached calls return the library's :class:`tcocalc.RLReport` itself (``st.cache_data`` pickles it); they
 are keyed by the scenario's TOML text, and take the validated :class:`tcocalc.Scenario` as an unhashed
-argument, so nothing is parsed twice.
+argument, so nothing is parsed twice. Simulations are kept in a store of their own (:func:`simulate`): their
+progress callback draws on the page, which ``st.cache_data`` would record and fail to replay.
 """
 
 from __future__ import annotations
 
+import inspect
+from collections import OrderedDict
 from pathlib import Path
 
 import streamlit as st
@@ -47,9 +50,30 @@ def solve(scn: tc.Scenario, objective: str) -> tc.RLReport:
     return _solve(scn, scn.to_toml(), objective)
 
 
-def simulate(scn: tc.Scenario, steps: int, seed: int) -> tc.RLReport:
-    """``tc.simulate``, cached by the scenario's TOML, steps and seed."""
-    return _simulate(scn, scn.to_toml(), steps, seed)
+SIMULATIONS_KEPT = 64
+
+
+def simulate(scn: tc.Scenario, steps: int, seed: int, progress=None) -> tc.RLReport:
+    """``tc.simulate``, kept by the scenario's TOML, steps and seed (the last SIMULATIONS_KEPT runs).
+
+    ``progress(done, total)`` is passed on when the library's ``simulate`` takes it; a kept run calls nothing.
+    The report is shared, not copied: callers only read it.
+    """
+    key = (scn.to_toml(), steps, seed)
+    store = _simulations()
+    report = store.get(key)
+    if report is None:
+        takes = progress is not None and simulate_takes_progress()
+        report = tc.simulate(scn, steps=steps, seed=seed, **({"progress": progress} if takes else {}))
+        store[key] = report
+        while len(store) > SIMULATIONS_KEPT:
+            store.popitem(last=False)
+    return report
+
+
+def simulate_takes_progress() -> bool:
+    """Whether ``tc.simulate`` reports its progress (``progress=callable(done, total)``)."""
+    return "progress" in inspect.signature(tc.simulate).parameters
 
 
 @st.cache_data(show_spinner=False)
@@ -62,9 +86,10 @@ def _solve(_scn: tc.Scenario, key: str, objective: str) -> tc.RLReport:
     return tc.solve_split(_scn, objective=objective)
 
 
-@st.cache_data(show_spinner=False)
-def _simulate(_scn: tc.Scenario, key: str, steps: int, seed: int) -> tc.RLReport:
-    return tc.simulate(_scn, steps=steps, seed=seed)
+@st.cache_resource(show_spinner=False)
+def _simulations() -> OrderedDict:
+    """Simulation reports by (TOML, steps, seed), oldest first: one store per server process."""
+    return OrderedDict()
 
 
 @st.cache_data(show_spinner=False)

@@ -246,8 +246,14 @@ st.subheader("Step timeline (simulated)")
 if st.toggle(f"Simulate {ui.plural(SIM_STEPS, 'step')}", key="simulate",
              help="a seeded discrete-event run of the split shown above (a few seconds)"):
     try:
-        with st.spinner("Simulating…"):
-            sim = ui.simulate(shown, SIM_STEPS, SIM_SEED)
+        if ui.simulate_takes_progress():  # a progress bar while it runs, gone when it is done
+            bar = st.empty()
+            sim = ui.simulate(shown, SIM_STEPS, SIM_SEED, progress=lambda done, total: bar.progress(
+                min(done / total, 1.0) if total else 1.0, text=f"Simulating: step {done:,} of {total:,}"))
+            bar.empty()
+        else:
+            with st.spinner("Simulating…"):
+                sim = ui.simulate(shown, SIM_STEPS, SIM_SEED)
         sim_metrics, timeline = sim.metrics, sim.details["timeline"]
         st.plotly_chart(timeline_figure(timeline), key="timeline_chart")
         st.caption(f"Simulated on {ui.split_text(sim_metrics, mode)}: {sim_metrics['useful_samples_per_s']:.3g} "

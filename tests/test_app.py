@@ -349,3 +349,23 @@ def test_cost_errors_name_the_input_by_its_label():
     (error,) = at.error
     assert error.value.startswith("Server price [USD]: ")
     assert "server_price_usd" not in error.value and "Error" not in error.value
+
+
+def test_plan_shows_the_simulations_progress(monkeypatch):
+    """tc.simulate(..., progress=callable(done, total)) drives a progress bar, cleared when the run is done."""
+    real, given = tc.simulate, []
+
+    def simulate(scenario, *, steps, seed=0, max_events=50_000_000, progress=None):
+        given.append(progress)
+        for done in (0, steps // 2, steps):
+            progress(done, steps)
+        return real(scenario, steps=steps, seed=seed)
+
+    monkeypatch.setattr(tc, "simulate", simulate)
+    at = run("app_pages/plan.py")
+    at.number_input(key="prompts").set_value(37)  # a run no other test has kept
+    at.toggle(key="simulate").set_value(True).run()
+    assert not at.exception and not at.error, [e.value for e in at.exception]
+    assert len(given) == 1 and callable(given[0])
+    assert not at.get("progress")
+    assert any(c.value.startswith("Simulated on 8 trainer : 8 generator GPUs:") for c in at.caption)
