@@ -23,6 +23,11 @@ def _kpi(page, label):
     return box.locator('[data-testid="stMetricValue"]').inner_text()
 
 
+def _toggle(page, label):
+    """A toggle by its label (a bare get_by_text can also match the caption's *Find the best split*)."""
+    return page.get_by_test_id("stCheckbox").filter(has=page.get_by_role("switch", name=label))
+
+
 def test_plan_page_change_gpus_download_csv_and_screenshot(page, app_url):
     page.goto(app_url)
     page.get_by_text("Useful samples/s").first.wait_for()
@@ -47,7 +52,7 @@ def test_plan_page_change_gpus_download_csv_and_screenshot(page, app_url):
     # the README's screenshot: a fresh Plan page with the split solved
     page.goto(app_url)
     page.get_by_text("Useful samples/s").first.wait_for()
-    page.get_by_text("Find the best split", exact=True).first.click()
+    _toggle(page, "Find the best split").click()
     page.get_by_role("heading", name="Split sweep").wait_for()
     page.set_viewport_size({"width": 1400, "height": 2300})
     page.wait_for_timeout(2500)  # let plotly draw
@@ -126,13 +131,13 @@ def test_solve_and_simulate_agree_on_the_split(page, app_url):
     """Find the best split + Simulate: the simulation and the TOML download are the solved split shown."""
     page.goto(app_url)
     page.get_by_text("Useful samples/s").first.wait_for()
-    page.get_by_text("Find the best split", exact=True).first.click()
+    _toggle(page, "Find the best split").click()
     page.get_by_role("heading", name="Split sweep").wait_for()
     heading = _split_heading(page)
     _expect(heading).to_have_text(re.compile(r"\(solved\)$"))
     split = heading.inner_text().removeprefix("Split ").removesuffix(" (solved)")
     assert split != "8 trainer : 8 generator GPUs"  # the solver moved it
-    page.get_by_text("Simulate 12 steps", exact=True).first.click()
+    _toggle(page, "Simulate 12 steps").click()
     caption = page.get_by_text(re.compile(r"^Simulated on "))
     _expect(caption).to_have_text(re.compile(rf"^Simulated on {re.escape(split)}: "))
     _expect(page.get_by_test_id("stApp")).to_have_attribute("data-test-script-state", "notRunning")
