@@ -56,7 +56,7 @@ class TrainerSection(_Section):
     old_logprob_pass: bool = Field(False, description="recompute old-policy log-probs (one extra forward pass)")
     reference_model: bool = Field(False, description="KL to a reference model (one extra forward pass)")
     minibatches_per_step: int = Field(1, ge=1, le=100_000, description="optimizer updates per rollout step (g_mb)")
-    mfu_busy: float | None = Field(None, gt=0, le=1, description="measured MFU while training, to use instead "
+    mfu_busy: float | None = Field(None, ge=0.001, le=1, description="measured MFU while training, to use instead "
                                                                 "of the roofline training model "
                                                                 "(docs/rl-modeling.md §3.2)")
 
@@ -414,7 +414,7 @@ def loads_scenario(text: str, *, source: str = "<text>") -> Scenario:
     if size > MAX_SCENARIO_BYTES:
         raise _too_large(source, size)
     try:
-        data = tomllib.loads(text)
+        data = tomllib.loads(text.removeprefix("\ufeff"))  # a byte-order mark, as Windows editors write
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError("toml", f"{source} is not valid TOML: {exc}") from None
     except RecursionError:  # tomllib recurses once per array / inline-table level: far past the limit

@@ -117,3 +117,17 @@ def test_deep_plain_data_is_refused_by_scenario_from_dict():
     with pytest.raises(tc.ScenarioError) as err:
         tc.scenario_from_dict(data)
     assert err.value.field.startswith("economics.cost_inputs.x")
+
+
+def test_a_byte_order_mark_is_read_like_any_editor_writes_it():
+    """Windows editors start UTF-8 files with a BOM; the scenario reads the same as without it."""
+    text = VALID
+    assert tc.loads_scenario("\ufeff" + text) == tc.loads_scenario(text)
+
+
+def test_a_measured_mfu_below_a_tenth_of_a_percent_is_refused():
+    """trainer.mfu_busy = 1e-300 made every cost overflow to ~1e301 (finite but absurd): refused, named."""
+    text = VALID.replace("gpus = 8\n", "gpus = 8\nmfu_busy = 1e-300\n", 1)
+    with pytest.raises(tc.ScenarioError) as err:
+        tc.loads_scenario(text)
+    assert err.value.field == "trainer.mfu_busy"
