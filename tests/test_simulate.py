@@ -117,6 +117,76 @@ def test_event_bound_names_the_limit():
         tc.simulate(grid_scenario("async", 0.3, 0.0, False), steps=50, seed=0, max_events=1000)
 
 
+def _refuse_to_run(monkeypatch):
+    from tcocalc.rl import sim_engine
+
+    def run(*_a, **_k):
+        raise AssertionError("the engine ran")
+    monkeypatch.setattr(sim_engine.Engine, "run", run)
+
+
+@pytest.mark.parametrize("name,steps", [("gb300_agentic_960", 1_000_000),   # ran for hours; 2.5 GB, MemoryError
+                                        ("glm5_h200_drift", 200_000)])      # phases: the whole run is estimated
+def test_event_bound_is_checked_before_running(monkeypatch, name, steps):
+    from pathlib import Path
+
+    _refuse_to_run(monkeypatch)
+    scn = tc.load_scenario(Path(__file__).resolve().parents[1] / "scenarios" / f"{name}.toml")
+    with pytest.raises(tc.InfeasibleError, match=r"would simulate about [\d,]+ events .*raise max_events.*fewer "
+                                                  r"steps \(about [\d,]+ fit\)"):
+        tc.simulate(scn, steps=steps, seed=0)
+
+
+def test_event_estimate_is_within_a_factor_of_two_of_the_run():
+    from tcocalc.rl.simulate import _estimated_events, _prepare
+
+    for args in (("async", 0.3, 0.0, False), ("sync", 1.2, 0.5, True), ("one_step_off", 0.3, 0.0, True)):
+        scn = grid_scenario(*args)
+        run = tc.simulate(scn, steps=20, seed=0).details["events"]
+        est = _estimated_events(scn, _prepare(scn).ws, 20)
+        assert 0.5 <= run / est <= 2.0, (args, run, est)
+
+
+def test_event_bound_still_holds_while_running(monkeypatch):
+    from tcocalc.rl import simulate as sim_module
+
+    monkeypatch.setattr(sim_module, "_estimated_events", lambda *_a: 0.0)  # an estimate that is far too low
+    with pytest.raises(tc.InfeasibleError, match="exceeded the event bound of 1,000 events after 0 of 50 steps"):
+        tc.simulate(grid_scenario("async", 0.3, 0.0, False), steps=50, seed=0, max_events=1000)
+
+
+@pytest.mark.parametrize("bound", [0, -1, 2.5, True])
+def test_bad_max_events(bound):
+    with pytest.raises(tc.ScenarioError, match="max_events"):
+        tc.simulate(grid_scenario("sync", 0.3, 0.0, False), steps=5, seed=0, max_events=bound)
+
+
+@pytest.mark.parametrize("steps", [1, 7, 50, 120])
+def test_progress_reports_about_every_two_percent_and_changes_nothing(steps):
+    scn = grid_scenario("async", 0.3, 0.0, True)
+    calls = []
+    with_bar = tc.simulate(scn, steps=steps, seed=4, progress=lambda done, total: calls.append((done, total)))
+    assert with_bar.metrics == tc.simulate(scn, steps=steps, seed=4).metrics
+    done = [d for d, _ in calls]
+    assert {t for _, t in calls} == {steps}
+    assert done[0] == 0 and done[-1] == steps and done == sorted(set(done))
+    assert len(calls) <= 51
+    assert max(b - a for a, b in itertools.pairwise(done)) <= max(1, -(-steps // 50))  # every ~2%: no long gap
+
+
+def test_progress_spans_the_phases():
+    text = GRID_BASE.format(mode="async", sigma=0.3, over=0.0, turns=1, tool=0.0)
+    scn = loads_scenario(text.replace("group_size = 8", "group_size = 8\nsteps = 100", 1)
+                         + "[[phases]]\nname = 'longer'\nstart_step = 40\nresponse_scale = 1.5\n")
+    calls = []
+    sim = tc.simulate(scn, steps=150, seed=0, progress=lambda done, total: calls.append((done, total)))
+    assert set(sim.details["phases"]) == {"initial", "longer"}
+    total = sim.details["steps"]
+    assert {t for _, t in calls} == {total}
+    done = [d for d, _ in calls]
+    assert done[0] == 0 and done[-1] == total and done == sorted(set(done)) and len(calls) <= 51
+
+
 def test_sandbox_failures_lose_rollouts():
     scn = grid_scenario("async", 0.3, 0.0, True)
     sb = scn.sandbox.model_copy(update={"failure_rate": 0.5, "retries": 0})

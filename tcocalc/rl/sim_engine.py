@@ -142,24 +142,35 @@ class Engine:
         self.counter += 1
         heapq.heappush(self.events, (t, self.counter, Ev.DECODE_DONE, r, version))
 
-    def run(self, steps: int, max_events: int) -> int:
-        """Run until ``steps`` versions are live; returns the number of events handled."""
+    def run(self, steps: int, max_events: int, progress=None) -> int:
+        """Run until ``steps`` versions are live; returns the number of events handled.
+
+        ``progress(done_steps, steps)``, when given, is called at the start and then every ~2% of the steps
+        (at most 51 calls; the last one with ``done_steps == steps``)."""
         on = (self._decode_done, self._tool_done, self._sandbox_started, self._train_done, self._weights_live)
         self._dispatch()
         self.replicas.flush(self.now)
         n_events = 0
         records, events, replicas = self.records, self.events, self.replicas
+        every = max(1, -(-steps // 50))  # ceil(steps / 50)
+        next_report = every if progress is not None else math.inf
+        if progress is not None:
+            progress(0, steps)
         while events and len(records) < steps:
             n_events += 1
             if n_events > max_events:
                 raise InfeasibleError(f"simulation exceeded the event bound of {max_events:,} events after "
-                                      f"{len(records)} of {steps} steps; simulate fewer steps")
+                                      f"{len(records)} of {steps} steps; raise max_events (--max-events) or "
+                                      f"simulate fewer steps")
             self.now, _, kind, a, b = heapq.heappop(events)
             if on[kind](a, b) is False:
                 continue  # a superseded or dead entry: nothing changed
             self._maybe_train()
             self._dispatch()
             replicas.flush(self.now)
+            if len(records) >= next_report:  # a step went live (inf without a progress callback)
+                progress(min(len(records), steps), steps)
+                next_report = min(len(records) - len(records) % every + every, steps)
         if len(records) < steps:
             raise InfeasibleError(f"the simulation stalled after {len(records)} of {steps} steps (no rollout could "
                                   f"finish); check the sandbox limits")

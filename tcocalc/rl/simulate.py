@@ -10,20 +10,22 @@ event, which puts 1,000 steps x 1,024 samples on 256 GPUs at a few seconds (benc
 The run is measured as a :class:`~tcocalc.rl.flow.Flow` and a :class:`~tcocalc.rl.staleness.Staleness`, and the
 contract's metrics come from the same :func:`~tcocalc.rl.report.contract_metrics` and
 :func:`~tcocalc.rl.report.combine_phases` as the analytical model's, so the cross-check compares like with like.
-Deterministic for a seed; the number of events is bounded (``max_events``).
+Deterministic for a seed; the number of events is bounded (``max_events``): estimated before the run
+(refused up front when over) and counted while it runs.
 """
 
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 
 from ..economics.tco import cluster_usd_per_hour
-from ..errors import ScenarioError
+from ..errors import InfeasibleError, ScenarioError
 from ..scenario import Scenario
 from .capacity import sample_flops, trajectory_flops_coefficients
-from .flow import Flow, Rates
+from .flow import Flow, Rates, sandbox_attempts
 from .phases import phase_list, phase_scenario, workload_stats
 from .report import RLReport, combine_phases, contract_metrics, scalar_metrics
 from .rollouts import intra_step_lag
@@ -36,7 +38,8 @@ __all__ = ["simulate", "flow_from_run"]
 DEFAULT_MAX_EVENTS = 50_000_000
 
 
-def simulate(scenario: Scenario, *, steps: int, seed: int = 0, max_events: int = DEFAULT_MAX_EVENTS) -> RLReport:
+def simulate(scenario: Scenario, *, steps: int, seed: int = 0, max_events: int = DEFAULT_MAX_EVENTS,
+             progress=None) -> RLReport:
     """Simulate ``steps`` optimizer steps of the scenario.
 
     With ``[[phases]]``, each phase is simulated on its own for its share of ``steps`` (at least 5) and
@@ -47,27 +50,44 @@ def simulate(scenario: Scenario, *, steps: int, seed: int = 0, max_events: int =
     ``timeline`` (per step: start, end, trainer busy, generated tokens) and ``staleness`` (per trained
     sample). Steady-state figures skip the first fifth of the steps (warm-up).
 
-    Raises ScenarioError for ``steps <= 0`` and InfeasibleError when the run exceeds ``max_events``.
+    ``progress``, if given, is called as ``progress(done_steps, total_steps)`` at the start and then about
+    every 2% of the steps (at most ~50 calls), e.g. to drive a progress bar; ``total_steps`` is the number of
+    steps simulated (with phases, the sum of the phases' shares).
+
+    Raises ScenarioError for ``steps <= 0`` or ``max_events <= 0``, and InfeasibleError before running when the
+    run would handle about more than ``max_events`` events (estimated from the workload: dispatched
+    trajectories x their decode segments, tool calls and sandbox starts), or while running when it does.
     """
     if not isinstance(steps, int) or isinstance(steps, bool) or steps <= 0:
         raise ScenarioError("steps", f"must be a whole number > 0, got {steps!r}")
     if steps > 1_000_000:
         raise ScenarioError("steps", f"at most 1,000,000 steps per simulation, got {steps:,}")
+    if not isinstance(max_events, int) or isinstance(max_events, bool) or max_events <= 0:
+        raise ScenarioError("max_events", f"must be a whole number > 0, got {max_events!r}")
     if scenario.phases:
-        return _simulate_phases(scenario, steps=steps, seed=seed, max_events=max_events)
-    return _simulate_one(scenario, steps=steps, seed=seed, max_events=max_events)
+        return _simulate_phases(scenario, steps=steps, seed=seed, max_events=max_events, progress=progress)
+    prepared = _prepare(scenario)
+    _check_event_bound([(prepared, steps)], max_events)
+    return _simulate_one(prepared, steps=steps, seed=seed, max_events=max_events, progress=progress)
 
 
-def _simulate_phases(scn: Scenario, *, steps: int, seed: int, max_events: int) -> RLReport:
+def _simulate_phases(scn: Scenario, *, steps: int, seed: int, max_events: int, progress) -> RLReport:
     import pandas as pd
 
     base = evaluate(scn)
     phases = phase_list(scn)
     total = sum(ph[2] for ph in phases)
-    parts, reps = [], []
-    for i, (name, start, n, over) in enumerate(phases):
-        k = max(5, round(steps * n / total))
-        rep = _simulate_one(phase_scenario(scn, over), steps=k, seed=seed + i, max_events=max_events)
+    runs = []  # (name, start, steps in the run, overrides, prepared phase scenario, steps simulated)
+    for name, start, n, over in phases:
+        runs.append((name, start, n, over, _prepare(phase_scenario(scn, over)), max(5, round(steps * n / total))))
+    _check_event_bound([(run[4], run[5]) for run in runs], max_events)
+    bar = _PhaseProgress(progress, sum(run[5] for run in runs)) if progress is not None else None
+    parts, reps, done, used = [], [], 0, 0
+    for i, (name, start, n, over, prepared, k) in enumerate(runs):
+        rep = _simulate_one(prepared, steps=k, seed=seed + i, max_events=max_events - used,
+                            progress=None if bar is None else bar.phase(done))
+        done += k
+        used += rep.details["events"]
         reps.append((name, rep))
         parts.append((workload_stats(scn, over, name, start, n), rep.details["phase_metrics"]))
     metrics = scalar_metrics(combine_phases(scn, parts))
@@ -80,6 +100,42 @@ def _simulate_phases(scn: Scenario, *, steps: int, seed: int, max_events: int) -
                              "seed": seed, "steps": sum(rep.details["steps"] for _, rep in reps),
                              "events": sum(rep.details["events"] for _, rep in reps), "analytical": base.metrics},
                     advice=base.advice, source="simulation")
+
+
+class _PhaseProgress:
+    """One progress bar over several phases: each phase's ``(done, steps)`` is offset onto the whole run and
+    forwarded about every 2% of it."""
+
+    def __init__(self, progress, total: int):
+        self.progress, self.total, self.last = progress, total, -1
+
+    def phase(self, offset: int):
+        def report(done: int, _steps: int) -> None:
+            bucket = (offset + done) * 50 // self.total
+            if bucket > self.last:
+                self.last = bucket
+                self.progress(offset + done, self.total)
+        return report
+
+
+def _estimated_events(scn: Scenario, ws, steps: int) -> float:
+    """About how many events a run of ``steps`` handles: per dispatched trajectory (``B / keep`` per step), each
+    decode segment's end plus about one superseded reschedule of its replica, the tool calls between segments
+    and the sandbox start attempts; plus the trainer's two per step. Within about 0.5-1.3x of the events counted
+    on the test grid and the shipped scenarios."""
+    per_trajectory = 3 * ws.turns - 1 + (sandbox_attempts(scn, ws) if ws.uses_sandbox else 0.0)
+    return steps * (ws.samples_per_step / ws.keep_fraction * per_trajectory + 2.0)
+
+
+def _check_event_bound(runs: list, max_events: int) -> None:
+    """InfeasibleError before anything runs when ``runs`` ((prepared, steps) each) would exceed ``max_events``."""
+    estimate = sum(_estimated_events(prep.scn, prep.ws, k) for prep, k in runs)
+    if estimate > max_events:
+        steps = sum(k for _, k in runs)
+        fit = max(int(steps * max_events / estimate), 0)
+        raise InfeasibleError(f"the run would simulate about {estimate:,.0f} events over {steps:,} steps, more than "
+                              f"the event bound of {max_events:,}; raise max_events (--max-events on the command "
+                              f"line) or simulate fewer steps (about {fit:,} fit)")
 
 
 def _params(scn: Scenario, ws, gcap, rates: Rates, cluster_model) -> SimParams:
@@ -155,18 +211,33 @@ def _timeline(eng: Engine, t_sync: float):
     return timeline.drop(columns=["train [s]", "generated_tokens_cum"])
 
 
-def _simulate_one(scn: Scenario, *, steps: int, seed: int, max_events: int) -> RLReport:
-    """Simulate a scenario without phases."""
-    import pandas as pd
+class _Prepared(NamedTuple):
+    """What a run of a scenario without phases needs, built before any run so the event bound is checked first."""
 
-    base = evaluate(scn)  # the analytical answer (also raises InfeasibleError for a split that cannot run)
+    scn: Scenario
+    base: RLReport      # the analytical answer
+    ws: object          # WorkloadStats
+    details: dict       # the phase's analytical details (generator, rates, flow, cluster)
+    params: SimParams
+
+
+def _prepare(scn: Scenario) -> _Prepared:
+    """Evaluate a scenario without phases (InfeasibleError for a split that cannot run) and build its SimParams."""
+    base = evaluate(scn)
     name, start, run_steps, over = phase_list(scn)[0]
     ws = workload_stats(scn, over, name, start, run_steps)
     d = base.details[name]
+    return _Prepared(scn, base, ws, d, _params(scn, ws, d["generator"], d["rates"], d["cluster"].model))
+
+
+def _simulate_one(prepared: _Prepared, *, steps: int, seed: int, max_events: int, progress=None) -> RLReport:
+    """Simulate a scenario without phases (``prepared`` by :func:`_prepare`)."""
+    import pandas as pd
+
+    scn, base, ws, d, p = prepared
     gcap, rates = d["generator"], d["rates"]
-    p = _params(scn, ws, gcap, rates, d["cluster"].model)
     eng = Engine(p, np.random.default_rng(seed))
-    n_events = eng.run(steps, max_events)
+    n_events = eng.run(steps, max_events, progress)
     warm = max(1, steps // 5) if steps >= 5 else 0
     flow, stale, live = flow_from_run(eng, p, gcap, d["flow"], scn.trainer.minibatches_per_step, warm)
     usd_h = cluster_usd_per_hour(scn, rates.n_t, rates.n_g, live * scn.sandbox.cpu_cores)
