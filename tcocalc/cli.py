@@ -7,15 +7,30 @@ traceback reaches the terminal.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+
+from .errors import ScenarioError, TcocalcError
 
 EXIT_USAGE = 2
 DEFAULT_SIM_STEPS = 200  # `run --simulate`: steps simulated unless --sim-steps says otherwise
 DEFAULT_SEED = 0
+DEFAULT_MAX_EVENTS = 50_000_000  # `run --simulate`: refuse runs estimated above this (tc.simulate's default)
 
 
 def _fmt(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+
+
+def _metric_text(value, unit: str) -> str:
+    """A metric for the text tables: fractions (unit "1") as percentages; None as "not offered"."""
+    if value is None:
+        return "not offered"
+    return f"{100 * value:.4g}%" if unit == "1" else _fmt(value)
+
+
+def _unit_text(unit: str) -> str:
+    return "" if unit == "1" else unit  # the value carries its % sign
 
 
 def _print_frame(df, *, as_csv: bool) -> None:
@@ -26,7 +41,7 @@ def _print_frame(df, *, as_csv: bool) -> None:
         return
     with pd.option_context("display.max_rows", None, "display.max_columns", None, "display.width", 200,
                            "display.float_format", _fmt):
-        print(df.to_string(index=False))
+        print(df.to_string(index=False, na_rep=""))  # a figure a row lacks (e.g. FP4 on Hopper) stays empty
 
 
 def _cmd_hardware(args) -> int:
@@ -76,79 +91,212 @@ def _cmd_validate(args) -> int:
     return 0
 
 
-def _simulation_flags(args) -> tuple[int, int]:
-    """``--sim-steps`` and ``--seed`` checked, each error naming its flag; both need ``--simulate``."""
-    from .errors import ScenarioError
+class _FileError(TcocalcError):
+    """An error while running one of several scenario files: the message names the file."""
 
-    for flag, value in (("--sim-steps", args.sim_steps), ("--seed", args.seed)):
+
+def _simulation_flags(args) -> tuple[int, int, int]:
+    """``--sim-steps``, ``--seed`` and ``--max-events`` checked, each error naming its flag; all need
+    ``--simulate``."""
+    for flag, value in (("--sim-steps", args.sim_steps), ("--seed", args.seed), ("--max-events", args.max_events)):
         if value is not None and not args.simulate:
             raise ScenarioError(flag, f"only applies with --simulate; add --simulate or drop {flag}")
     if args.sim_steps is not None and args.sim_steps < 1:
         raise ScenarioError("--sim-steps", f"expected a whole number of steps >= 1, got {args.sim_steps}")
     if args.seed is not None and args.seed < 0:
         raise ScenarioError("--seed", f"expected a non-negative whole number, got {args.seed}")
+    if args.max_events is not None and args.max_events < 1:
+        raise ScenarioError("--max-events", f"expected a whole number of events >= 1, got {args.max_events}")
     return (DEFAULT_SIM_STEPS if args.sim_steps is None else args.sim_steps,
-            DEFAULT_SEED if args.seed is None else args.seed)
+            DEFAULT_SEED if args.seed is None else args.seed,
+            DEFAULT_MAX_EVENTS if args.max_events is None else args.max_events)
 
 
-def _cmd_run(args) -> int:
-    import json
+class _StderrProgress:
+    """A one-line progress indicator on stderr, shown only when stderr is a terminal (pipes and tests stay
+    clean); :meth:`close` clears the line."""
+
+    def __init__(self, label: str):
+        self.label, self.shown = label, 0
+
+    def __call__(self, done: int, total: int) -> None:
+        line = f"{self.label}: simulating step {done:,} of {total:,} ({100 * done // max(total, 1)}%)"
+        sys.stderr.write("\r" + line.ljust(self.shown))
+        sys.stderr.flush()
+        self.shown = len(line)
+
+    def close(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r" + " " * self.shown + "\r")
+            sys.stderr.flush()
+            self.shown = 0
+
+
+def _simulate(report, steps: int, seed: int, max_events: int):
+    from . import simulate
+
+    bar = _StderrProgress(report.scenario.name) if sys.stderr.isatty() else None
+    try:
+        return simulate(report.scenario, steps=min(report.scenario.workload.steps, steps), seed=seed,
+                        max_events=max_events, progress=bar)
+    except ScenarioError as exc:
+        flag = {"steps": "--sim-steps", "max_events": "--max-events"}.get(exc.field)
+        if flag is None:
+            raise
+        raise ScenarioError(flag, exc.message) from None
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _evaluate_file(path: str, args, sim_steps: int, seed: int, max_events: int) -> dict:
+    """One scenario file: its scenario, analytical report and (with ``--simulate``) simulated report."""
+    from . import evaluate, load_scenario, solve_split
+
+    scn = load_scenario(path)
+    report = solve_split(scn) if args.solve else evaluate(scn)
+    sim = _simulate(report, sim_steps, seed, max_events) if args.simulate else None
+    return {"file": path, "scenario": scn, "report": report, "sim": sim}
+
+
+def _write_csv(run: dict, out) -> None:
+    from . import cost_lines
+    from .reports import metrics_table, sweep_table, timeline_table
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ScenarioError("--csv", f"cannot create {out}: {exc.strerror or exc}") from None
+    report, sim = run["report"], run["sim"]
+    metrics_table(report).to_csv(out / "metrics.csv", index=False)
+    met = report.metrics
+    cost_lines(report.scenario, met["trainer_gpus"], met["generator_gpus"], met["sandbox_cpu_cores"]).to_csv(
+        out / "cost_breakdown.csv", index=False)
+    report.phases.to_csv(out / "phases.csv", index=False)
+    if report.sweep is not None:
+        sweep_table(report.sweep).to_csv(out / "sweep.csv", index=False)
+    if sim is not None:
+        metrics_table(sim).to_csv(out / "metrics_simulated.csv", index=False)
+        timeline_table(sim.details["timeline"]).to_csv(out / "timeline.csv", index=False)
+
+
+def _csv_dirs(runs: list[dict], root: str) -> list:
+    """``--csv DIR``: one scenario writes into DIR, several into DIR/<file stem> each (deduplicated)."""
     from pathlib import Path
 
-    from . import METRIC_UNITS, ScenarioError, cost_lines, evaluate, load_scenario, solve_split
+    if len(runs) == 1:
+        return [Path(root)]
+    seen: dict[str, int] = {}
+    dirs = []
+    for run in runs:
+        stem = Path(run["file"]).stem or "scenario"
+        seen[stem] = seen.get(stem, 0) + 1
+        dirs.append(Path(root) / (stem if seen[stem] == 1 else f"{stem}-{seen[stem]}"))
+    return dirs
 
-    sim_steps, seed = _simulation_flags(args)
-    scn = load_scenario(args.scenario)
-    report = solve_split(scn) if args.solve else evaluate(scn)
-    sim = None
-    if args.simulate:
-        from . import simulate
 
-        try:
-            sim = simulate(report.scenario, steps=min(scn.workload.steps, sim_steps), seed=seed)
-        except ScenarioError as exc:
-            if exc.field != "steps":
-                raise
-            raise ScenarioError("--sim-steps", exc.message) from None
-    if args.csv:
-        out = Path(args.csv)
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ScenarioError("--csv", f"cannot create {out}: {exc.strerror or exc}") from None
-        report.to_csv(out / "metrics.csv")
-        met = report.metrics
-        cost_lines(report.scenario, met["trainer_gpus"], met["generator_gpus"], met["sandbox_cpu_cores"]).to_csv(
-            out / "cost_breakdown.csv", index=False)
-        report.phases.to_csv(out / "phases.csv", index=False)
-        if report.sweep is not None:
-            report.sweep.to_csv(out / "sweep.csv", index=False)
-    if args.json:
-        print(json.dumps(report.metrics if sim is None else {"analytical": report.metrics,
-                                                              "simulation": sim.metrics}))
-        return 0
-    if sim is not None and args.csv:
-        sim.to_csv(Path(args.csv) / "metrics_simulated.csv")
-        sim.details["timeline"].to_csv(Path(args.csv) / "timeline.csv", index=False)
+def _json_value(v):
+    """JSON has no NaN or infinity: those become null."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, dict):
+        return {k: _json_value(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [_json_value(x) for x in v]
+    return v
+
+
+def _json_record(run: dict) -> dict:
+    """One scenario's JSON object; the same keys with and without ``--simulate`` ("simulation" is null without)."""
+    import json
+
+    report, sim = run["report"], run["sim"]
+    return _json_value({
+        "scenario": run["scenario"].name, "file": run["file"], "analytical": report.metrics,
+        "simulation": None if sim is None else sim.metrics, "advice": list(report.advice),
+        "phases": json.loads(report.phases.to_json(orient="records")),
+    })
+
+
+def _print_heading(run: dict, solved: bool) -> None:
+    scn, met = run["scenario"], run["report"].metrics
     print(f"{scn.name}: {scn.description}" if scn.description else scn.name)
-    print(f"mode {scn.orchestration.mode}; trainer {report.metrics['trainer_gpus']:.0f} x {scn.trainer.hardware}, "
-          f"generator {report.metrics['generator_gpus']:.0f} x {scn.generator.hardware}"
-          + (" (solved split)" if args.solve else ""))
+    print(f"mode {scn.orchestration.mode}; trainer {met['trainer_gpus']:.0f} x {scn.trainer.hardware}, "
+          f"generator {met['generator_gpus']:.0f} x {scn.generator.hardware}" + (" (solved split)" if solved else ""))
+
+
+def _print_one(run: dict, solved: bool) -> None:
+    from . import METRIC_UNITS
+
+    report, sim = run["report"], run["sim"]
+    _print_heading(run, solved)
     if sim is not None:
         print(f"  {'metric':40s} {'analytical':>14s} {'simulated':>14s} unit   ({sim.details['steps']} steps, "
               f"seed {sim.details['seed']})")
     for key, value in report.metrics.items():
         unit, meaning = METRIC_UNITS[key]
-        shown = "not offered" if value is None else _fmt(value)
+        shown = _metric_text(value, unit)
         if sim is not None:
-            sv = sim.metrics[key]
-            print(f"  {key:40s} {shown:>14s} {('not offered' if sv is None else _fmt(sv)):>14s} {unit}")
+            print(f"  {key:40s} {shown:>14s} {_metric_text(sim.metrics[key], unit):>14s} {_unit_text(unit)}")
         else:
-            print(f"  {key:40s} {shown:>14s} {unit:12s} {meaning}")
+            print(f"  {key:40s} {shown:>14s} {_unit_text(unit):12s} {meaning}")
     for line in report.advice:
         print(f"* {line}")
+
+
+def _print_side_by_side(runs: list[dict], solved: bool) -> None:
+    """Several scenarios: metrics as rows, one column per scenario (two with --simulate: analytical, simulated)."""
+    from . import METRIC_UNITS
+
+    for i, run in enumerate(runs, 1):
+        print(f"[{i}] ", end="")
+        _print_heading(run, solved)
+    simulated = runs[0]["sim"] is not None
+    names = [run["scenario"].name for run in runs]
+    width = max(14, *(len(n) for n in names)) if not simulated else 14
+    group = 2 * width + 1 if simulated else width
+    print(f"\n  {'metric':40s} " + " ".join(f"{n:>{group}s}" for n in names) + " unit")
+    if simulated:
+        steps = " / ".join(dict.fromkeys(str(run["sim"].details["steps"]) for run in runs))
+        print(f"  {'':40s} " + " ".join(f"{'analytical':>{width}s} {'simulated':>{width}s}" for _ in runs)
+              + f"   ({steps} steps, seed {runs[0]['sim'].details['seed']})")
+    for key, (unit, _meaning) in METRIC_UNITS.items():
+        cells = []
+        for run in runs:
+            cells.append(f"{_metric_text(run['report'].metrics[key], unit):>{width}s}")
+            if simulated:
+                cells.append(f"{_metric_text(run['sim'].metrics[key], unit):>{width}s}")
+        print(f"  {key:40s} " + " ".join(cells) + f" {_unit_text(unit)}")
+    for i, run in enumerate(runs, 1):
+        for line in run["report"].advice:
+            print(f"* [{i}] {line}")
+
+
+def _cmd_run(args) -> int:
+    import json
+
+    sim_steps, seed, max_events = _simulation_flags(args)
+    runs = []
+    for path in args.scenario:
+        try:
+            runs.append(_evaluate_file(path, args, sim_steps, seed, max_events))
+        except TcocalcError as exc:
+            if len(args.scenario) == 1:
+                raise
+            raise _FileError(f"{path}: {exc}") from exc
     if args.csv:
-        print(f"CSV tables written to {args.csv}/")
+        for run, out in zip(runs, _csv_dirs(runs, args.csv), strict=True):
+            _write_csv(run, out)
+    if args.json:
+        records = [_json_record(run) for run in runs]
+        print(json.dumps(records[0] if len(records) == 1 else records))
+        return 0
+    if len(runs) == 1:
+        _print_one(runs[0], args.solve)
+    else:
+        _print_side_by_side(runs, args.solve)
+    if args.csv:
+        print(f"CSV tables written to {args.csv}/" + (" (one folder per scenario)" if len(runs) > 1 else ""))
     return 0
 
 
@@ -162,14 +310,21 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("--sources", action="store_true", help="include the source and date of every figure")
         sp.set_defaults(func=func)
     sp = sub.add_parser("run", help="evaluate an RL scenario (TOML): split, throughput, idle, staleness, cost")
-    sp.add_argument("scenario", help="path to a scenario TOML file (see scenarios/)")
+    sp.add_argument("scenario", nargs="+", help="path to a scenario TOML file (see scenarios/); several print "
+                                                "side by side")
     sp.add_argument("--solve", action="store_true", help="find the best trainer/generator split")
     sp.add_argument("--simulate", action="store_true", help="cross-check with the discrete-event simulator")
     sp.add_argument("--sim-steps", type=int, help=f"with --simulate: steps to simulate (default {DEFAULT_SIM_STEPS}, "
                                                  "at most the run)")
     sp.add_argument("--seed", type=int, help=f"with --simulate: simulation seed >= 0 (default {DEFAULT_SEED})")
-    sp.add_argument("--csv", metavar="DIR", help="write metrics, sweep, phases and cost breakdown as CSV into DIR")
-    sp.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
+    sp.add_argument("--max-events", type=int, help="with --simulate: refuse a run estimated above this many events "
+                                                  f"(default {DEFAULT_MAX_EVENTS:,})")
+    sp.add_argument("--csv", metavar="DIR", help="write metrics, sweep, phases and cost breakdown (and with "
+                                                 "--simulate the simulated metrics and timeline) as CSV into DIR; "
+                                                 "several scenarios: one folder per scenario file")
+    sp.add_argument("--json", action="store_true", help="print one JSON object per scenario: scenario, file, "
+                                                       "analytical, simulation (null without --simulate), advice, "
+                                                       "phases (a list for several scenarios)")
     sp.set_defaults(func=_cmd_run)
     sp = sub.add_parser("validate", help="predicted vs published for every validation case, with errors")
     sp.add_argument("--csv", action="store_true", help="print CSV instead of a text table")
@@ -180,8 +335,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .errors import TcocalcError
-
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

@@ -16,6 +16,16 @@ def test_hardware_csv_round_trips(capsys):
     assert "hbm_bandwidth source" in df.columns
 
 
+def test_hardware_text_table_leaves_a_missing_precision_empty(capsys):
+    assert main(["hardware"]) == 0
+    out = capsys.readouterr().out
+    assert "NaN" not in out and "nan" not in out
+    header, *rows = out.splitlines()
+    a100 = next(r for r in rows if r.split()[0].startswith("A100"))
+    fp4 = header.index("fp4 [TFLOP/s]")
+    assert a100[fp4:fp4 + len("fp4 [TFLOP/s]")].strip() == ""  # A100 has no FP8/FP4: an empty cell
+
+
 def test_models_text_table(capsys):
     assert main(["models"]) == 0
     out = capsys.readouterr().out
