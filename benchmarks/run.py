@@ -108,8 +108,15 @@ def rl() -> list[tuple[str, float, str]]:
         update={"filter_zero_advantage": False})})
     tc.simulate(nofilter, steps=2)
     sim = _best(lambda: tc.simulate(nofilter, steps=1000, seed=1), repeats=1)
+    from tcocalc.cli import DEFAULT_SIM_STEPS
+
+    agentic = tc.load_scenario(root / "gb300_agentic_960.toml")
+    agentic_steps = min(agentic.workload.steps, DEFAULT_SIM_STEPS)  # what `tcocalc run --simulate` runs
+    sim_agentic = _best(lambda: tc.simulate(agentic, steps=agentic_steps, seed=0), repeats=1)
     return [
         ("simulate 1,000 steps x 1,024 samples on 256 GPUs (Qwen3-235B, async)", sim, "< 10 s"),
+        (f"simulate gb300_agentic_960, {agentic_steps} steps (the CLI's default; 30 turns, sandboxes)", sim_agentic,
+         "< 10 s"),
         ("solve_split over every split of 4,096 H200 (512 splits), cold caches", cold, "< 1 s"),
         ("solve_split, same, warm caches", warm, "< 1 s"),
         ("evaluate, SemiAnalysis scenario, cold caches (first call)", ev_cold, "< 0.02 s"),
