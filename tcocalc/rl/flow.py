@@ -20,7 +20,7 @@ Everything broadcasts over candidate splits (arrays of trainer and generator GPU
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -75,6 +75,7 @@ class Flow:
     generated_tokens_per_s: np.ndarray  # model tokens generated per second, waste included [token/s]
     discarded_fraction: np.ndarray  # dispatched rollouts not trained [1]
     sandbox_share: np.ndarray       # share of its time in flight a trajectory holds a started sandbox [1]
+    caps: dict = field(default_factory=dict)  # streaming modes: each limit on X by name [sample/s]; X is their min
 
 
 def sandbox_attempts(scn: Scenario, ws: WorkloadStats) -> float:
@@ -175,6 +176,7 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
     if orch.oversampling > 0:
         tail_tokens = min(tail_tokens, ws.tau)
     b = np.full(r.n_t.shape, gcap.b_op)
+    caps: dict = {}
     for _ in range(80):
         w = gcap.prefill_s + r.generated_per_dispatched * (gcap.t0 + gcap.t1 * b) + w_env
         if reprefill:
@@ -185,13 +187,16 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
         # partial rollout it is paused and resumed across the update instead, gaining one step: T_tail/(η + 1).
         t_tail = gcap.prefill_s + tail_tokens * (gcap.t0 + gcap.t1 * b) + w_env
         # half a batch waits in the buffer on average while the next one assembles (Q = B/2)
-        x = np.minimum(np.minimum(lam_paused, mu_eff),
-                       np.minimum(keep * staleness_throughput_cap(eta, B, w, queued=B / 2.0),
-                                  staleness_throughput_cap(eta - tail_slack, B, t_tail)))
+        caps = {"generator": lam_paused, "trainer": mu_eff,
+                "staleness": np.minimum(keep * staleness_throughput_cap(eta, B, w, queued=B / 2.0),
+                                        staleness_throughput_cap(eta - tail_slack, B, t_tail))}
+        x = np.minimum(np.minimum(lam_paused, mu_eff), caps["staleness"])
         if ws.uses_sandbox and sb.max_concurrency > 0:
-            x = np.minimum(x, keep * sb.max_concurrency / w)
+            caps["sandbox_concurrency"] = keep * sb.max_concurrency / w
+            x = np.minimum(x, caps["sandbox_concurrency"])
         if ws.uses_sandbox and sb.max_starting > 0 and r.startup_s > 0:
-            x = np.minimum(x, keep * sb.max_starting / r.startup_s)
+            caps["sandbox_start"] = np.broadcast_to(keep * sb.max_starting / r.startup_s, x.shape)
+            x = np.minimum(x, caps["sandbox_start"])
         # resident trajectories per replica (KV held through tool calls, at most b_max); the share decoding is
         # the LLM part of a trajectory's life at the current step time
         resident = np.minimum((x / keep) * w / rep, gcap.b_max)
@@ -199,14 +204,14 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
         if np.allclose(b_new, b, rtol=1e-10):
             break
         b = 0.5 * (b + b_new)
-    return x, w, lam_paused
+    return x, w, lam_paused, caps
 
 
 def async_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates) -> Flow:
     """Asynchronous step (async with bound η, inflight): the generator streams under the staleness bound."""
     B, keep, eta = r.batch, r.keep, scn.orchestration.max_staleness
     mu_eff = B / (r.t_train + (r.t_sync if scn.orchestration.sync_blocks_trainer else 0.0))
-    x, w_gen, lam_paused = _async_throughput(scn, ws, gcap, r, mu_eff)
+    x, w_gen, lam_paused, caps = _async_throughput(scn, ws, gcap, r, mu_eff)
     step = B / x
     inflight = (x / keep) * w_gen
     trainer_bound = np.isclose(x, mu_eff) & (mu_eff < lam_paused)
@@ -219,7 +224,7 @@ def async_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rat
                 training_share=x * r.t_train / B, generated_tokens_per_s=x * r.generated_per_trained,
                 discarded_fraction=np.full_like(step, 1.0 - keep),
                 # a sandbox is live once started: its start-up attempts (retries included) are not
-                sandbox_share=np.clip((w_gen - r.startup_s) / w_gen, 0.0, 1.0))
+                sandbox_share=np.clip((w_gen - r.startup_s) / w_gen, 0.0, 1.0), caps=caps)
 
 
 #: The step model of each orchestration mode (``Scenario.orchestration.mode``).

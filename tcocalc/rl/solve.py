@@ -48,6 +48,7 @@ SIZING_SHARE = 0.99
 MAX_CANDIDATES = 1024
 
 _RTOL = 1e-6  # a throughput within this of a cap is held by it (the async fixed point converges to 1e-10)
+_CAP_ORDER = ("sandbox_start", "sandbox_concurrency", "trainer", "staleness", "generator")
 _SIDE_MAX = min(next(m.le for m in sec.model_fields["gpus"].metadata if hasattr(m, "le"))
                 for sec in (TrainerSection, GeneratorSection))  # the scenario's limit on either pool [GPU]
 _OBJECTIVE_LABEL = {"usd_per_useful_sample": "$/useful sample", "useful_samples_per_s": "useful samples/s"}
@@ -155,26 +156,19 @@ def _binding_limits(scn: Scenario, cluster: Cluster, results: list[PhaseResult])
             kinds.append("generator" if r.batch / f.generator_capacity[0] >= r.t_train[0] else "trainer")
             out[ws.phase] = kinds
         return out, None
-    for res in results:
-        f, r, ws, sb = res.flow, res.rates, res.workload, scn.sandbox
-        caps = {}
-        if ws.uses_sandbox and sb.max_starting > 0 and r.startup_s > 0:
-            caps["sandbox_start"] = r.keep * sb.max_starting / r.startup_s
-        if ws.uses_sandbox and sb.max_concurrency > 0:
-            caps["sandbox_concurrency"] = r.keep * sb.max_concurrency / f.rollout_latency_s[0]
-        caps["trainer"] = f.trainer_capacity[0]
-        out[ws.phase] = [k for k, cap in caps.items() if cap <= f.trained_per_s[0] * (1 + _RTOL)]
-    if all(out.values()):
-        return out, None
-    o = scn.orchestration
-    looser = scn.model_copy(update={"orchestration": o.model_copy(update={"max_staleness": o.max_staleness + 1})})
-    loose = phase_results(looser, cluster, results[0].rates.n_t, results[0].rates.n_g)
-    for res, lres in zip(results, loose, strict=True):
-        if not out[res.workload.phase]:
-            raised = lres.flow.trained_per_s[0] > res.flow.trained_per_s[0] * (1 + _RTOL)
-            out[res.workload.phase] = ["staleness" if raised else "generator"]
+    for res in results:  # the step model names every cap on X (flow.caps); those within _RTOL of X bind
+        f = res.flow
+        kinds = [k for k in _CAP_ORDER if k in f.caps and f.caps[k][0] <= f.trained_per_s[0] * (1 + _RTOL)]
+        if kinds != ["staleness"] and "staleness" in kinds:
+            kinds.remove("staleness")  # the bound only binds alone: another cap at X holds it there anyway
+        if "generator" in kinds and len(kinds) > 1:
+            kinds.remove("generator")  # a sandbox or trainer cap at the same rate is what to change
+        out[res.workload.phase] = kinds
     if not any(kinds == ["staleness"] for kinds in out.values()):
         return out, None
+    o = scn.orchestration  # what one more step of staleness would give, for the advice
+    looser = scn.model_copy(update={"orchestration": o.model_copy(update={"max_staleness": o.max_staleness + 1})})
+    loose = phase_results(looser, cluster, results[0].rates.n_t, results[0].rates.n_g)
     return out, float(combine_phases(looser, [(r.workload, r.metrics) for r in loose])["useful_samples_per_s"][0])
 
 
