@@ -118,7 +118,11 @@ class Engine:
         self.waiting, self.start_queue = deque(), deque()
         self.timers: dict = {}  # trajectories in a tool call; insertion-ordered so aborts are reproducible
         self.deferred, self.buffer, self.records = [], [], []
-        self.stale, self.tok_stale, self.env_stale = [], [], []
+        # per training step: (sum, max) of the version lag, sum of the token lag, stale-environment count; with
+        # the lag histogram over all trained samples. Bounded by the steps, not the samples (all sums are exact:
+        # lags are whole or half steps).
+        self.step_staleness: list = []
+        self.stale_counts: dict = {}
         self.running_at_step, self.queued_at_step = [], []
         self.version, self.trainer_busy, self.syncing, self.train_dur = 0, False, False, 0.0
         self.busy_time = self.gen_tokens = 0.0
@@ -374,10 +378,12 @@ class Engine:
         if not self.streaming:
             self.buffer.clear()  # surplus samples of a synchronous batch are dropped
         self.trained += len(take)
-        for tr in take:
-            self.stale.append(self.version - tr.v_start)
-            self.tok_stale.append(self.version - 0.5 * (tr.v_start + tr.v_end))
-            self.env_stale.append(p.uses_sandbox and tr.v_end != tr.v_start)
+        v, counts = self.version, self.stale_counts
+        lags = [v - tr.v_start for tr in take]
+        for lag in lags:
+            counts[lag] = counts.get(lag, 0) + 1
+        self.step_staleness.append((sum(lags), max(lags), sum(v - 0.5 * (tr.v_start + tr.v_end) for tr in take),
+                                    sum(1 for tr in take if p.uses_sandbox and tr.v_end != tr.v_start)))
         f = sum(p.flops_linear * (p.fixed_tokens + tr.tokens) + p.flops_square * (p.fixed_tokens + tr.tokens) ** 2
                 for tr in take)
         self.train_dur = f / p.trainer_flops_per_s

@@ -188,14 +188,13 @@ def flow_from_run(eng: Engine, p: SimParams, gcap, analytical: Flow, minibatches
                 generated_tokens_per_s=one * (tokens_gen / wall),
                 discarded_fraction=one * float(np.clip(1.0 - eng.trained / max(eng.dispatched, 1), 0.0, 1.0)),
                 sandbox_share=one * (min(live / in_flight, 1.0) if in_flight > 0 else 0.0))
-    B = p.batch
-    s_arr = np.asarray(eng.stale[warm * B:] or eng.stale, dtype=float)
-    t_arr = np.asarray(eng.tok_stale[warm * B:] or eng.tok_stale, dtype=float)
-    e_arr = np.asarray(eng.env_stale[warm * B:] or eng.env_stale, dtype=float)
+    steps = np.asarray(eng.step_staleness[warm:] or eng.step_staleness, dtype=float).reshape(-1, 4)
+    n = steps.shape[0] * p.batch  # every training step takes exactly B samples
     lag_mean, lag_max = intra_step_lag(minibatches)
-    stale = Staleness(mean=one * (float(s_arr.mean()) + lag_mean), max=one * (float(s_arr.max()) + lag_max),
-                      token=one * (float(t_arr.mean()) + lag_mean),
-                      env_state_stale=one * (float(e_arr.mean()) if e_arr.size else 0.0))
+    stale = Staleness(mean=one * (float(steps[:, 0].sum() / n) + lag_mean),
+                      max=one * (float(steps[:, 1].max()) + lag_max),
+                      token=one * (float(steps[:, 2].sum() / n) + lag_mean),
+                      env_state_stale=one * (float(steps[:, 3].sum() / n) if n else 0.0))
     return flow, stale, live
 
 
@@ -244,7 +243,7 @@ def _simulate_one(prepared: _Prepared, *, steps: int, seed: int, max_events: int
     phase_metrics = {k: float(v[0]) for k, v in
                      contract_metrics(scn, ws, rates, flow, stale, live * np.ones(1), usd_h).items()}
     metrics = scalar_metrics(combine_phases(scn, [(ws, phase_metrics)]))
-    staleness = pd.Series(np.asarray(eng.stale, dtype=int)).value_counts().sort_index().rename("samples")
+    staleness = pd.Series(eng.stale_counts, dtype="int64").sort_index().rename("samples")
     staleness.index.name = "staleness [steps]"
     return RLReport(scenario=scn, metrics=metrics, phases=base.phases,
                     details={"timeline": _timeline(eng, p.t_sync), "staleness": staleness, "events": n_events,
