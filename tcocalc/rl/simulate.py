@@ -173,14 +173,17 @@ def flow_from_run(eng: Engine, p: SimParams, gcap, analytical: Flow, minibatches
     busy = train_s + (p.t_sync * n_steps if p.sync_blocks_trainer or p.mode in ("colocated", "sync") else 0.0)
     x = n_steps * p.batch / wall
     tokens_gen = recs[-1][3] - (eng.records[warm - 1][3] if warm > 0 else 0.0)
-    cap_tok = p.n_rep * gcap.b_op / (gcap.t0 + gcap.t1 * gcap.b_op)
+    if p.mode in ("async", "inflight"):  # throttled below what the generator could produce
+        gen_busy_share = (tokens_gen / wall) / (p.n_rep * gcap.b_op / (gcap.t0 + gcap.t1 * gcap.b_op))
+    else:  # synchronous: the share of wall time the step's rollouts are outstanding (as t_gen / T_step)
+        gen_busy_share = (eng.gen_busy_at_step[-1] - (eng.gen_busy_at_step[warm - 1] if warm > 0 else 0.0)) / wall
     in_flight = float(np.mean(eng.running_at_step[warm:] or eng.running_at_step))
     dispatched_per_s = x * eng.dispatched / max(eng.trained, 1)
     live = eng.sandbox_area() / max(eng.now, 1e-9)
     one = np.ones(1)
     flow = Flow(trained_per_s=one * x, step_s=one * (wall / n_steps),
                 trainer_idle=one * float(np.clip(1.0 - busy / wall, 0.0, 1.0)),
-                generator_idle=one * float(np.clip(1.0 - (tokens_gen / wall) / cap_tok, 0.0, 1.0)),
+                generator_idle=one * float(np.clip(1.0 - gen_busy_share, 0.0, 1.0)),
                 trainer_capacity=analytical.trainer_capacity, generator_capacity=analytical.generator_capacity,
                 in_flight=one * in_flight,
                 queued=one * float(np.mean(eng.queued_at_step[warm:] or eng.queued_at_step)),
@@ -188,13 +191,13 @@ def flow_from_run(eng: Engine, p: SimParams, gcap, analytical: Flow, minibatches
                 generated_tokens_per_s=one * (tokens_gen / wall),
                 discarded_fraction=one * float(np.clip(1.0 - eng.trained / max(eng.dispatched, 1), 0.0, 1.0)),
                 sandbox_share=one * (min(live / in_flight, 1.0) if in_flight > 0 else 0.0))
-    steps = np.asarray(eng.step_staleness[warm:] or eng.step_staleness, dtype=float).reshape(-1, 4)
+    steps = np.asarray(eng.step_staleness[warm:] or eng.step_staleness, dtype=float).reshape(-1, 5)
     n = steps.shape[0] * p.batch  # every training step takes exactly B samples
     lag_mean, lag_max = intra_step_lag(minibatches)
     stale = Staleness(mean=one * (float(steps[:, 0].sum() / n) + lag_mean),
                       max=one * (float(steps[:, 1].max()) + lag_max),
-                      token=one * (float(steps[:, 2].sum() / n) + lag_mean),
-                      env_state_stale=one * (float(steps[:, 3].sum() / n) if n else 0.0))
+                      token=one * (float(steps[:, 2].sum() / steps[:, 3].sum()) + lag_mean),
+                      env_state_stale=one * (float(steps[:, 4].sum() / n) if n else 0.0))
     return flow, stale, live
 
 
