@@ -108,10 +108,10 @@ def rl() -> list[tuple[str, float, str]]:
         update={"filter_zero_advantage": False})})
     tc.simulate(nofilter, steps=2)
     sim = _best(lambda: tc.simulate(nofilter, steps=1000, seed=1), repeats=1)
-    from tcocalc.cli import DEFAULT_SIM_STEPS
+    from tcocalc.cli import default_sim_steps
 
     agentic = tc.load_scenario(root / "gb300_agentic_960.toml")
-    agentic_steps = min(agentic.workload.steps, DEFAULT_SIM_STEPS)  # what `tcocalc run --simulate` runs
+    agentic_steps = default_sim_steps(agentic)  # what `tcocalc run --simulate` runs (within its event budget)
     sim_agentic = _best(lambda: tc.simulate(agentic, steps=agentic_steps, seed=0), repeats=1)
     return [
         ("simulate 1,000 steps x 1,024 samples on 256 GPUs (Qwen3-235B, async)", sim, "< 10 s"),

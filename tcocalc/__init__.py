@@ -54,6 +54,7 @@ _EXPORTS: dict[str, str] = {
     "evaluate": "rl.solve",
     "solve_split": "rl.solve",
     "simulate": "rl.simulate",
+    "simulated_events_estimate": "rl.simulate",
     # cost
     "CostInputs": "economics.tco",
     "CostBreakdown": "economics.tco",
@@ -96,7 +97,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         UnknownEntryError,
     )
     from .rl.report import METRIC_UNITS, RLReport  # noqa: F401
-    from .rl.simulate import simulate  # noqa: F401
+    from .rl.simulate import simulate, simulated_events_estimate  # noqa: F401
     from .rl.solve import evaluate, solve_split  # noqa: F401
     from .roofline.charts import attainable_flops_per_s, operating_points, ridge_table  # noqa: F401
     from .roofline.forward import KernelTime, decode, prefill  # noqa: F401

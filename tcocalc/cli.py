@@ -13,7 +13,9 @@ import sys
 from .errors import ScenarioError, TcocalcError
 
 EXIT_USAGE = 2
-DEFAULT_SIM_STEPS = 200  # `run --simulate`: steps simulated unless --sim-steps says otherwise
+DEFAULT_SIM_STEPS = 200  # `run --simulate`: steps simulated unless --sim-steps says otherwise ...
+DEFAULT_SIM_EVENTS = 3_500_000  # ... or fewer where 200 would handle more events (about 2.5 µs each, benchmarks/run.py)
+MIN_DEFAULT_SIM_STEPS = 20  # but never fewer (the first fifth is warm-up)
 DEFAULT_SEED = 0
 DEFAULT_MAX_EVENTS = 50_000_000  # `run --simulate`: refuse runs estimated above this (tc.simulate's default)
 
@@ -107,7 +109,7 @@ def _simulation_flags(args) -> tuple[int, int, int]:
         raise ScenarioError("--seed", f"expected a non-negative whole number, got {args.seed}")
     if args.max_events is not None and args.max_events < 1:
         raise ScenarioError("--max-events", f"expected a whole number of events >= 1, got {args.max_events}")
-    return (DEFAULT_SIM_STEPS if args.sim_steps is None else args.sim_steps,
+    return (args.sim_steps,  # None: the default, chosen per scenario (default_sim_steps)
             DEFAULT_SEED if args.seed is None else args.seed,
             DEFAULT_MAX_EVENTS if args.max_events is None else args.max_events)
 
@@ -132,9 +134,22 @@ class _StderrProgress:
             self.shown = 0
 
 
-def _simulate(report, steps: int, seed: int, max_events: int):
+def default_sim_steps(scn) -> int:
+    """Steps ``--simulate`` runs without ``--sim-steps``: the run's steps, at most DEFAULT_SIM_STEPS, and fewer
+    where that would take more than DEFAULT_SIM_EVENTS events (about 10 s on a 2-core machine; benchmarks/run.py),
+    but never fewer than MIN_DEFAULT_SIM_STEPS. The report's header says how many ran."""
+    from . import simulated_events_estimate
+
+    steps = min(scn.workload.steps, DEFAULT_SIM_STEPS)
+    fit = int(steps * DEFAULT_SIM_EVENTS / max(simulated_events_estimate(scn, steps), 1.0))
+    return max(min(steps, fit), min(MIN_DEFAULT_SIM_STEPS, steps))
+
+
+def _simulate(report, steps: int | None, seed: int, max_events: int):
     from . import simulate
 
+    if steps is None:
+        steps = default_sim_steps(report.scenario)
     bar = _StderrProgress(report.scenario.name) if sys.stderr.isatty() else None
     try:
         return simulate(report.scenario, steps=min(report.scenario.workload.steps, steps), seed=seed,
@@ -156,7 +171,7 @@ def _evaluate_file(path: str, args, sim_steps: int, seed: int, max_events: int) 
     scn = load_scenario(path)
     report = solve_split(scn) if args.solve else evaluate(scn)
     sim = _simulate(report, sim_steps, seed, max_events) if args.simulate else None
-    return {"file": path, "scenario": scn, "report": report, "sim": sim}
+    return {"file": path, "scenario": scn, "report": report, "sim": sim, "default_sim_steps": sim_steps is None}
 
 
 def _write_csv(run: dict, out) -> None:
@@ -225,13 +240,21 @@ def _print_heading(run: dict, solved: bool) -> None:
           f"generator {met['generator_gpus']:.0f} x {scn.generator.hardware}" + (" (solved split)" if solved else ""))
 
 
+def _steps_text(run: dict) -> str:
+    """"N steps", saying so when the default event budget cut them below the default."""
+    n = run["sim"].details["steps"]
+    cut = run["default_sim_steps"] and n < min(run["report"].scenario.workload.steps, DEFAULT_SIM_STEPS)
+    return f"{n} steps" + (f" within the default budget of {DEFAULT_SIM_EVENTS:,} events; --sim-steps for more"
+                           if cut else "")
+
+
 def _print_one(run: dict, solved: bool) -> None:
     from . import METRIC_UNITS
 
     report, sim = run["report"], run["sim"]
     _print_heading(run, solved)
     if sim is not None:
-        print(f"  {'metric':40s} {'analytical':>14s} {'simulated':>14s} unit   ({sim.details['steps']} steps, "
+        print(f"  {'metric':40s} {'analytical':>14s} {'simulated':>14s} unit   ({_steps_text(run)}, "
               f"seed {sim.details['seed']})")
     for key, value in report.metrics.items():
         unit, meaning = METRIC_UNITS[key]
@@ -257,7 +280,7 @@ def _print_side_by_side(runs: list[dict], solved: bool) -> None:
     group = 2 * width + 1 if simulated else width
     print(f"\n  {'metric':40s} " + " ".join(f"{n:>{group}s}" for n in names) + " unit")
     if simulated:
-        steps = " / ".join(dict.fromkeys(str(run["sim"].details["steps"]) for run in runs))
+        steps = " / ".join(dict.fromkeys(_steps_text(run) for run in runs))
         print(f"  {'':40s} " + " ".join(f"{'analytical':>{width}s} {'simulated':>{width}s}" for _ in runs)
               + f"   ({steps} steps, seed {runs[0]['sim'].details['seed']})")
     for key, (unit, _meaning) in METRIC_UNITS.items():
@@ -315,7 +338,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--solve", action="store_true", help="find the best trainer/generator split")
     sp.add_argument("--simulate", action="store_true", help="cross-check with the discrete-event simulator")
     sp.add_argument("--sim-steps", type=int, help=f"with --simulate: steps to simulate (default {DEFAULT_SIM_STEPS}, "
-                                                 "at most the run)")
+                                                 f"at most the run, fewer where that exceeds {DEFAULT_SIM_EVENTS:,} "
+                                                 f"events, at least {MIN_DEFAULT_SIM_STEPS})")
     sp.add_argument("--seed", type=int, help=f"with --simulate: simulation seed >= 0 (default {DEFAULT_SEED})")
     sp.add_argument("--max-events", type=int, help="with --simulate: refuse a run estimated above this many events "
                                                   f"(default {DEFAULT_MAX_EVENTS:,})")

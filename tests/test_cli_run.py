@@ -213,3 +213,16 @@ def test_max_events_default_is_the_library_default():
     from tcocalc.rl.simulate import DEFAULT_MAX_EVENTS as LIBRARY
 
     assert DEFAULT_MAX_EVENTS == LIBRARY
+
+
+def test_default_simulation_fits_an_event_budget_and_says_so(capsys):
+    """The agentic scenarios would take ~50 s at 200 steps: without --sim-steps the CLI simulates the steps that fit
+    DEFAULT_SIM_EVENTS (about 10 s; benchmarks/run.py) and the header says why; --sim-steps overrides it."""
+    import tcocalc as tc
+    from tcocalc.cli import DEFAULT_SIM_EVENTS, DEFAULT_SIM_STEPS, MIN_DEFAULT_SIM_STEPS, default_sim_steps
+
+    agentic = tc.load_scenario("scenarios/gb300_agentic_960.toml")
+    n = default_sim_steps(agentic)
+    assert MIN_DEFAULT_SIM_STEPS <= n < DEFAULT_SIM_STEPS
+    assert tc.simulated_events_estimate(agentic, n) <= DEFAULT_SIM_EVENTS < tc.simulated_events_estimate(agentic, n + 1)
+    assert default_sim_steps(tc.load_scenario("scenarios/default.toml")) == DEFAULT_SIM_STEPS
