@@ -30,10 +30,11 @@ def split_sweep_figure(sweep, chosen_trainer_gpus: float | None = None):
                              mode="lines", line=dict(dash="dot")), secondary_y=False)
     fig.add_trace(go.Scatter(x=x, y=df["usd_per_useful_sample"], name="cost [USD/useful sample]", mode="lines",
                              line=dict(color="gray")), secondary_y=True)
-    best = df[df["best"]]
-    if not best.empty:
-        fig.add_vline(x=float(best["trainer_gpus"].iloc[0]), line_dash="dash", line_color="green",
-                      annotation_text="best split", annotation_position="top")
+    # the split the solver reports ("chosen": the best, unless it gains less than the tolerance over the given one)
+    pick = df[df["chosen"]] if "chosen" in df else df[df["best"]]
+    if not pick.empty:
+        fig.add_vline(x=float(pick["trainer_gpus"].iloc[0]), line_dash="dash", line_color="green",
+                      annotation_text="solved split", annotation_position="top")
     if chosen_trainer_gpus is not None:
         fig.add_vline(x=chosen_trainer_gpus, line_dash="dot", line_color="red", annotation_text="current",
                       annotation_position="bottom")

@@ -32,3 +32,15 @@ def test_metrics_sweep_cost_and_timeline_round_trip():
     assert "cost [USD/GPU-h]" in c.columns
     tl = _round_trip(timeline_table(tc.simulate(scn, steps=6, seed=0).details["timeline"]))
     assert "step_time [s]" in tl.columns
+
+
+def test_sweep_figure_marks_the_solved_split_not_a_move_within_the_tolerance():
+    """gb300_agentic_96: 8:64 is 0.5% cheaper, under the 1% tolerance, so the solver keeps 36:36; the chart's line is
+    at the split the report shows."""
+    import tcocalc as tc
+    from tcocalc.figures import split_sweep_figure
+
+    report = tc.solve_split(tc.load_scenario("scenarios/gb300_agentic_96.toml"))
+    assert report.metrics["trainer_gpus"] == 36
+    lines = [s for s in split_sweep_figure(report.sweep).layout.shapes if s.type == "line"]
+    assert [s.x0 for s in lines] == [36.0]
