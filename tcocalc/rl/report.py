@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..economics.semianalysis import semianalysis_tinker_usd_per_mtok, semianalysis_usd_per_gpu_hour
 from ..economics.tco import gpus_paid
 from ..economics.tinker import price_row
 from ..errors import InfeasibleError, MissingSpecError
@@ -26,7 +27,7 @@ from .sandboxes import ramp_hours
 from .staleness import Staleness
 
 __all__ = ["METRIC_UNITS", "RUN_METRICS", "OBJECTIVES", "RLReport", "contract_metrics", "combine_phases",
-           "tinker_usd_per_mtok", "scalar_metrics", "assert_finite"]
+           "tinker_usd_per_mtok", "semianalysis_metrics", "scalar_metrics", "assert_finite"]
 
 #: Every metric key of the contract with its unit and meaning (CONTRACT.md "Metric names").
 METRIC_UNITS: dict[str, tuple[str, str]] = {
@@ -57,10 +58,17 @@ METRIC_UNITS: dict[str, tuple[str, str]] = {
     "cost_ratio_vs_tinker": ("1", "our cost per trained token over Tinker's (None: not offered)"),
     "run_hours": ("h", "the whole run of workload.steps steps, sandbox start-up ramp included"),
     "run_usd": ("USD", "cost of the whole run"),
+    "semianalysis_usd_per_mtok": ("USD/Mtoken", "SemiAnalysis-style: GPU-hours at the study's rental price per "
+                                  "trained Mtoken (None: no such price for the hardware)"),
+    "semianalysis_tinker_usd_per_mtok": ("USD/Mtoken", "SemiAnalysis-style Tinker list price: prompt at prefill, "
+                                         "response at sample + train, discards not billed (None: not offered)"),
+    "semianalysis_cost_ratio_vs_tinker": ("1", "SemiAnalysis-style cost over SemiAnalysis-style Tinker "
+                                          "(None: either is None)"),
 }
 
 #: Metrics that belong to the whole run, added by :func:`combine_phases`.
-RUN_METRICS = ("tinker_usd_per_mtok", "cost_ratio_vs_tinker", "run_hours", "run_usd")
+RUN_METRICS = ("tinker_usd_per_mtok", "cost_ratio_vs_tinker", "run_hours", "run_usd", "semianalysis_usd_per_mtok",
+               "semianalysis_tinker_usd_per_mtok", "semianalysis_cost_ratio_vs_tinker")
 OBJECTIVES = ("usd_per_useful_sample", "useful_samples_per_s")
 
 
@@ -175,7 +183,39 @@ def combine_phases(scn: Scenario, parts: list[tuple[WorkloadStats, dict]]) -> di
     ramp_h = np.vectorize(lambda live: ramp_hours(scn, ws0, float(live)), otypes=[float])(met0["sandbox_concurrency"])
     out["run_hours"] = sum(durations) / 3600.0 + ramp_h
     out["run_usd"] = run_usd_gpu + ramp_h * out["usd_per_hour"]
+    out.update(semianalysis_metrics(scn, parts, durations, trained_tok))
     return {k: out[k] for k in METRIC_UNITS}
+
+
+def semianalysis_metrics(scn: Scenario, parts: list[tuple[WorkloadStats, dict]], durations: list,
+                         trained_tok) -> dict:
+    """The SemiAnalysis-style pair and ratio (:mod:`tcocalc.economics.semianalysis`; README "Reading our
+    numbers next to SemiAnalysis'"): the same GPU-hours and trained tokens as ``usd_per_mtok_trained``, each
+    pool at the study's rental $/GPU-hour, sandbox CPUs as in the scenario; Tinker at list price for the
+    trained tokens (prompt and observations at prefill, response at sample + train), weighted by trained tokens.
+    Reproduces Prime RL $6.90 / 2.01x and slime $16.23 / 4.86x within 10% (tests/test_tinker_gap.py).
+    """
+    r_t = semianalysis_usd_per_gpu_hour(scn.trainer.hardware)
+    r_g = semianalysis_usd_per_gpu_hour(scn.generator.hardware)
+    colocated = scn.orchestration.mode == "colocated"
+    if r_t is None or (r_g is None and not colocated):
+        usd = None
+    else:
+        run = 0.0
+        for (_, met), d in zip(parts, durations, strict=True):
+            gpu_h = met["trainer_gpus"] * r_t + (0.0 if colocated else met["generator_gpus"] * r_g)
+            run = run + (gpu_h + met["sandbox_cpu_cores"] * scn.economics.usd_per_cpu_core_hour) * d / 3600.0
+        usd = run / (trained_tok / 1e6)
+    tinker = [semianalysis_tinker_usd_per_mtok(scn.model.name, ws.traj_tokens - ws.response_mean, ws.response_mean,
+                                               scn.economics.tinker_price_date) for ws, _ in parts]
+    if all(v is not None for v in tinker):
+        tw = [ws.steps * ws.traj_tokens for ws, _ in parts]
+        t_usd = sum(v * w for v, w in zip(tinker, tw, strict=True)) / sum(tw)
+    else:
+        t_usd = None
+    ratio = None if usd is None or t_usd is None else usd / t_usd
+    return {"semianalysis_usd_per_mtok": usd, "semianalysis_tinker_usd_per_mtok": t_usd,
+            "semianalysis_cost_ratio_vs_tinker": ratio}
 
 
 def scalar_metrics(metrics: dict) -> dict:

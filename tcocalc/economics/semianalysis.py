@@ -1,0 +1,82 @@
+"""SemiAnalysis' accounting ("RL Systems Mind the Gap", 2026-06-16), reconstructed so that our numbers can be
+read next to the study's: slime $16.23/Mtok at 4.86x Tinker, Prime RL $6.90/Mtok at 2.01x Tinker's $3.43
+(facts.md §4; second-hand, the article is paywalled).
+
+The accounting that fits the most published figures (README "Reading our numbers next to SemiAnalysis'"):
+
+* **GPU-hours at a rental price**, not the $1.59 ownership cost: SemiAnalysis' H100 rental index ($2.35/h,
+  Mar 2026) scaled per accelerator by the ratios of SemiAnalysis' 3-year rental constants in InferenceX
+  (``data/semianalysis_accounting.csv``; H200 2.35 x 1.60/1.30 = $2.89/GPU-h). At $1.59 the confirmed
+  1.95 samples/s and 10.5% MFU (16.5k tokens per sample) give ≈ $3.5/Mtok, half the published $6.90.
+* **Tokens** = prompt + response of every trajectory the trainer learns from; discarded rollouts are paid
+  (GPU time) but not counted.
+* **Tinker at its list price, discards not billed**: prompt tokens at the prefill price, response tokens at
+  sample + train (the loss covers the completion only), per prompt + response token
+  (:func:`semianalysis_tinker_usd_per_mtok`).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from .._data import data_dir, display_path
+from .._names import normalize
+from ..catalog.accelerators import hardware
+from ..catalog.provenance import check_entry, parse_csv
+from ..errors import MissingSpecError, UnknownEntryError
+from .tinker import price_row
+
+__all__ = ["semianalysis_price_rows", "semianalysis_usd_per_gpu_hour", "semianalysis_tinker_usd_per_mtok"]
+
+
+def parse_semianalysis_prices(text: str, file: str = "data/semianalysis_accounting.csv") -> tuple[dict, ...]:
+    """Rows of accelerator, ``usd_per_gpu_hour`` (float), basis, date (``YYYY-MM``) and source, each checked."""
+    rows = []
+    for line, row in parse_csv(text, file):
+        numbers = check_entry(file, f"line {line}: {row.get('accelerator')}", row,
+                              require=("accelerator", "basis", "source"), value_fields=("usd_per_gpu_hour",),
+                              date_fields=("date",), month_dates=True)
+        row["usd_per_gpu_hour"] = numbers["usd_per_gpu_hour"]
+        rows.append(row)
+    return tuple(rows)
+
+
+@functools.cache
+def semianalysis_price_rows() -> tuple[dict, ...]:
+    """The shipped ``data/semianalysis_accounting.csv`` (read once)."""
+    f = data_dir() / "semianalysis_accounting.csv"
+    return parse_semianalysis_prices(f.read_text(), display_path(f))
+
+
+def semianalysis_usd_per_gpu_hour(accelerator: str) -> float | None:
+    """SemiAnalysis-style rental $/GPU-hour for ``accelerator`` (``data/semianalysis_accounting.csv``), or
+    None where the study's price sources give none (e.g. GB300: no public rental price)."""
+    try:
+        key = normalize(hardware(accelerator).name)
+    except UnknownEntryError:
+        key = normalize(accelerator)
+    for r in semianalysis_price_rows():
+        if normalize(r["accelerator"]) == key:
+            return r["usd_per_gpu_hour"]
+    return None
+
+
+def semianalysis_tinker_usd_per_mtok(model_name: str, prompt_tokens: float, response_tokens: float,
+                                     price_date: str | None) -> float | None:
+    """Tinker's list price per million prompt + response tokens, SemiAnalysis-style; None when not offered.
+
+    ``(P·prefill + R·(sample + train)) / (P + R)``: prompt tokens pay prefill only, response tokens are
+    sampled and trained, discarded rollouts are not billed. Published check: Qwen3-235B (Jan 2026 list
+    0.68/1.70/2.04) gives $3.43 at a 10.1% prompt share and $3.34 (= 16.23/4.86) at 13.1%; our 1k + 15.5k
+    mix (6.1%) gives $3.555 (tests/test_tinker_gap.py).
+    """
+    try:
+        row = price_row(model_name, price_date)
+    except MissingSpecError:
+        return None
+    total = prompt_tokens + response_tokens
+    if not total > 0:
+        return None
+    usd = (prompt_tokens * row["prefill_usd_per_mtok"]
+           + response_tokens * (row["sample_usd_per_mtok"] + row["train_usd_per_mtok"]))
+    return usd / total
