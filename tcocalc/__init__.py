@@ -66,6 +66,7 @@ _EXPORTS: dict[str, str] = {
     "build_rent_tinker": "whatif",
     "sensitivity": "whatif",
     "multitenancy": "whatif",
+    "tinker_gap": "whatif",
     "TinkerQuote": "economics.tinker",
     "tinker_cost": "economics.tinker",
     # units
@@ -114,7 +115,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         scenario_from_dict,
     )
     from .units import Q_, get_registry  # noqa: F401
-    from .whatif import build_rent_tinker, multitenancy, sensitivity  # noqa: F401
+    from .whatif import build_rent_tinker, multitenancy, sensitivity, tinker_gap  # noqa: F401
 
 
 def __getattr__(name: str):

@@ -1,5 +1,5 @@
 """What-if studies over whole RL scenarios, above the RL model: build vs rent vs Tinker, sensitivity
-(tornado data) and multi-tenancy of the generator pool."""
+(tornado data), multi-tenancy of the generator pool and the cost gap to Tinker (waterfall data)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,16 @@ import math
 
 from pydantic import ValidationError
 
+from .economics.semianalysis import semianalysis_usd_per_gpu_hour
 from .economics.tco import GOODPUT_FACTOR, cloud_prices, cluster_usd_per_hour, gpus_paid, pool_prices
 from .errors import ScenarioError
 from .rl.solve import evaluate
 
-__all__ = ["build_rent_tinker", "sensitivity", "multitenancy"]
+__all__ = ["build_rent_tinker", "sensitivity", "multitenancy", "tinker_gap", "GAP_RUNS", "GAP_HARDWARE"]
+
+#: Defaults of :func:`tinker_gap`: tenants sharing a generator pool, and the newer generation compared.
+GAP_RUNS = 4
+GAP_HARDWARE = "B200"
 
 
 def build_rent_tinker(scenario):
@@ -115,7 +120,7 @@ def multitenancy(scenario, runs: int):
         raise ScenarioError("orchestration.mode", "colocated runs have no separate generator pool to share")
     busy = 1.0 - m["generator_idle_fraction"]
     n_g = m["generator_gpus"]
-    shared = max(n_g, math.ceil(runs * busy * n_g))
+    shared = _shared_pool_gpus(m, runs)
     p_g = pool_prices(scenario)[1]
     saved_usd_h = (runs * n_g - shared) * p_g
     per_run_usd_h = m["usd_per_hour"] - saved_usd_h / runs
@@ -125,3 +130,143 @@ def multitenancy(scenario, runs: int):
         "usd_per_mtok_trained": m["usd_per_mtok_trained"] * per_run_usd_h / m["usd_per_hour"],
         "usd_per_mtok_trained_alone": m["usd_per_mtok_trained"],
     }
+
+
+def _shared_pool_gpus(m: dict, runs: int) -> float:
+    """Generator GPUs ``runs`` copies need in one perfectly packed pool: ``max(N_g, ceil(n·u·N_g))``."""
+    n_g = m["generator_gpus"]
+    return max(n_g, math.ceil(runs * (1.0 - m["generator_idle_fraction"]) * n_g))
+
+
+def _ideal_savings(scn, m: dict, r_t: float, r_g: float, best_mfu: float, runs: int) -> list[tuple[str, float]]:
+    """Hourly savings [USD/h] at per-GPU-hour prices ``r_t``/``r_g``, one per cause, switched off in turn.
+
+    docs/rl-modeling.md §8 attributes idle cost as ``N·p·idle`` per pool. In turn: multi-tenancy (generator
+    GPU-hours other runs fill, :func:`multitenancy`'s packing), the generator idle left, trainer idle, the
+    generator's busy time spent on discarded rollouts (``× discarded_fraction``) and the trainer's busy time
+    lost to an MFU below ``best_mfu`` (``× (1 − MFU/best)``). Colocated: one pool, idle only where it neither
+    trains nor generates, no tenants.
+    """
+    n_t, n_g = m["trainer_gpus"], m["generator_gpus"]
+    idle_t, idle_g, d = m["trainer_idle_fraction"], m["generator_idle_fraction"], m["discarded_fraction"]
+    mfu_loss = max(0.0, 1.0 - m["trainer_mfu_busy"] / best_mfu) if best_mfu > 0 else 0.0
+    if scn.orchestration.mode == "colocated":
+        pool = n_t * r_t
+        return [("multi-tenancy", 0.0), ("generator idle", 0.0),
+                ("trainer idle", pool * max(0.0, idle_t + idle_g - 1.0)),
+                ("discarded rollouts", pool * (1.0 - idle_g) * d),
+                ("MFU below the trainer's best", pool * (1.0 - idle_t) * mfu_loss)]
+    tenants = (runs * n_g - _shared_pool_gpus(m, runs)) / runs * r_g
+    return [("multi-tenancy", tenants), ("generator idle", max(0.0, n_g * r_g * idle_g - tenants)),
+            ("trainer idle", n_t * r_t * idle_t), ("discarded rollouts", n_g * r_g * (1.0 - idle_g) * d),
+            ("MFU below the trainer's best", n_t * r_t * (1.0 - idle_t) * mfu_loss)]
+
+
+def _ideal(scn, runs: int):
+    """(metrics, rental prices, best MFU, savings, ideal $/Mtok, notes) of one scenario (see :func:`tinker_gap`)."""
+    m = evaluate(scn).metrics
+    notes = []
+    p_t, p_g = pool_prices(scn)
+    r_t = semianalysis_usd_per_gpu_hour(scn.trainer.hardware)
+    r_g = semianalysis_usd_per_gpu_hour(scn.generator.hardware)
+    if r_t is None or r_g is None:
+        notes.append(f"no rental reference price for {scn.trainer.hardware}/{scn.generator.hardware} in "
+                     "data/semianalysis_accounting.csv: the scenario's own price is kept")
+        r_t, r_g = (p_t if r_t is None else r_t), (p_g if r_g is None else r_g)
+    best = m["trainer_mfu_busy"]
+    if scn.trainer.mfu_busy is not None:  # a measured MFU: the roofline training model's is the trainer's best
+        best = max(best, evaluate(scn.with_values({"trainer.mfu_busy": None})).metrics["trainer_mfu_busy"])
+    mtok_h = m["usd_per_hour"] / m["usd_per_mtok_trained"]
+    rent_h = cluster_usd_per_hour(scn, m["trainer_gpus"], m["generator_gpus"], m["sandbox_cpu_cores"], (r_t, r_g))
+    savings = _ideal_savings(scn, m, r_t, r_g, best, runs)
+    ideal = (rent_h - math.fsum(v for _, v in savings)) / mtok_h
+    return m, (p_t, p_g, r_t, r_g), best, savings, rent_h / mtok_h, ideal, notes
+
+
+def tinker_gap(scenario, *, hardware: str = GAP_HARDWARE, runs: int = GAP_RUNS):
+    """Cost-gap waterfall (DataFrame) from Tinker's list price to the scenario's ``usd_per_mtok_trained``.
+
+    One bar per cause, each the change in $/M trained tokens when that cause is switched off in the model,
+    in this order from the scenario down (a telescoping chain, so the bars sum to the difference exactly up
+    to float rounding): the GPU-hour price (the scenario's own vs the SemiAnalysis-style rental price,
+    ``data/semianalysis_accounting.csv``), multi-tenancy (generator capacity ``runs − 1`` other runs could
+    fill, :func:`multitenancy`), the generator idle left, trainer idle, discarded rollouts, MFU below the
+    trainer's best (the roofline training model's MFU where the scenario gives a measured one), then the
+    hardware generation (the same run, same GPU counts, on ``hardware``, its ideal at its rental price).
+    What is left between that ideal and Tinker's list price (SemiAnalysis-style, discards not billed:
+    ``semianalysis_tinker_usd_per_mtok``) is Tinker's margin and what the model leaves out
+    (prefill/decode disaggregation among them). Costs per GPU-hour follow docs/rl-modeling.md §8.
+
+    Columns: ``cause``, ``measure`` (absolute | relative | total, plotly's waterfall), ``usd_per_mtok``,
+    ``cumulative_usd_per_mtok``, ``note``. ``attrs["note"]`` says what was left out: a model Tinker does not
+    list starts from the ideal self-built cost instead, with no Tinker bar and no made-up price.
+    """
+    import pandas as pd
+
+    if not isinstance(runs, int) or runs < 1:
+        raise ScenarioError("runs", f"must be a whole number >= 1, got {runs!r}")
+    scn = scenario
+    m, (p_t, p_g, r_t, r_g), best, savings, rent_cost, ideal, notes = _ideal(scn, runs)
+    c0 = m["usd_per_mtok_trained"]
+    tinker = m["semianalysis_tinker_usd_per_mtok"]
+    hw_now = scn.generator.hardware
+    same_hw = normalize_hw(hardware) == normalize_hw(scn.trainer.hardware) == normalize_hw(hw_now)
+    hw_bar, ideal_final = 0.0, ideal
+    if same_hw:
+        notes.append(f"the run is already on {hardware}: no hardware-generation bar")
+    else:
+        other = scn.with_cluster(trainer_hardware=hardware, generator_hardware=hardware)
+        if semianalysis_usd_per_gpu_hour(hardware) is None:
+            notes.append(f"no rental reference price for {hardware}: no hardware-generation bar")
+        else:
+            ideal_final = _ideal(other, runs)[5]
+            hw_bar = ideal - ideal_final
+    mtok_h = m["usd_per_hour"] / c0
+    rows = []
+    if tinker is not None:
+        rows.append(("Tinker list price", "absolute", tinker,
+                     f"{scn.model.name}, list of {scn.economics.tinker_price_date}; prompt at prefill, response at "
+                     "sample + train, discards not billed"))
+        rows.append(("Tinker margin and what the model leaves out", "relative", ideal_final - tinker,
+                     "ideal self-built cost minus Tinker's price (prefill/decode disaggregation, Tinker's margin)"))
+    else:
+        notes.append(f"Tinker does not list {scn.model.name}: the waterfall starts from the ideal self-built "
+                     "cost, without a Tinker bar (no price is made up)")
+        rows.append((f"ideal self-built on {hardware if hw_bar else hw_now} (rented, no idle, no discards, best MFU)",
+                     "absolute", ideal_final, "every paid GPU-second does useful work"))
+    if hw_bar:
+        rows.append((f"hardware generation: {hw_now} instead of {hardware}", "relative", hw_bar,
+                     "same run, same GPU counts, each at its rental price"))
+    labels = {"multi-tenancy": f"multi-tenancy: idle generator capacity {runs - 1} other runs could fill",
+              "generator idle": "generator idle (not filled by other tenants)",
+              "MFU below the trainer's best": f"MFU below the trainer's best ({m['trainer_mfu_busy']:.1%} "
+                                              f"vs {best:.1%})",
+              "discarded rollouts": f"discarded rollouts ({m['discarded_fraction']:.0%})",
+              "trainer idle": f"trainer idle ({m['trainer_idle_fraction']:.0%})"}
+    for cause, usd_h in reversed(savings):
+        rows.append((labels[cause], "relative", usd_h / mtok_h, "switched off in the model (rl-modeling §8)"))
+    rows.append((f"GPU-hour price: own ({p_t:.2f}/{p_g:.2f}) vs rent ({r_t:.2f}/{r_g:.2f}) USD/GPU-h", "relative",
+                 c0 - rent_cost, "scenario economics vs data/semianalysis_accounting.csv"))
+    if tinker is not None:  # close exactly: the margin bar takes the float rounding of the chain
+        others = math.fsum(r[2] for r in rows[2:])
+        rows[1] = (rows[1][0], "relative", (c0 - tinker) - others, rows[1][3])
+    rows.append(("scenario (usd_per_mtok_trained)", "total", c0, scn.name))
+    df = pd.DataFrame(rows, columns=["cause", "measure", "usd_per_mtok", "note"])
+    cum, acc = [], 0.0
+    for meas, v in zip(df["measure"], df["usd_per_mtok"], strict=True):
+        acc = v if meas in ("absolute", "total") else acc + v
+        cum.append(acc)
+    df.insert(3, "cumulative_usd_per_mtok", cum)
+    df.attrs["note"] = "; ".join(notes)
+    return df
+
+
+def normalize_hw(name: str) -> str:
+    """Canonical accelerator name (catalog), or the name as given."""
+    from .catalog.accelerators import hardware
+    from .errors import UnknownEntryError
+
+    try:
+        return hardware(name).name
+    except UnknownEntryError:
+        return name

@@ -83,3 +83,57 @@ def test_not_offered_model_gets_none():
                                   "workload.response_tokens_max": 16384})).metrics
     assert m["semianalysis_tinker_usd_per_mtok"] is None and m["semianalysis_cost_ratio_vs_tinker"] is None
     assert m["semianalysis_usd_per_mtok"] is not None
+
+
+# --- cost-gap waterfall (tcocalc.whatif.tinker_gap) ---------------------------------------------------------
+
+@pytest.mark.parametrize("path", [PRIME, SLIME])
+def test_waterfall_closes_exactly(path):
+    from tcocalc.whatif import tinker_gap
+
+    scn = tc.load_scenario(path)
+    df = tinker_gap(scn)
+    m = evaluate(scn).metrics
+    start, end = df.iloc[0], df.iloc[-1]
+    assert start["cause"] == "Tinker list price" and start["usd_per_mtok"] == m["semianalysis_tinker_usd_per_mtok"]
+    assert end["measure"] == "total" and end["usd_per_mtok"] == m["usd_per_mtok_trained"]
+    bars = df[df["measure"] == "relative"]["usd_per_mtok"]
+    assert math.fsum(bars) == pytest.approx(end["usd_per_mtok"] - start["usd_per_mtok"], rel=0, abs=1e-12)
+    assert df["cumulative_usd_per_mtok"].iloc[-2] == pytest.approx(end["usd_per_mtok"], abs=1e-12)
+    causes = " | ".join(df["cause"])
+    for word in ("trainer idle", "generator idle", "discarded", "MFU", "GPU-hour price", "hardware generation",
+                 "multi-tenancy"):
+        assert word in causes
+    assert df["usd_per_mtok"].map(math.isfinite).all()
+
+
+def test_waterfall_bars_hand_derived():
+    """Each bar is N·p·share / (Mtok per hour) at the rental price (rl-modeling §8), checked by hand."""
+    from tcocalc.whatif import tinker_gap
+
+    scn = tc.load_scenario(PRIME)
+    m = evaluate(scn).metrics
+    df = tinker_gap(scn).set_index("cause")
+    mtok_h = m["usd_per_hour"] / m["usd_per_mtok_trained"]
+    idle_t = m["trainer_idle_fraction"]
+    row = [c for c in df.index if c.startswith("trainer idle")][0]
+    assert df.loc[row, "usd_per_mtok"] == pytest.approx(64 * 2.89 * idle_t / mtok_h, rel=1e-9)
+    row = [c for c in df.index if c.startswith("discarded")][0]
+    want = 192 * 2.89 * (1 - m["generator_idle_fraction"]) * m["discarded_fraction"] / mtok_h
+    assert df.loc[row, "usd_per_mtok"] == pytest.approx(want, rel=1e-9)
+    row = [c for c in df.index if c.startswith("GPU-hour price")][0]  # own $1.59 vs rent $2.89: 3.602 x (1 - 2.89/1.59)
+    assert df.loc[row, "usd_per_mtok"] == pytest.approx(m["usd_per_mtok_trained"] * (1 - 2.89 / 1.59), rel=1e-9)
+
+
+def test_waterfall_model_not_on_tinker_has_no_tinker_bar():
+    from tcocalc.whatif import tinker_gap
+
+    scn = tc.load_scenario(PRIME).with_values({"model.name": "GLM-4.5", "workload.response_tokens_mean": 4000,
+                                               "workload.response_tokens_p99": 8000,
+                                               "workload.response_tokens_max": 16384})
+    df = tinker_gap(scn)
+    assert not df["cause"].str.contains("Tinker").any()
+    assert "Tinker does not list" in df.attrs["note"]
+    assert df.iloc[0]["measure"] == "absolute"
+    bars = df[df["measure"] == "relative"]["usd_per_mtok"]
+    assert math.fsum(bars) == pytest.approx(df.iloc[-1]["usd_per_mtok"] - df.iloc[0]["usd_per_mtok"], abs=1e-12)
