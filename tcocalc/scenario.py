@@ -33,7 +33,7 @@ MAX_NESTING_DEPTH = 16
 limit stops pathological nesting before anything recurses on it (validation, :meth:`Scenario.to_toml`)."""
 
 Precision = Literal["bf16", "fp8", "fp4"]
-Mode = Literal["colocated", "sync", "one_step_off", "async", "inflight"]
+Mode = Literal["colocated", "sync", "one_step_off", "async", "inflight", "periodic"]
 
 
 class _Section(BaseModel):
@@ -125,7 +125,8 @@ class Workload(_Section):
 class Orchestration(_Section):
     """``[orchestration]``: the mode and its staleness, oversampling and weight-sync rules."""
 
-    mode: Mode = Field("async", description="colocated | sync | one_step_off | async | inflight")
+    mode: Mode = Field("async", description="colocated | sync | one_step_off | async | inflight | periodic "
+                                 "(on-policy batch, trainer consumes rollouts as they finish; arXiv 2511.18871)")
     max_staleness: float = Field(1.0, ge=0, le=10_000, description="async/inflight: max policy-version lag [steps]; "
                                  "fractional values bound the share of stale samples (verl staleness_threshold)")
     oversampling: float = Field(0.0, ge=0, le=10, description="extra share of rollouts dispatched and dropped")
@@ -222,7 +223,8 @@ class Scenario(_Section):
     def choices(cls, path: str) -> tuple[str, ...]:
         """The values a field with a fixed set of choices accepts, in the schema's order, by dotted path:
         ``Scenario.choices("orchestration.mode")`` is ``("colocated", "sync", "one_step_off", "async",
-        "inflight")``. Raises :class:`ScenarioError` for an unknown path or a field without fixed choices."""
+        "inflight", "periodic")``. Raises :class:`ScenarioError` for an unknown path or a field without fixed
+        choices."""
         model: Any = cls
         annotation: Any = None
         for key in str(path).split("."):

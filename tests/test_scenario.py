@@ -199,7 +199,8 @@ def test_with_cluster_colocated_keeps_one_pool():
 
 
 def test_choices_lists_a_fields_fixed_values():
-    assert tc.Scenario.choices("orchestration.mode") == ("colocated", "sync", "one_step_off", "async", "inflight")
+    assert tc.Scenario.choices("orchestration.mode") == ("colocated", "sync", "one_step_off", "async", "inflight",
+                                                        "periodic")
     assert tc.Scenario.choices("generator.precision") == ("bf16", "fp8", "fp4")
     assert tc.Scenario.choices("generator.kv_precision") == ("bf16", "fp8", "fp4")  # optional: None is no choice
     for path, why in [("workload.turns", "no fixed set"), ("workload.colour", "unknown key")]:

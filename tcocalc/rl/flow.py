@@ -12,7 +12,9 @@ Stage 2, a step model from :data:`STEP_MODELS` keyed by ``orchestration.mode`` (
   or ``max(t_gen, t_train) + t_sync`` one step off;
 * :func:`async_step` (``async``, ``inflight``): ``X = min(λ_g·(1 − t_sync·X/B), μ_eff, keep·((η+1)·B − Q)/W_gen,
   (η+½)·B/T_tail)`` (AReaL's admission rule through Little's law, §5.4), solved as a fixed point over the
-  decoding batch, since a throttled generator finishes each trajectory sooner.
+  decoding batch, since a throttled generator finishes each trajectory sooner;
+* :func:`periodic_step` (``periodic``, arXiv 2511.18871, §5.5): the synchronous batch, with the trainer
+  consuming groups as they finish: ``T = max_t [t + t_train·(1 − F(t⁻))] + t_sync``.
 
 Everything broadcasts over candidate splits (arrays of trainer and generator GPU counts).
 """
@@ -23,15 +25,23 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.special import ndtr
 
 from ..scenario import Scenario
 from .capacity import GeneratorCapacity, trainer_capacity
 from .cluster import Cluster
 from .phases import WorkloadStats
-from .rollouts import expected_max, group_quantile_z, staleness_throughput_cap, sync_dispatch_groups
+from .rollouts import (
+    capped_moment,
+    expected_max,
+    group_quantile_z,
+    lognormal_partial_moment,
+    staleness_throughput_cap,
+    sync_dispatch_groups,
+)
 from .weight_sync import weight_sync_seconds
 
-__all__ = ["Rates", "Flow", "pool_rates", "sync_step", "async_step", "STEP_MODELS", "SYNC_MODES",
+__all__ = ["Rates", "Flow", "pool_rates", "sync_step", "async_step", "periodic_step", "STEP_MODELS", "SYNC_MODES",
            "sandbox_attempts"]
 
 SYNC_MODES = ("colocated", "sync", "one_step_off")
@@ -131,9 +141,9 @@ def _sync_env_s(scn: Scenario, ws: WorkloadStats, n_disp: float, startup: float)
     return ws.tool_s + startup
 
 
-def sync_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates) -> Flow:
-    """Synchronous step (colocated, sync, one_step_off): generation of the whole batch, its tail included."""
-    B, keep, sb = r.batch, r.keep, scn.sandbox
+def _sync_generation(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates):
+    """(t_gen, dispatched trajectories, trajectories per replica, longest tokens) of a synchronous batch (§4.5)."""
+    keep, sb = r.keep, scn.sandbox
     n_disp = _sync_dispatched(ws, keep)
     per_rep = n_disp / np.maximum(r.n_rep, 1)
     longest = _longest_tokens(scn, ws, n_disp, keep) * np.ones_like(per_rep)
@@ -143,6 +153,13 @@ def sync_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rate
     t_gen = t_dec + _sync_env_s(scn, ws, n_disp, r.startup_s)
     if ws.uses_sandbox and sb.max_concurrency > 0 and n_disp > sb.max_concurrency:
         t_gen = t_gen * n_disp / sb.max_concurrency
+    return t_gen, n_disp, per_rep, longest
+
+
+def sync_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates) -> Flow:
+    """Synchronous step (colocated, sync, one_step_off): generation of the whole batch, its tail included."""
+    B, keep = r.batch, r.keep
+    t_gen, n_disp, _, _ = _sync_generation(scn, ws, gcap, r)
     if scn.orchestration.mode == "one_step_off":
         step = np.maximum(t_gen, r.t_train) + r.t_sync
     else:
@@ -227,6 +244,62 @@ def async_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rat
                 sandbox_share=np.clip((w_gen - r.startup_s) / w_gen, 0.0, 1.0), caps=caps)
 
 
+def _periodic_train_end(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates, t_gen, per_rep,
+                        longest):
+    """When the trainer finishes a batch it trains as groups arrive (fluid queue, §5.5).
+
+    A trajectory of ``R`` response tokens finishes at ``τ(R) = t_env + R·t0 + t1·W·E[min(L, R)]/E[L]`` when the
+    replica holds its whole share at once (every sequence decodes once per step, so the decoding batch at
+    token ``k`` is the number still running; ``W`` the replica's tokens), and at
+    ``τ(R) = t_bulk·E[min(L, R)]/E[L] + ½·R·t0`` beyond ``b_max`` (Graham's list scheduling), both equal to
+    ``t_gen`` at the batch's longest. A group is accepted when its last member finishes: ``F(R) = Φ(z)^G``.
+    The trainer (capacity ``B/t_train``) ends at ``max_t [t + t_train·(1 − F(t⁻))]`` (a fluid single server
+    fed by an arrival curve), at least ``t_gen + t_train·G/B`` (the last group's training)."""
+    mu, sigma, G = ws.mu, ws.sigma, ws.group_size
+    work = per_rep * r.generated_per_dispatched
+    all_at_once = per_rep <= gcap.b_max
+
+    def decode_to(length: float, share: float):
+        return np.where(all_at_once, length * gcap.t0 + gcap.t1 * work * share,
+                        work * (gcap.t0 + gcap.t1 * gcap.b_max) / gcap.b_max * share + 0.5 * length * gcap.t0)
+
+    env = _sync_env_s(scn, ws, _sync_dispatched(ws, r.keep), r.startup_s)
+    top = float(longest[0])
+    waves = t_gen / (decode_to(top, 1.0) + env)    # sandbox-concurrency waves stretch every time alike
+    mean = capped_moment(1, mu, sigma, ws.cap)
+    z_top = (math.log(max(top, 1.0)) - mu) / max(sigma, 1e-9)
+    end = t_gen + r.t_train * G / r.batch
+    f_prev = 0.0
+    for z in np.linspace(min(-4.0, z_top - 1.0), z_top, 96):
+        length = math.exp(mu + sigma * z)
+        e_min = lognormal_partial_moment(1, mu, sigma, length) + length * (1.0 - float(ndtr(z)))
+        tau = np.minimum((decode_to(length, min(e_min / mean, 1.0)) + env) * waves, t_gen)
+        end = np.maximum(end, tau + r.t_train * (1.0 - f_prev))
+        f_prev = float(ndtr(z)) ** G
+    return end
+
+
+def periodic_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates) -> Flow:
+    """Periodic asynchrony (arXiv 2511.18871; docs/rl-modeling.md §5.5): weights sync once at the start of
+    each iteration, the whole batch is generated by that policy (trajectory staleness 0), and the trainer
+    accumulates gradients over finished groups as they stream in, so training overlaps generation.
+
+    ``T = T_end + t_sync`` with ``T_end`` from :func:`_periodic_train_end`; since every ``τ ≤ t_gen`` and the
+    remaining training ``≤ t_train``, ``max(t_gen, t_train) < T_end ≤ t_gen + t_train``: between one step
+    off and synchronous."""
+    B, keep = r.batch, r.keep
+    t_gen, n_disp, per_rep, longest = _sync_generation(scn, ws, gcap, r)
+    step = _periodic_train_end(scn, ws, gcap, r, t_gen, per_rep, longest) + r.t_sync
+    x = B / step
+    hold = np.minimum(1.0, (gcap.latency_s - ws.startup_s) / step)
+    return Flow(trained_per_s=x, step_s=step, trainer_idle=np.clip(1.0 - r.t_train / step, 0.0, 1.0),
+                generator_idle=np.clip(1.0 - t_gen / step, 0.0, 1.0), trainer_capacity=r.trainer_samples_per_s,
+                generator_capacity=B / t_gen, in_flight=np.full_like(step, n_disp), queued=np.zeros_like(step),
+                rollout_latency_s=np.broadcast_to(r.rollout_latency_s, step.shape).astype(float),
+                training_share=x * r.t_train / B, generated_tokens_per_s=x * r.generated_per_trained,
+                discarded_fraction=np.full_like(step, 1.0 - keep), sandbox_share=hold)
+
+
 #: The step model of each orchestration mode (``Scenario.orchestration.mode``).
 STEP_MODELS = {"colocated": sync_step, "sync": sync_step, "one_step_off": sync_step,
-               "async": async_step, "inflight": async_step}
+               "async": async_step, "inflight": async_step, "periodic": periodic_step}

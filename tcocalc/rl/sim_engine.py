@@ -5,7 +5,9 @@ Each trajectory: optional sandbox start (start-rate limit, failures, retries), p
 segments separated by tool calls (the KV stays resident, holding a slot). Groups of ``G`` share a prompt whose
 solve rate comes from the scenario's mixture; rewards are Bernoulli; a group is useful unless all rewards are
 equal. Modes: synchronous steps (colocated, sync: the batch waits for its tail), one step ahead (one_step_off),
-and asynchronous admission (async, inflight) by AReaL's rule
+periodic asynchrony (periodic, arXiv 2511.18871: the synchronous batch, with the trainer
+accumulating gradients over groups as they finish and the weights pushed once the batch is trained and the
+generator idle), and asynchronous admission (async, inflight) by AReaL's rule
 (:func:`~tcocalc.rl.rollouts.areal_admission_capacity`). A synchronous step over-provisions groups as
 :func:`~tcocalc.rl.rollouts.sync_dispatch_groups` says. Weight syncs pause the generator; the trainer consumes
 ``B`` samples per step at the analytical trainer's FLOP rate, sample by sample
@@ -139,6 +141,10 @@ class Engine:
         self.spans_versions = p.mode == "inflight" or p.partial_rollout
         self.gen_busy = 0.0  # time with rollouts outstanding and the generator not paused [s]
         self.gen_busy_at_step: list = []
+        # periodic: samples accepted and trained this iteration, the step's training time and staleness sums
+        self.periodic = p.mode == "periodic"
+        self.step_accepted = self.step_trained = 0
+        self.step_sums = [0, 0, 0.0, 0.0, 0]
 
     # ------------------------------------------------------------------------------------------ loop
     def push(self, t: float, kind: Ev, a=None, b=0) -> None:
@@ -231,9 +237,14 @@ class Engine:
             self.live_sbx += 1
             self.waiting.append(tr)
 
-    def _train_done(self, _a, _b) -> None:
-        p = self.p
+    def _train_done(self, _a, _b) -> bool | None:
         self.trainer_busy = False
+        if self.periodic:
+            return None  # a micro-batch ended; the policy pushes the weights once the batch is done
+        self._push_weights()
+
+    def _push_weights(self) -> None:
+        p = self.p
         self.syncing = True
         self.busy_time += self.train_dur + (p.t_sync if (p.sync_blocks_trainer or not self.streaming) else 0.0)
         if not self.replicas.paused:
@@ -249,6 +260,8 @@ class Engine:
             self.replicas.begin(tr, tr.seg_tokens, self.now)
         start = self.records[-1][1] if self.records else 0.0
         self.records.append((start, self.now, self.train_dur, self.gen_tokens))
+        if self.periodic:
+            self.gen_open, self.step_accepted, self.step_trained, self.train_dur = True, 0, 0, 0.0
         self.running_at_step.append(self.running)
         self.gen_busy_at_step.append(self.gen_busy)
         self.queued_at_step.append(len(self.buffer))
@@ -330,6 +343,7 @@ class Engine:
         if grp.left == 0 and grp.ok and grp.useful:
             self.buffer.extend(grp.members)
             self.accepted += len(grp.members)
+            self.step_accepted += len(grp.members)
 
     def _left_running(self, tr: _Traj) -> None:
         c = self.running_by_version[tr.v_start] - 1
@@ -373,7 +387,7 @@ class Engine:
                 self._new_group()
                 room -= p.group_size
         elif self.gen_open:
-            need = max(p.batch - len(self.buffer), 0)
+            need = max(p.batch - (self.step_accepted if self.periodic else len(self.buffer)), 0)
             groups = need / (p.keep_estimate * p.group_size)
             want = sync_dispatch_groups(groups, p.keep_estimate) * (1.0 + p.oversampling)
             for _ in range(max(0, math.ceil(want - self.open_groups))):
@@ -409,8 +423,45 @@ class Engine:
         elif p.mode == "one_step_off":
             self.gen_open = True
 
+    def _periodic_train(self) -> None:
+        """Periodic: train whatever finished (gradient accumulation); once the batch is trained and no rollout
+        of the iteration runs, drop the surplus, record the step and push the weights."""
+        p = self.p
+        if self.trainer_busy or self.syncing:
+            return
+        if self.step_trained >= p.batch:
+            if self.running == 0:
+                self.buffer.clear()
+                self.step_staleness.append(tuple(self.step_sums))
+                self.step_sums = [0, 0, 0.0, 0.0, 0]
+                self.gen_open = False
+                self._push_weights()
+            return
+        if not self.buffer:
+            return
+        take = self.buffer[:p.batch - self.step_trained]
+        del self.buffer[:len(take)]
+        self.trained += len(take)
+        self.step_trained += len(take)
+        v, counts, sums = self.version, self.stale_counts, self.step_sums
+        for tr in take:
+            lag = v - tr.v_start
+            counts[lag] = counts.get(lag, 0) + 1
+            sums[0] += lag
+            sums[1] = max(sums[1], lag)
+            sums[2] += tr.tokens * lag
+            sums[3] += tr.tokens
+        f = sum(p.flops_linear * (p.fixed_tokens + tr.tokens) + p.flops_square * (p.fixed_tokens + tr.tokens) ** 2
+                for tr in take)
+        self.train_dur += f / p.trainer_flops_per_s
+        self.trainer_busy = True
+        self.push(self.now + f / p.trainer_flops_per_s, Ev.TRAIN_DONE)
+
     def _maybe_train(self) -> None:
         p = self.p
+        if self.periodic:
+            self._periodic_train()
+            return
         if self.trainer_busy or self.syncing or len(self.buffer) < p.batch:
             return
         if not self.streaming:
