@@ -6,8 +6,8 @@ import streamlit as st
 
 import tcocalc as tc
 from app_pages import _shared as ui
-from tcocalc.figures import tornado_figure, waterfall_figure
-from tcocalc.reports import cost_table, to_csv_text
+from tcocalc.figures import tinker_gap_figure, tornado_figure, waterfall_figure
+from tcocalc.reports import cost_table, gap_table, to_csv_text
 
 st.title("Cost")
 st.caption("Ownership cost per GPU-hour (capex recovered as an annuity, plus power, colocation and "
@@ -59,6 +59,7 @@ with st.spinner("Pricing the run…"):
         scn = ui.load_scenario(str(files[name]))
         brt = tc.build_rent_tinker(scn)
         sens = tc.sensitivity(scn)
+        gap = tc.tinker_gap(scn)
     except tc.TcocalcError as exc:
         ui.show_error(exc, LABELS)
         st.stop()
@@ -70,3 +71,15 @@ if "Tinker" not in set(brt["option"]):
 st.subheader("What moves the cost most (±20%)")
 st.plotly_chart(tornado_figure(sens), key="tornado")
 st.download_button("Download sensitivity (CSV)", to_csv_text(sens), "sensitivity.csv", "text/csv", key="dl_sens")
+
+st.subheader("Where the gap to Tinker comes from")
+st.caption("From Tinker's list price (discards not billed) to this run's cost per trained Mtoken: each bar is "
+           "that cause switched off in the model (GPU-hour price own vs the SemiAnalysis-style rental price, "
+           "multi-tenancy of the generator pool, idle, discarded rollouts, MFU, hardware generation on B200). "
+           "What is left beside Tinker is its margin and what the model leaves out.")
+if gap.attrs.get("note"):
+    st.info(gap.attrs["note"])
+st.plotly_chart(tinker_gap_figure(gap), key="tinker_gap")
+gap_frame = gap_table(gap)
+st.dataframe(gap_frame, hide_index=True)
+st.download_button("Download cost gap (CSV)", to_csv_text(gap_frame), "tinker_gap.csv", "text/csv", key="dl_gap")

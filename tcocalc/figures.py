@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["split_sweep_figure", "timeline_figure", "roofline_figure", "waterfall_figure", "tornado_figure",
-           "validation_figure", "compare_figure"]
+           "validation_figure", "compare_figure", "tinker_gap_figure"]
 
 
 def _go():
@@ -136,4 +136,18 @@ def compare_figure(frame, metric: str, unit: str):
     go = _go()
     fig = go.Figure(go.Bar(x=frame["scenario"], y=frame[metric]))
     fig.update_layout(height=380, yaxis_title=f"{metric} [{unit}]", margin=dict(t=30))
+    return fig
+
+
+def tinker_gap_figure(gap):
+    """The cost gap from Tinker's list price to the scenario's $/M trained tokens (:func:`tcocalc.tinker_gap`),
+    one bar per cause; ``gap.attrs["note"]`` (e.g. a model Tinker does not list) as the subtitle."""
+    go = _go()
+    fig = go.Figure(go.Waterfall(x=list(gap["cause"]), y=list(gap["usd_per_mtok"]), measure=list(gap["measure"]),
+                                 text=[f"{v:+.2f}" if m == "relative" else f"{v:.2f}"
+                                       for v, m in zip(gap["usd_per_mtok"], gap["measure"], strict=True)]))
+    note = gap.attrs.get("note", "")
+    fig.update_layout(height=480, yaxis_title="USD per million trained tokens", margin=dict(t=60),
+                      title=dict(text=note, font=dict(size=12)) if note else None)
+    fig.update_xaxes(tickangle=-30)
     return fig

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["metrics_table", "sweep_table", "timeline_table", "cost_table", "to_csv_text"]
+__all__ = ["metrics_table", "sweep_table", "timeline_table", "cost_table", "gap_table", "to_csv_text"]
 
 _SWEEP_UNITS = {
     "trainer_gpus": "trainer_gpus [GPU]", "generator_gpus": "generator_gpus [GPU]",
@@ -35,6 +35,12 @@ def timeline_table(timeline):
 def cost_table(breakdown):
     """A CostBreakdown as group, line, cost [USD/GPU-h], share [1]."""
     return breakdown.to_frame().rename(columns={"usd_per_gpu_hour": "cost [USD/GPU-h]", "share": "share [1]"})
+
+
+def gap_table(gap):
+    """The cost-gap waterfall (:func:`tcocalc.tinker_gap`) with units in the column names."""
+    return gap.rename(columns={"usd_per_mtok": "usd_per_mtok [USD/Mtoken]",
+                               "cumulative_usd_per_mtok": "cumulative [USD/Mtoken]"})
 
 
 def to_csv_text(frame) -> str:

@@ -137,3 +137,17 @@ def test_waterfall_model_not_on_tinker_has_no_tinker_bar():
     assert df.iloc[0]["measure"] == "absolute"
     bars = df[df["measure"] == "relative"]["usd_per_mtok"]
     assert math.fsum(bars) == pytest.approx(df.iloc[-1]["usd_per_mtok"] - df.iloc[0]["usd_per_mtok"], abs=1e-12)
+
+
+def test_cost_page_shows_the_gap_waterfall_and_its_csv():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app_pages" / "cost.py"), default_timeout=180).run()
+    assert not at.exception and not at.error
+    assert any(s.value == "Where the gap to Tinker comes from" for s in at.subheader)
+    assert "Download cost gap (CSV)" in str(at)
+    from tcocalc.reports import gap_table
+    from tcocalc.whatif import tinker_gap
+
+    frame = gap_table(tinker_gap(tc.load_scenario(PRIME)))
+    assert "usd_per_mtok [USD/Mtoken]" in frame.columns
