@@ -53,6 +53,9 @@ _EXPORTS: dict[str, str] = {
     "RLReport": "rl.report",
     "evaluate": "rl.solve",
     "solve_split": "rl.solve",
+    "size_cluster": "rl.sizing",
+    "SizingOptions": "rl.sizing",
+    "SizingResult": "rl.sizing",
     "simulate": "rl.simulate",
     "simulated_events_estimate": "rl.simulate",
     # cost

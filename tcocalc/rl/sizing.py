@@ -1,0 +1,331 @@
+"""Size the cluster for a target: hardware per pool, GPUs per pool, mode, staleness bound and supply (issue 15).
+
+The inverse of :func:`~tcocalc.rl.solve.solve_split`: given a scenario's workload and a target (useful
+samples/s, run hours for the scenario's steps, or a run budget in USD), every combination of the discrete
+choices is evaluated exactly — trainer accelerator x generator accelerator x mode x staleness bound x supply —
+and, for each, GPU counts per pool on a half-octave ladder in steps of the granularity (``g·{1, 2, 3, 4, 6, 8,
+11, 16, ...}`` per pool, both pools together at most ``max_gpus``), all at once through the staged model
+(:func:`~tcocalc.rl.solve.phase_results`, vectorised over splits). Memory minimums prune early: counts where a
+pool cannot hold the model (found once per hardware pair) are not evaluated in any mode.
+
+Supply only changes the price, so it is applied after the model: ``own`` prices each pool at the ownership
+engine's $/GPU-h (:func:`~tcocalc.economics.tco.gpu_hour_cost` on the accelerator's documented defaults,
+docs/rl-modeling.md §8), and each provider of ``data/cloud_prices.csv`` that lists both pools' accelerators
+at its on-demand price times the ClusterMAX goodput factor of its tier
+(:data:`~tcocalc.economics.tco.GOODPUT_FACTOR`: a 1.10x effective-cost cluster needs 10% more GPU-hours).
+Sandbox CPU cost is kept from the scenario. The cost of a run is ``usd_per_hour x run_hours``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+
+import numpy as np
+
+from ..catalog.accelerators import hardware
+from ..economics.tco import GOODPUT_FACTOR, cloud_prices, default_cost_inputs, gpu_hour_cost, pool_prices
+from ..errors import MissingSpecError, ScenarioError, TcocalcError
+from ..scenario import Scenario
+from .cluster import resolve
+from .report import combine_phases
+from .solve import phase_results
+
+__all__ = ["SizingOptions", "SizingResult", "size_cluster", "SIZING_TARGETS", "SIZING_MODES", "gpu_ladder",
+           "supply_prices"]
+
+#: The targets :func:`size_cluster` accepts (exactly one): a pace, a deadline, or a budget.
+SIZING_TARGETS = ("useful_samples_per_s", "run_hours", "budget_usd")
+#: Two-pool modes the search covers (colocated has one pool: use solve_split).
+SIZING_MODES = ("sync", "one_step_off", "periodic", "async", "inflight")
+_STREAMING = ("async", "inflight")
+_FIXED_LAG = {"sync": 0.0, "periodic": 0.0, "one_step_off": 1.0}
+
+
+@dataclass(frozen=True)
+class SizingOptions:
+    """What the search may choose (``None``: the scenario's own hardware; every supply)."""
+
+    trainer_hardware: tuple[str, ...] | None = None
+    generator_hardware: tuple[str, ...] | None = None
+    granularity: int = 8                 # GPUs per step of a pool: 8 per node, 72 per NVL72 rack
+    max_gpus: int = 4096                 # both pools together
+    modes: tuple[str, ...] = SIZING_MODES
+    staleness_bounds: tuple[float, ...] = (1.0, 2.0, 4.0)  # async, inflight: max_staleness values
+    supplies: tuple[str, ...] | None = None  # "own" and/or provider names of data/cloud_prices.csv
+
+
+@dataclass(frozen=True)
+class SizingResult:
+    """Every feasible candidate (``candidates``: meeting the target first, best first), the Pareto front of
+    run cost against run time (``pareto``), the best plan meeting the target (``best``, None when none does)
+    and a one-paragraph ``message`` (what was found, or what limited the closest candidate)."""
+
+    target: tuple[str, float]
+    candidates: object   # pandas.DataFrame
+    pareto: object       # pandas.DataFrame
+    best: dict | None
+    message: str
+    options: SizingOptions = field(default_factory=SizingOptions)
+
+    @property
+    def met(self) -> bool:
+        return self.best is not None
+
+    def scenario_for(self, scenario: Scenario, row: int = 0) -> Scenario:
+        """The scenario with candidate ``row``'s hardware, GPUs, mode and bound (for "open in Plan")."""
+        r = self.candidates.iloc[row]
+        scn = scenario.with_cluster(mode=r["mode"], trainer_hardware=r["trainer_hardware"],
+                                    trainer_gpus=int(r["trainer_gpus"]), generator_hardware=r["generator_hardware"],
+                                    generator_gpus=int(r["generator_gpus"]))
+        if r["mode"] in _STREAMING:
+            scn = scn.with_values({"orchestration.max_staleness": float(r["staleness_bound_steps"])})
+        return scn
+
+
+def gpu_ladder(granularity: int, max_gpus: int) -> np.ndarray:
+    """GPU counts of one pool: the granularity times ``round(2^(k/2))`` (half-octave steps), up to
+    ``max_gpus − granularity`` (the other pool needs at least one step), that top included."""
+    top = max_gpus // granularity - 1
+    if top < 1:
+        raise ScenarioError("options.max_gpus", f"must allow two pools of at least {granularity} GPUs "
+                                                f"(options.granularity); got {max_gpus}")
+    units = np.unique(np.round(np.exp2(np.arange(0, 2 * math.log2(top) + 1.0) / 2.0)).astype(int))
+    return granularity * np.union1d(units[units <= top], [top])
+
+
+def supply_prices(hw_t: str, hw_g: str, supplies: tuple[str, ...] | None) -> list[tuple[str, float, float]]:
+    """(supply, trainer $/GPU-h, generator $/GPU-h) for each supply that offers both accelerators: ``own``
+    (the ownership engine, where the accelerator has cost defaults) and each provider (price x goodput factor
+    of its tier)."""
+    out = []
+    if supplies is None or "own" in supplies:
+        try:
+            out.append(("own", gpu_hour_cost(default_cost_inputs(hw_t)).usd_per_gpu_hour,
+                        gpu_hour_cost(default_cost_inputs(hw_g)).usd_per_gpu_hour))
+        except MissingSpecError:
+            pass
+    df = cloud_prices()
+    for provider, rows in df.groupby("provider", sort=True):
+        if supplies is not None and provider not in supplies:
+            continue
+        by_acc = {a: float(p) * GOODPUT_FACTOR.get(tier, 1.0)
+                  for a, p, tier in zip(rows["accelerator"], rows["usd_per_gpu_hour"], rows["tier"], strict=True)}
+        if hw_t in by_acc and hw_g in by_acc:
+            out.append((str(provider), by_acc[hw_t], by_acc[hw_g]))
+    return out
+
+
+def _check_options(scn: Scenario, options: SizingOptions | dict | None) -> SizingOptions:
+    if options is None:
+        options = SizingOptions()
+    elif isinstance(options, dict):
+        known = {f.name for f in fields(SizingOptions)}
+        bad = sorted(set(options) - known)
+        if bad:
+            raise ScenarioError(f"options.{bad[0]}", f"unknown option; known: {', '.join(sorted(known))}")
+        options = SizingOptions(**{k: tuple(v) if isinstance(v, list) else v for k, v in options.items()})
+    hw = {}
+    for side in ("trainer", "generator"):
+        names = getattr(options, f"{side}_hardware")
+        names = (getattr(scn, side).hardware,) if names is None else tuple(names)
+        if not names:
+            raise ScenarioError(f"options.{side}_hardware", "is empty: give at least one accelerator")
+        try:
+            hw[side] = tuple(dict.fromkeys(hardware(n).name for n in names))
+        except TcocalcError as exc:
+            raise ScenarioError(f"options.{side}_hardware", str(exc)) from None
+    for name in ("modes", "staleness_bounds"):
+        if not tuple(getattr(options, name)):
+            raise ScenarioError(f"options.{name}", "is empty: give at least one")
+    bad_modes = [m for m in options.modes if m not in SIZING_MODES]
+    if bad_modes:
+        raise ScenarioError("options.modes", f"unknown or unsupported mode {bad_modes[0]!r}; choose from "
+                                             f"{', '.join(SIZING_MODES)} (colocated: use solve_split)")
+    if any(not (isinstance(b, int | float) and math.isfinite(b) and b >= 0) for b in options.staleness_bounds):
+        raise ScenarioError("options.staleness_bounds", "must be finite numbers >= 0")
+    if not isinstance(options.granularity, int) or options.granularity < 1:
+        raise ScenarioError("options.granularity", f"must be an integer >= 1, got {options.granularity!r}")
+    if not isinstance(options.max_gpus, int) or options.max_gpus < 2 * options.granularity:
+        raise ScenarioError("options.max_gpus", f"must be an integer >= 2 x granularity "
+                                                f"({2 * options.granularity}), got {options.max_gpus!r}")
+    if options.supplies is not None:
+        sup = tuple(options.supplies)
+        if not sup:
+            raise ScenarioError("options.supplies", "is empty: give 'own' and/or provider names")
+        known = {"own", *cloud_prices()["provider"].unique().tolist()}
+        bad = [s for s in sup if s not in known]
+        if bad:
+            raise ScenarioError("options.supplies", f"unknown supply {bad[0]!r}; known: {', '.join(sorted(known))}")
+    return SizingOptions(trainer_hardware=hw["trainer"], generator_hardware=hw["generator"],
+                         granularity=options.granularity, max_gpus=options.max_gpus,
+                         modes=tuple(dict.fromkeys(options.modes)),
+                         staleness_bounds=tuple(sorted({float(b) for b in options.staleness_bounds})),
+                         supplies=None if options.supplies is None else tuple(options.supplies))
+
+
+def _check_target(target) -> tuple[str, float]:
+    if not isinstance(target, dict) or len(target) != 1:
+        raise ScenarioError("target", f"give exactly one of {', '.join(SIZING_TARGETS)}, e.g. "
+                                      f"{{'useful_samples_per_s': 2.0}}")
+    (kind, value), = target.items()
+    if kind not in SIZING_TARGETS:
+        raise ScenarioError("target", f"unknown target {kind!r}; one of {', '.join(SIZING_TARGETS)}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise ScenarioError(f"target.{kind}", f"must be a finite number > 0, got {value!r}")
+    return kind, float(value)
+
+
+def _evaluate_pair(scn: Scenario, hw_t: str, hw_g: str, opt: SizingOptions, n_t, n_g) -> list[dict]:
+    """Every mode and bound for one hardware pair over the splits; memory-infeasible splits pruned after the
+    first evaluation. Returns one block of arrays per (mode, bound)."""
+    blocks = []
+    keep = None
+    for mode in opt.modes:
+        bounds = opt.staleness_bounds if mode in _STREAMING else (_FIXED_LAG[mode],)
+        for bound in bounds:
+            values = {"trainer.hardware": hw_t, "generator.hardware": hw_g, "orchestration.mode": mode,
+                      "trainer.gpus": int(n_t[0]), "generator.gpus": int(n_g[0])}
+            if mode in _STREAMING:
+                values["orchestration.max_staleness"] = bound
+            s = scn.with_values(values)
+            if keep is None:
+                res = phase_results(s, resolve(s), n_t, n_g)
+                keep = np.logical_and.reduce([r.feasible for r in res])
+                if not keep.any():
+                    return []
+                n_t, n_g = n_t[keep], n_g[keep]
+                if not keep.all():
+                    res = phase_results(s, resolve(s), n_t, n_g)
+            else:
+                res = phase_results(s, resolve(s), n_t, n_g)
+            c = combine_phases(s, [(r.workload, r.metrics) for r in res])
+            p_t, p_g = pool_prices(s)
+            blocks.append({"mode": mode, "bound": bound, "n_t": n_t, "n_g": n_g,
+                           "useful": np.asarray(c["useful_samples_per_s"], float) * np.ones(n_t.shape),
+                           "hours": np.asarray(c["run_hours"], float) * np.ones(n_t.shape),
+                           "cpu_usd_h": np.asarray(c["usd_per_hour"], float) - (n_t * p_t + n_g * p_g),
+                           "idle": np.asarray(c["trainer_idle_fraction"], float) * np.ones(n_t.shape),
+                           "stale": np.asarray(c["mean_staleness_steps"], float) * np.ones(n_t.shape)})
+    return blocks
+
+
+def _frame(scn: Scenario, opt: SizingOptions, kind: str):
+    """Every candidate as a DataFrame (finite rows only)."""
+    import pandas as pd
+
+    ladder = gpu_ladder(opt.granularity, opt.max_gpus)
+    n_t, n_g = (a.ravel() for a in np.meshgrid(ladder, ladder, indexing="ij"))
+    within = n_t + n_g <= opt.max_gpus
+    n_t, n_g = n_t[within], n_g[within]
+    cols: dict[str, list] = {k: [] for k in ("trainer_hardware", "generator_hardware", "trainer_gpus",
+                                             "generator_gpus", "mode", "staleness_bound_steps", "supply",
+                                             "useful_samples_per_s", "run_hours", "usd_per_hour",
+                                             "trainer_idle_fraction", "mean_staleness_steps")}
+    for hw_t in opt.trainer_hardware:
+        for hw_g in opt.generator_hardware:
+            supplies = supply_prices(hw_t, hw_g, opt.supplies)
+            if not supplies:
+                continue
+            for b in _evaluate_pair(scn, hw_t, hw_g, opt, n_t.copy(), n_g.copy()):
+                m = b["n_t"].size
+                for supply, p_t, p_g in supplies:
+                    cols["trainer_hardware"].append(np.full(m, hw_t, dtype=object))
+                    cols["generator_hardware"].append(np.full(m, hw_g, dtype=object))
+                    cols["trainer_gpus"].append(b["n_t"])
+                    cols["generator_gpus"].append(b["n_g"])
+                    cols["mode"].append(np.full(m, b["mode"], dtype=object))
+                    cols["staleness_bound_steps"].append(np.full(m, b["bound"]))
+                    cols["supply"].append(np.full(m, supply, dtype=object))
+                    cols["useful_samples_per_s"].append(b["useful"])
+                    cols["run_hours"].append(b["hours"])
+                    cols["usd_per_hour"].append(b["n_t"] * p_t + b["n_g"] * p_g + b["cpu_usd_h"])
+                    cols["trainer_idle_fraction"].append(b["idle"])
+                    cols["mean_staleness_steps"].append(b["stale"])
+    if not cols["mode"]:
+        return pd.DataFrame({k: [] for k in cols})
+    df = pd.DataFrame({k: np.concatenate(v) for k, v in cols.items()})
+    df["total_gpus"] = df["trainer_gpus"] + df["generator_gpus"]
+    df["run_usd"] = df["usd_per_hour"] * df["run_hours"]
+    df["usd_per_useful_sample"] = df["usd_per_hour"] / 3600.0 / df["useful_samples_per_s"].where(
+        df["useful_samples_per_s"] > 0)
+    finite = np.isfinite(df[["run_hours", "run_usd", "usd_per_useful_sample"]].to_numpy(float)).all(axis=1)
+    return df[finite].reset_index(drop=True)
+
+
+def _meets(df, kind: str, value: float):
+    col = {"useful_samples_per_s": "useful_samples_per_s", "run_hours": "run_hours", "budget_usd": "run_usd"}[kind]
+    return df[col] >= value * (1 - 1e-9) if kind == "useful_samples_per_s" else df[col] <= value * (1 + 1e-9)
+
+
+def pareto_front(df):
+    """Candidates no other beats on both run cost and run time (cheapest first)."""
+    order = df.sort_values(["run_usd", "run_hours"], kind="stable")
+    best_h = np.minimum.accumulate(order["run_hours"].to_numpy())
+    prev = np.concatenate([[np.inf], best_h[:-1]])
+    return order[order["run_hours"].to_numpy() < prev].reset_index(drop=True)
+
+
+def _plan_line(r) -> str:
+    bound = f", max_staleness {r['staleness_bound_steps']:g}" if r["mode"] in _STREAMING else ""
+    return (f"{int(r['trainer_gpus'])} {r['trainer_hardware']} trainer + {int(r['generator_gpus'])} "
+            f"{r['generator_hardware']} generator, {r['mode']}{bound}, {r['supply']}: "
+            f"{r['useful_samples_per_s']:.3g} useful samples/s, {r['run_hours']:,.1f} h, ${r['run_usd']:,.0f} "
+            f"(${r['usd_per_hour']:,.0f}/h)")
+
+
+def _limit_reason(df, kind: str, opt: SizingOptions) -> tuple[object, str]:
+    """The candidate closest to the target and what limited it."""
+    if kind == "budget_usd":
+        r = df.loc[df["run_usd"].idxmin()]
+        return r, (f"the cheapest plan found costs ${r['run_usd']:,.0f}; fewer GPUs hold the model too "
+                   f"slowly or not at all, and cheaper supply is not in the options")
+    r = df.loc[df["useful_samples_per_s"].idxmax()]
+    if r["total_gpus"] > opt.max_gpus - 2 * opt.granularity:
+        why = f"the GPU limit (options.max_gpus = {opt.max_gpus:,}) binds"
+    elif r["trainer_idle_fraction"] > 0.5:
+        why = (f"more GPUs do not help: the step is held by generation (the trainer idles "
+               f"{r['trainer_idle_fraction']:.0%}), i.e. the rollouts' latency and tail; a streaming mode, a "
+               f"looser staleness bound or shorter responses raise it")
+    else:
+        why = "more GPUs do not help: the trainer's scaling flattens (data parallel and communication limits)"
+    return r, why
+
+
+def size_cluster(scenario: Scenario, target: dict, options: SizingOptions | dict | None = None) -> SizingResult:
+    """The cheapest plan meeting ``target`` (one of ``{"useful_samples_per_s": X}``, ``{"run_hours": H}`` for
+    the scenario's steps, ``{"budget_usd": B}`` for the run), and every feasible candidate.
+
+    ``candidates``: one row per hardware pair x GPUs per pool x mode x staleness bound x supply (columns
+    ``trainer_hardware``, ``generator_hardware``, ``trainer_gpus``, ``generator_gpus``, ``mode``,
+    ``staleness_bound_steps`` (0 sync/periodic, 1 one_step_off, max_staleness for async/inflight), ``supply``,
+    ``useful_samples_per_s``, ``run_hours``, ``run_usd``, ``usd_per_hour``, ``usd_per_useful_sample``,
+    ``trainer_idle_fraction``, ``mean_staleness_steps``, ``total_gpus``, ``meets_target``), those meeting the
+    target first, each group best first: cheapest run for a pace or a deadline, fastest run for a budget.
+    ``pareto``: the front of run USD against run hours. Bad options raise :class:`ScenarioError` naming the
+    option; a target no candidate meets gives ``best = None`` and a message naming the closest candidate and
+    what limited it. Nothing is NaN: candidates without a finite cost are dropped.
+    """
+    kind, value = _check_target(target)
+    opt = _check_options(scenario, options)
+    df = _frame(scenario, opt, kind)
+    if df.empty:
+        raise ScenarioError("options", "no candidate holds the model: every allowed hardware pair and GPU count "
+                                       "is too small, or no supply offers the allowed accelerators (options."
+                                       "supplies; 'own' needs cost defaults)")
+    df["meets_target"] = _meets(df, kind, value).to_numpy()
+    key = ["run_hours", "run_usd"] if kind == "budget_usd" else ["run_usd", "run_hours"]
+    df = df.sort_values(["meets_target", *key], ascending=[False, True, True], kind="stable").reset_index(drop=True)
+    front = pareto_front(df)
+    unit = {"useful_samples_per_s": " useful samples/s", "run_hours": " h", "budget_usd": " USD"}[kind]
+    if bool(df["meets_target"].iloc[0]):
+        best = df.iloc[0].to_dict()
+        goal = "fastest" if kind == "budget_usd" else "cheapest"
+        message = (f"{goal} plan for {kind} {value:,.6g}{unit}, of {int(df['meets_target'].sum()):,} that meet it "
+                   f"({len(df):,} candidates): {_plan_line(df.iloc[0])}")
+    else:
+        best = None
+        r, why = _limit_reason(df, kind, opt)
+        message = (f"no candidate meets {kind} {value:,.6g}{unit} within the options ({len(df):,} candidates); the "
+                   f"closest is {_plan_line(r)}. What limited it: {why}.")
+    return SizingResult(target=(kind, value), candidates=df, pareto=front, best=best, message=message, options=opt)
