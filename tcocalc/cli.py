@@ -295,6 +295,16 @@ def _print_side_by_side(runs: list[dict], solved: bool) -> None:
             print(f"* [{i}] {line}")
 
 
+def _print_gap(run: dict) -> None:
+    """``--gap``: the cost-gap waterfall from Tinker's list price to the run's $/M trained tokens."""
+    gap = run["gap"]
+    print(f"\nWhere the gap to Tinker comes from ({run['scenario'].name}) [USD/Mtoken]:")
+    for cause, measure, v in zip(gap["cause"], gap["measure"], gap["usd_per_mtok"], strict=True):
+        print(f"  {cause:75s} {v:+10.3f}" if measure == "relative" else f"  {cause:75s} {v:10.3f}")
+    if gap.attrs.get("note"):
+        print(f"  note: {gap.attrs['note']}")
+
+
 def _cmd_run(args) -> int:
     import json
 
@@ -310,6 +320,14 @@ def _cmd_run(args) -> int:
     if args.csv:
         for run, out in zip(runs, _csv_dirs(runs, args.csv), strict=True):
             _write_csv(run, out)
+    if getattr(args, "gap", False):
+        from .whatif import tinker_gap
+
+        dirs = _csv_dirs(runs, args.csv) if args.csv else [None] * len(runs)
+        for run, out in zip(runs, dirs, strict=True):
+            run["gap"] = tinker_gap(run["report"].scenario)
+            if out is not None:
+                run["gap"].to_csv(out / "tinker_gap.csv", index=False)
     if args.json:
         records = [_json_record(run) for run in runs]
         print(json.dumps(records[0] if len(records) == 1 else records))
@@ -318,6 +336,9 @@ def _cmd_run(args) -> int:
         _print_one(runs[0], args.solve)
     else:
         _print_side_by_side(runs, args.solve)
+    for run in runs:
+        if "gap" in run:
+            _print_gap(run)
     if args.csv:
         print(f"CSV tables written to {args.csv}/" + (" (one folder per scenario)" if len(runs) > 1 else ""))
     return 0
@@ -346,6 +367,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--csv", metavar="DIR", help="write metrics, sweep, phases and cost breakdown (and with "
                                                  "--simulate the simulated metrics and timeline) as CSV into DIR; "
                                                  "several scenarios: one folder per scenario file")
+    sp.add_argument("--gap", action="store_true", help="also print (and with --csv write tinker_gap.csv) the "
+                                                      "cost-gap waterfall from Tinker's list price to the run's "
+                                                      "$/Mtok, one bar per cause")
     sp.add_argument("--json", action="store_true", help="print one JSON object per scenario: scenario, file, "
                                                        "analytical, simulation (null without --simulate), advice, "
                                                        "phases (a list for several scenarios)")

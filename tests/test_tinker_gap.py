@@ -151,3 +151,16 @@ def test_cost_page_shows_the_gap_waterfall_and_its_csv():
 
     frame = gap_table(tinker_gap(tc.load_scenario(PRIME)))
     assert "usd_per_mtok [USD/Mtoken]" in frame.columns
+
+
+def test_cli_gap_flag_prints_and_writes_the_waterfall(tmp_path, capsys):
+    from tcocalc.cli import main
+
+    assert main(["run", str(PRIME), "--gap", "--csv", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "Where the gap to Tinker comes from" in out and "Tinker list price" in out
+    import pandas as pd
+
+    gap = pd.read_csv(tmp_path / "tinker_gap.csv")
+    bars = gap[gap["measure"] == "relative"]["usd_per_mtok"]
+    assert math.fsum(bars) == pytest.approx(gap["usd_per_mtok"].iloc[-1] - gap["usd_per_mtok"].iloc[0], abs=1e-9)
