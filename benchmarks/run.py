@@ -125,6 +125,32 @@ def rl() -> list[tuple[str, float, str]]:
     ]
 
 
+def sizing() -> list[tuple[str, float, str]]:
+    """tc.size_cluster over 12 accelerators per pool x up to 4,096 GPUs x 5 modes x 3 staleness bounds x every
+    supply (own + 8 providers), SemiAnalysis Qwen3-235B workload, target 2 useful samples/s."""
+    from pathlib import Path
+
+    import tcocalc as tc
+    from tcocalc.rl import capacity as rl_capacity
+
+    root = Path(__file__).resolve().parents[1] / "scenarios"
+    semi = tc.load_scenario(root / "semianalysis_qwen3_235b_h200.toml")
+    names = list(tc.hardware_table()["name"])
+    opts = {"trainer_hardware": names, "generator_hardware": names, "max_gpus": 4096, "staleness_bounds": [1, 2, 4]}
+
+    def cold():
+        rl_capacity._generator_capacity.cache_clear()
+        rl_capacity._families.cache_clear()
+        rl_capacity._trainer_rate.cache_clear()
+        tc.size_cluster(semi, {"useful_samples_per_s": 2.0}, opts)
+
+    cold_s = _best(cold, repeats=1)
+    warm_s = _best(lambda: tc.size_cluster(semi, {"useful_samples_per_s": 2.0}, opts), repeats=3)
+    return [("size_cluster: 12x12 accelerators x 4,096 GPUs x 5 modes x 3 bounds x 9 supplies, cold", cold_s,
+             "< 5 s"),
+            ("size_cluster, same, warm caches", warm_s, "< 2 s")]
+
+
 def app() -> list[tuple[str, float, str]]:
     from pathlib import Path
 
@@ -150,7 +176,7 @@ def main() -> None:
     print(f"# tcocalc benchmarks, {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
           f"python {platform.python_version()}")
     print(f"{'figure':66s} {'seconds':>9s}  target")
-    for name, secs, target in import_cost() + roofline() + rl() + app():
+    for name, secs, target in import_cost() + roofline() + rl() + sizing() + app():
         print(f"{name:66s} {secs:9.4f}  {target}")
 
 
