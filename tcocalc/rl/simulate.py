@@ -118,7 +118,7 @@ class _PhaseProgress:
         return report
 
 
-def _simulated_events_estimate(scn: Scenario, ws, steps: int) -> float:
+def _estimated_events(scn: Scenario, ws, steps: int) -> float:
     """About how many events a run of ``steps`` handles: per dispatched trajectory (``B / keep`` per step), each
     decode segment's end plus about one superseded reschedule of its replica, the tool calls between segments
     and the sandbox start attempts; plus the trainer's two per step. Within about 0.5-1.3x of the events counted
@@ -133,15 +133,15 @@ def simulated_events_estimate(scenario: Scenario, steps: int) -> float:
     phases = phase_list(scenario)
     if not scenario.phases:
         name, start, n, over = phases[0]
-        return _simulated_events_estimate(scenario, workload_stats(scenario, over, name, start, n), steps)
+        return _estimated_events(scenario, workload_stats(scenario, over, name, start, n), steps)
     total = sum(ph[2] for ph in phases)
-    return sum(_simulated_events_estimate(scenario, workload_stats(scenario, over, name, start, n),
+    return sum(_estimated_events(scenario, workload_stats(scenario, over, name, start, n),
                                  max(5, round(steps * n / total))) for name, start, n, over in phases)
 
 
 def _check_event_bound(runs: list, max_events: int) -> None:
     """InfeasibleError before anything runs when ``runs`` ((prepared, steps) each) would exceed ``max_events``."""
-    estimate = sum(_simulated_events_estimate(prep.scn, prep.ws, k) for prep, k in runs)
+    estimate = sum(_estimated_events(prep.scn, prep.ws, k) for prep, k in runs)
     if estimate > max_events:
         steps = sum(k for _, k in runs)
         fit = max(int(steps * max_events / estimate), 0)
