@@ -344,6 +344,76 @@ def _cmd_run(args) -> int:
     return 0
 
 
+SIZE_COLUMNS = ["trainer_hardware", "trainer_gpus", "generator_hardware", "generator_gpus", "mode",
+                "staleness_bound_steps", "supply", "useful_samples_per_s", "run_hours", "run_usd",
+                "usd_per_useful_sample", "trainer_idle_fraction", "meets_target"]
+
+
+def _cmd_size(args) -> int:
+    """``tcocalc size``: tc.size_cluster for one target; the best plans (or why none meets it), JSON or CSV."""
+    import json
+
+    from . import load_scenario, size_cluster
+
+    targets = {"useful_samples_per_s": args.target_samples_per_s, "run_hours": args.target_hours,
+               "budget_usd": args.budget_usd}
+    given = {k: v for k, v in targets.items() if v is not None}
+    if len(given) != 1:
+        raise ScenarioError("target", "give exactly one of --target-samples-per-s, --target-hours, --budget-usd")
+    options: dict = {"max_gpus": args.max_gpus, "granularity": args.granularity}
+    for key, value in (("trainer_hardware", args.trainer_hardware or args.hardware),
+                       ("generator_hardware", args.generator_hardware or args.hardware), ("modes", args.modes),
+                       ("staleness_bounds", args.staleness_bounds), ("supplies", args.supplies)):
+        if value is not None:
+            options[key] = value
+    scn = load_scenario(args.scenario)
+    res = size_cluster(scn, given, options)
+    top = res.candidates[SIZE_COLUMNS].head(args.top)
+    if args.csv:
+        from pathlib import Path
+
+        out = Path(args.csv)
+        out.mkdir(parents=True, exist_ok=True)
+        res.candidates.to_csv(out / "candidates.csv", index=False)
+        res.pareto.to_csv(out / "pareto.csv", index=False)
+    if args.json:
+        print(json.dumps({"target": dict([res.target]), "met": res.met, "message": res.message,
+                          "best": None if res.best is None else {k: _json_value(v) for k, v in res.best.items()},
+                          "top": [{k: _json_value(v) for k, v in r.items()} for r in top.to_dict("records")],
+                          "pareto": [{k: _json_value(v) for k, v in r.items()}
+                                     for r in res.pareto[SIZE_COLUMNS].to_dict("records")]}, indent=2))
+    else:
+        print(res.message)
+        print(f"\nBest {len(top)} of {len(res.candidates):,} candidates:")
+        _print_frame(top, as_csv=False)
+        print(f"\nPareto front (run USD vs run hours), {len(res.pareto)} plans:")
+        _print_frame(res.pareto[SIZE_COLUMNS], as_csv=False)
+        if args.csv:
+            print(f"CSV tables written to {args.csv}/ (candidates.csv, pareto.csv)")
+    return 0 if res.met else 1
+
+
+def _add_size_parser(sub) -> None:
+    sp = sub.add_parser("size", help="size a cluster for a target: hardware, GPUs per pool, mode, supply, cost")
+    sp.add_argument("scenario", help="path to a scenario TOML file (its workload and steps)")
+    sp.add_argument("--target-samples-per-s", type=float, help="target pace [useful samples/s]")
+    sp.add_argument("--target-hours", type=float, help="target run time for the scenario's steps [h]")
+    sp.add_argument("--budget-usd", type=float, help="run budget [USD]: the fastest plan within it")
+    sp.add_argument("--hardware", nargs="+", help="accelerators allowed for both pools (default: the scenario's)")
+    sp.add_argument("--trainer-hardware", nargs="+", help="accelerators allowed for the trainer")
+    sp.add_argument("--generator-hardware", nargs="+", help="accelerators allowed for the generator")
+    sp.add_argument("--modes", nargs="+", help="modes allowed (default: sync one_step_off periodic async inflight)")
+    sp.add_argument("--staleness-bounds", nargs="+", type=float, help="async/inflight bounds (default: 1 2 4)")
+    sp.add_argument("--supplies", nargs="+", help="'own' and/or providers of data/cloud_prices.csv (default: all)")
+    sp.add_argument("--max-gpus", type=int, default=4096, help="both pools together (default 4096)")
+    sp.add_argument("--granularity", type=int, default=8, help="GPUs per step of a pool (8 a node, 72 a rack)")
+    sp.add_argument("--top", type=int, default=10, help="rows of the best plans to print (default 10)")
+    sp.add_argument("--json", action="store_true", help="print one JSON object: target, met, message, best, top, "
+                                                       "pareto")
+    sp.add_argument("--csv", metavar="DIR", help="write candidates.csv and pareto.csv into DIR")
+    sp.set_defaults(func=_cmd_size)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="tcocalc", description="Plan RL post-training clusters: split, speed and cost.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -379,6 +449,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--sources", action="store_true", help="include each case's source")
     sp.add_argument("--markdown", action="store_true", help="print a Markdown table (as in the README)")
     sp.set_defaults(func=_cmd_validate)
+    _add_size_parser(sub)
     return p
 
 

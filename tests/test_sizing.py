@@ -121,3 +121,27 @@ def test_bad_targets(scn, target):
     with pytest.raises(ScenarioError) as exc:
         tc.size_cluster(scn, target, SMALL)
     assert exc.value.field.startswith("target")
+
+
+def test_unreachable_lists_the_closest_first(scn):
+    res = tc.size_cluster(scn, {"useful_samples_per_s": 1e6}, SMALL)
+    assert res.candidates["useful_samples_per_s"].iloc[0] == res.candidates["useful_samples_per_s"].max()
+
+
+def test_cli_size_text_json_csv_and_errors(tmp_path, capsys):
+    import json
+
+    from tcocalc.cli import main
+
+    args = ["size", "scenarios/default.toml", "--hardware", "H100", "--max-gpus", "64", "--supplies", "own"]
+    assert main([*args, "--target-samples-per-s", "3", "--top", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "cheapest plan" in out and "Pareto front" in out
+    assert main([*args, "--target-hours", "1e-6", "--json", "--csv", str(tmp_path)]) == 1  # unreachable
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["met"] is False and doc["best"] is None and "What limited it" in doc["message"]
+    assert {p.name for p in tmp_path.iterdir()} == {"candidates.csv", "pareto.csv"}
+    assert main(["size", "scenarios/default.toml", "--target-hours", "1", "--budget-usd", "5"]) == 2
+    assert "target" in capsys.readouterr().err
+    assert main(["size", "scenarios/default.toml", "--budget-usd", "5", "--hardware", "NoSuchGPU"]) == 2
+    assert "options.trainer_hardware" in capsys.readouterr().err

@@ -301,7 +301,8 @@ def size_cluster(scenario: Scenario, target: dict, options: SizingOptions | dict
     ``staleness_bound_steps`` (0 sync/periodic, 1 one_step_off, max_staleness for async/inflight), ``supply``,
     ``useful_samples_per_s``, ``run_hours``, ``run_usd``, ``usd_per_hour``, ``usd_per_useful_sample``,
     ``trainer_idle_fraction``, ``mean_staleness_steps``, ``total_gpus``, ``meets_target``), those meeting the
-    target first, each group best first: cheapest run for a pace or a deadline, fastest run for a budget.
+    target first, each group best first: cheapest run for a pace or a deadline, fastest run for a budget (when
+    none meets it: closest to the target first).
     ``pareto``: the front of run USD against run hours. Bad options raise :class:`ScenarioError` naming the
     option; a target no candidate meets gives ``best = None`` and a message naming the closest candidate and
     what limited it. Nothing is NaN: candidates without a finite cost are dropped.
@@ -326,6 +327,9 @@ def size_cluster(scenario: Scenario, target: dict, options: SizingOptions | dict
     else:
         best = None
         r, why = _limit_reason(df, kind, opt)
+        closest = {"useful_samples_per_s": ("useful_samples_per_s", False), "run_hours": ("run_hours", True),
+                   "budget_usd": ("run_usd", True)}[kind]
+        df = df.sort_values(closest[0], ascending=closest[1], kind="stable").reset_index(drop=True)
         message = (f"no candidate meets {kind} {value:,.6g}{unit} within the options ({len(df):,} candidates); the "
                    f"closest is {_plan_line(r)}. What limited it: {why}.")
     return SizingResult(target=(kind, value), candidates=df, pareto=front, best=best, message=message, options=opt)
