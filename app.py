@@ -11,6 +11,7 @@ pages = [
     st.Page("app_pages/hardware.py", title="Hardware", icon=":material/memory:"),
     st.Page("app_pages/cost.py", title="Cost", icon=":material/payments:"),
     st.Page("app_pages/compare.py", title="Compare", icon=":material/compare:"),
+    st.Page("app_pages/size.py", title="Size", icon=":material/straighten:"),
     st.Page("app_pages/validation.py", title="Validation", icon=":material/fact_check:"),
 ]
 st.navigation(pages).run()

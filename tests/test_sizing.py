@@ -145,3 +145,22 @@ def test_cli_size_text_json_csv_and_errors(tmp_path, capsys):
     assert "target" in capsys.readouterr().err
     assert main(["size", "scenarios/default.toml", "--budget-usd", "5", "--hardware", "NoSuchGPU"]) == 2
     assert "options.trainer_hardware" in capsys.readouterr().err
+
+
+def test_size_page_renders_links_to_plan_and_reports_errors():
+    import sys
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    root = Path(__file__).resolve().parents[1]
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    at = AppTest.from_file(str(root / "app_pages" / "size.py"), default_timeout=120).run()
+    assert not at.exception and not at.error
+    assert at.success and "cheapest plan" in at.success[0].value
+    assert "Open in Plan" in at.markdown[-1].value and "trainer_gpus=" in at.markdown[-1].value
+    at.number_input(key="size_target_value").set_value(1e9).run()  # unreachable: a warning, not an error
+    assert not at.exception and at.warning and "What limited it" in at.warning[0].value
+    at.multiselect(key="size_modes").set_value([]).run()  # empty option: the library's typed error
+    assert not at.exception and at.error and "options.modes" in at.error[0].value

@@ -1,0 +1,90 @@
+"""Size: the cheapest hardware, GPU count, split, mode and supply for a target (tc.size_cluster, issue 15).
+
+The target (useful samples/s, run hours for the scenario's steps, or a run budget), the options, the Pareto
+chart of run cost against run time coloured by hardware pair, the best plans with "open in Plan" links, and
+the candidates as CSV.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+import plotly.express as px
+import streamlit as st
+
+import tcocalc as tc
+from app_pages import _shared as ui
+from tcocalc.reports import to_csv_text
+
+TARGETS = {"Useful samples/s": "useful_samples_per_s", "Run hours (the scenario's steps)": "run_hours",
+           "Budget for the run [USD]": "budget_usd"}
+MODES = ["sync", "one_step_off", "periodic", "async", "inflight"]
+COLUMNS = ["trainer_hardware", "trainer_gpus", "generator_hardware", "generator_gpus", "mode",
+           "staleness_bound_steps", "supply", "useful_samples_per_s", "run_hours", "run_usd", "usd_per_useful_sample",
+           "trainer_idle_fraction", "meets_target"]
+
+
+@st.cache_data(show_spinner="Sizing…", max_entries=8)
+def _size(path: str, target: tuple, options: tuple):
+    scn = ui.load_scenario(path)
+    return tc.size_cluster(scn, dict([target]), dict(options))
+
+
+def _plan_link(scenario: str, row) -> str:
+    params = {"scenario": scenario, "trainer_hw": row["trainer_hardware"], "trainer_gpus": int(row["trainer_gpus"]),
+              "generator_hw": row["generator_hardware"], "generator_gpus": int(row["generator_gpus"]),
+              "mode": row["mode"]}
+    if row["mode"] in ("async", "inflight"):
+        params["max_staleness"] = float(row["staleness_bound_steps"])
+    return "/?" + urlencode(params)
+
+
+st.title("Size a cluster")
+st.caption("Which accelerators, how many, how split, in which mode, owned or rented, for a target pace, deadline "
+           "or budget. Every combination of hardware per pool, mode, staleness bound and supply is evaluated; GPU "
+           "counts per pool on half-octave steps of the granularity.")
+files = ui.scenario_files()
+c1, c2, c3 = st.columns(3)
+name = c1.selectbox("Scenario (its workload and steps)", list(files), key="size_scenario")
+label = c2.selectbox("Target", list(TARGETS), key="size_target_kind")
+value = c3.number_input("Target value", min_value=1e-6, max_value=1e12, value=2.0, key="size_target_value")
+hw_names = list(ui.hardware_table()["name"])
+scn0 = ui.load_scenario(str(files[name]))
+c1, c2 = st.columns(2)
+t_hw = c1.multiselect("Trainer accelerators", hw_names, default=[h for h in hw_names if h.startswith(
+    scn0.trainer.hardware.split("-")[0])][:1] or hw_names[:1], key="size_trainer_hw")
+g_hw = c2.multiselect("Generator accelerators", hw_names, default=[h for h in hw_names if h.startswith(
+    scn0.generator.hardware.split("-")[0])][:1] or hw_names[:1], key="size_generator_hw")
+c1, c2, c3, c4 = st.columns(4)
+modes = c1.multiselect("Modes", MODES, default=MODES, key="size_modes")
+bounds = c2.multiselect("Staleness bounds (async, inflight)", [0.5, 1.0, 2.0, 4.0, 8.0], default=[1.0, 2.0, 4.0],
+                        key="size_bounds")
+gran = c3.selectbox("Granularity [GPUs]", [1, 4, 8, 72], index=2, key="size_granularity",
+                    help="8: whole nodes; 72: NVL72 racks")
+max_gpus = c4.number_input("Max GPUs (both pools)", min_value=2, max_value=100_000, value=1024, step=64,
+                           key="size_max_gpus")
+try:
+    res = _size(str(files[name]), (TARGETS[label], float(value)),
+                (("trainer_hardware", tuple(t_hw)), ("generator_hardware", tuple(g_hw)), ("modes", tuple(modes)),
+                 ("staleness_bounds", tuple(bounds)), ("granularity", int(gran)), ("max_gpus", int(max_gpus))))
+except tc.TcocalcError as exc:
+    ui.show_error(exc)
+    st.stop()
+(st.success if res.met else st.warning)(res.message)
+df = res.candidates
+plot = df.assign(pair=df["trainer_hardware"] + " → " + df["generator_hardware"])
+front = res.pareto.assign(pair=res.pareto["trainer_hardware"] + " → " + res.pareto["generator_hardware"])
+fig = px.scatter(front, x="run_hours", y="run_usd", color="pair", symbol="supply",
+                 hover_data=["trainer_gpus", "generator_gpus", "mode", "staleness_bound_steps", "supply",
+                             "useful_samples_per_s", "usd_per_useful_sample"],
+                 labels={"run_hours": "run time [h]", "run_usd": "run cost [USD]"},
+                 title=f"Pareto front of run cost vs run time ({len(front)} of {len(plot):,} candidates)")
+st.plotly_chart(fig, key="size_chart")
+st.subheader("Best plans")
+top = df[COLUMNS].head(20)
+st.dataframe(top, hide_index=True, key="size_table")
+links = [f"[{i + 1}. {int(r['trainer_gpus'])} {r['trainer_hardware']} + {int(r['generator_gpus'])} "
+         f"{r['generator_hardware']}, {r['mode']}, {r['supply']}]({_plan_link(name, r)})"
+         for i, r in top.head(5).iterrows()]
+st.markdown("Open in Plan: " + " · ".join(links))
+st.download_button("Download all candidates (CSV)", to_csv_text(df), "candidates.csv", "text/csv", key="dl_size")
