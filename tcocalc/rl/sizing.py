@@ -94,26 +94,34 @@ def gpu_ladder(granularity: int, max_gpus: int) -> np.ndarray:
     return granularity * np.union1d(units[units <= top], [top])
 
 
-def supply_prices(hw_t: str, hw_g: str, supplies: tuple[str, ...] | None) -> list[tuple[str, float, float]]:
+def _price_table(supplies: tuple[str, ...] | None, accelerators) -> dict[str, dict[str, float]]:
+    """supply -> {accelerator: effective $/GPU-h}: ``own`` from the ownership engine (accelerators with cost
+    defaults), each provider's on-demand price x the goodput factor of its tier."""
+    table: dict[str, dict[str, float]] = {}
+    if supplies is None or "own" in supplies:
+        own = {}
+        for acc in accelerators:
+            try:
+                own[acc] = gpu_hour_cost(default_cost_inputs(acc)).usd_per_gpu_hour
+            except MissingSpecError:
+                continue
+        table["own"] = own
+    df = cloud_prices()
+    for provider, acc, price, tier in zip(df["provider"], df["accelerator"], df["usd_per_gpu_hour"], df["tier"],
+                                          strict=True):
+        if supplies is None or provider in supplies:
+            table.setdefault(str(provider), {})[acc] = float(price) * GOODPUT_FACTOR.get(tier, 1.0)
+    return table
+
+
+def supply_prices(hw_t: str, hw_g: str, supplies: tuple[str, ...] | None,
+                  table: dict | None = None) -> list[tuple[str, float, float]]:
     """(supply, trainer $/GPU-h, generator $/GPU-h) for each supply that offers both accelerators: ``own``
     (the ownership engine, where the accelerator has cost defaults) and each provider (price x goodput factor
-    of its tier)."""
-    out = []
-    if supplies is None or "own" in supplies:
-        try:
-            out.append(("own", gpu_hour_cost(default_cost_inputs(hw_t)).usd_per_gpu_hour,
-                        gpu_hour_cost(default_cost_inputs(hw_g)).usd_per_gpu_hour))
-        except MissingSpecError:
-            pass
-    df = cloud_prices()
-    for provider, rows in df.groupby("provider", sort=True):
-        if supplies is not None and provider not in supplies:
-            continue
-        by_acc = {a: float(p) * GOODPUT_FACTOR.get(tier, 1.0)
-                  for a, p, tier in zip(rows["accelerator"], rows["usd_per_gpu_hour"], rows["tier"], strict=True)}
-        if hw_t in by_acc and hw_g in by_acc:
-            out.append((str(provider), by_acc[hw_t], by_acc[hw_g]))
-    return out
+    of its tier), ``own`` first then providers by name."""
+    table = _price_table(supplies, {hw_t, hw_g}) if table is None else table
+    names = sorted(table, key=lambda k: (k != "own", k))
+    return [(k, table[k][hw_t], table[k][hw_g]) for k in names if hw_t in table[k] and hw_g in table[k]]
 
 
 def _check_options(scn: Scenario, options: SizingOptions | dict | None) -> SizingOptions:
@@ -222,9 +230,10 @@ def _frame(scn: Scenario, opt: SizingOptions, kind: str):
                                              "generator_gpus", "mode", "staleness_bound_steps", "supply",
                                              "useful_samples_per_s", "run_hours", "usd_per_hour",
                                              "trainer_idle_fraction", "mean_staleness_steps")}
+    table = _price_table(opt.supplies, set(opt.trainer_hardware) | set(opt.generator_hardware))
     for hw_t in opt.trainer_hardware:
         for hw_g in opt.generator_hardware:
-            supplies = supply_prices(hw_t, hw_g, opt.supplies)
+            supplies = supply_prices(hw_t, hw_g, opt.supplies, table)
             if not supplies:
                 continue
             for b in _evaluate_pair(scn, hw_t, hw_g, opt, n_t.copy(), n_g.copy()):
@@ -260,7 +269,7 @@ def _meets(df, kind: str, value: float):
 
 def pareto_front(df):
     """Candidates no other beats on both run cost and run time (cheapest first)."""
-    order = df.sort_values(["run_usd", "run_hours"], kind="stable")
+    order = df.take(np.lexsort((df["run_hours"].to_numpy(float), df["run_usd"].to_numpy(float))))
     best_h = np.minimum.accumulate(order["run_hours"].to_numpy())
     prev = np.concatenate([[np.inf], best_h[:-1]])
     return order[order["run_hours"].to_numpy() < prev].reset_index(drop=True)
@@ -316,7 +325,8 @@ def size_cluster(scenario: Scenario, target: dict, options: SizingOptions | dict
                                        "supplies; 'own' needs cost defaults)")
     df["meets_target"] = _meets(df, kind, value).to_numpy()
     key = ["run_hours", "run_usd"] if kind == "budget_usd" else ["run_usd", "run_hours"]
-    df = df.sort_values(["meets_target", *key], ascending=[False, True, True], kind="stable").reset_index(drop=True)
+    df = df.take(np.lexsort((df[key[1]].to_numpy(float), df[key[0]].to_numpy(float),
+                             ~df["meets_target"].to_numpy(bool)))).reset_index(drop=True)
     front = pareto_front(df)
     unit = {"useful_samples_per_s": " useful samples/s", "run_hours": " h", "budget_usd": " USD"}[kind]
     if bool(df["meets_target"].iloc[0]):
