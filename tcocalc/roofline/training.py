@@ -17,6 +17,14 @@ Per micro-batch (one sequence of ``seq_tokens``) and GPU, each layer costs
 The step adds the 1F1B pipeline bubble ``(pp-1)/(m·vp)`` for ``m`` micro-batches per data-parallel
 rank (Narayanan et al. 2021, arXiv 2104.04473), and the Adam update (memory-bound).
 
+Uneven pipeline stages (Megatron-Core ``account_for_embedding_in_pipeline_split`` /
+``account_for_loss_in_pipeline_split``; the Llama 3 recipe, arXiv 2407.21783 section 3.3.2): when ``pp·vp``
+does
+not divide the ``L`` layers, the embedding and the LM head count as one layer each and the ``L + 2`` units
+are split evenly, so the first and last stages hold fewer transformer layers. Every stage then carries
+``vp·⌈(L + 2)/(pp·vp)⌉`` units at most; the step and memory follow that bottleneck stage (126 layers on
+PP16: 8 per stage, the first and last 7 plus the embedding or the head).
+
 Memory per GPU: bf16 weights (2 B/param), fp32 gradient buffer (4 B/param), Adam master weights and
 moments (12 B/param) sharded over data parallelism (distributed optimizer / ZeRO-1, Rajbhandari et al.
 2020), and activations ``s·(15h + 4.75·I)/tp`` bytes per layer and in-flight micro-batch
@@ -76,8 +84,25 @@ class TrainingEstimate:
     mfu_convention: str
 
 
+def stage_layers(num_layers: int, pp: int, vp: int) -> float:
+    """Transformer layers on the busiest pipeline rank: ``L/pp`` when ``pp·vp`` divides ``L``, else
+    ``vp·⌈(L + 2)/(pp·vp)⌉`` (uneven stages; see the module docstring)."""
+    if num_layers % (pp * vp) == 0:
+        return num_layers / pp
+    return float(vp * math.ceil((num_layers + 2) / (pp * vp)))
+
+
 def _params_per_gpu(m, par: Parallelism) -> tuple[float, float]:
-    """(non-expert, expert) parameters on one GPU."""
+    """(non-expert, expert) parameters on one GPU. Uneven stages: the heaviest of a middle rank's
+    :func:`stage_layers` layers and the first (last) rank's one layer fewer plus the embedding (LM head)."""
+    if m.num_layers % (par.pp * par.vp):
+        layers = stage_layers(m.num_layers, par.pp, par.vp)
+        dense = m.num_layers * m.attention_params_per_layer + m.num_dense_layers * m.dense_mlp_params
+        dense += m.num_moe_layers * m.moe_always_on_params_per_layer if m.is_moe else 0.0
+        per_layer = dense / m.num_layers
+        ends = max(m.embedding_params, 0.0 if m.tie_word_embeddings else m.lm_head_params)
+        busiest = max(layers * per_layer, (layers - 1) * per_layer + ends)
+        return busiest / par.tp, m.routed_expert_params_total * layers / m.num_layers / (par.ep * _expert_tp(par))
     dense = m.num_layers * m.attention_params_per_layer + m.num_dense_layers * (
         m.dense_mlp_params if m.num_dense_layers else 0.0)
     dense += m.num_moe_layers * m.moe_always_on_params_per_layer if m.is_moe else 0.0
@@ -124,7 +149,9 @@ def training_step(m, acc, cal, par: Parallelism, *, seq: float, global_batch: fl
     else:
         state = dense_p * (2 + 4 + 12 / dp) + expert_p * (2 + 4 + 12 / edp)
     cap = cal.training_memory_fraction * acc.hbm_bytes
-    in_flight = min(pp, micro) * (L / pp)
+    layers = stage_layers(L, pp, par.vp)
+    even = L % (pp * par.vp) == 0
+    in_flight = min(pp, micro) * layers
     recompute = None
     for mode in ("none", "selective", "full"):
         act = in_flight * activation_bytes_per_layer(m, seq, tp, mode)
@@ -137,7 +164,6 @@ def training_step(m, acc, cal, par: Parallelism, *, seq: float, global_batch: fl
 
     peak = acc.peak_flops_per_s(precision)
     bw = acc.hbm_bytes_per_s * cal.hbm_efficiency
-    layers = L / pp
     t_compute = 0.0
 
     def gemm(rows, params, n_dim, k_dim, count):
@@ -177,9 +203,11 @@ def training_step(m, acc, cal, par: Parallelism, *, seq: float, global_batch: fl
         t_compute += t_attn / 3.0
     elif recompute == "full":
         t_compute *= 4.0 / 3.0
-    # LM head on the last stage
+    # LM head on the last stage; uneven stages give that stage one layer fewer, and the slower of it and a
+    # middle stage paces the pipeline
     head_eff = float(gemm_efficiency(cal, precision, seq, m.vocab_size / tp, h))
-    t_compute += 6.0 * seq * m.lm_head_params / tp / (peak * head_eff)
+    t_head = 6.0 * seq * m.lm_head_params / tp / (peak * head_eff)
+    t_compute = t_compute + t_head if even else max(t_compute, t_compute * (layers - 1) / layers + t_head)
     if tp > 1:
         comm += cal.tp_comm_exposed * layers * 4.0 * 2.0 * (tp - 1) / tp * ACT_BYTES * seq * h / link_rate(acc, cal, tp)
     if pp > 1:
@@ -215,7 +243,8 @@ def candidate_layouts(m, acc, gpus: int):
                 if (tp * dp) % ep or (m.is_moe and m.num_experts % ep):
                     continue
                 for vp in _VP if pp > 1 else (1,):
-                    if m.num_layers % (pp * vp) == 0:  # Megatron-Core: layers divide evenly into chunks
+                    # even chunks, or uneven stages (embedding and head as a layer each) of >= 2 layers a chunk
+                    if m.num_layers % (pp * vp) == 0 or m.num_layers + 2 >= 2 * pp * vp:
                         yield Parallelism(tp=tp, pp=pp, dp=dp, ep=ep, vp=vp)
 
 
