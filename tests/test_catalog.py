@@ -110,6 +110,8 @@ def test_every_shipped_data_file_passes_the_check(root):
         "data/cost_defaults.toml": lambda: prices.parse_cost_defaults((root / "data/cost_defaults.toml").read_text()),
         "data/cloud_prices.csv": lambda: prices.parse_cloud_prices((root / "data/cloud_prices.csv").read_text()),
         "data/tinker_prices.csv": lambda: prices.parse_tinker_prices((root / "data/tinker_prices.csv").read_text()),
+        "data/semianalysis_accounting.csv": lambda: prices.parse_semianalysis_prices(
+            (root / "data/semianalysis_accounting.csv").read_text()),
         "data/validation_cases.toml": lambda: cases.parse_validation_cases(
             (root / "data/validation_cases.toml").read_text()),
         "data/rl_calibration.toml": lambda: calibration.parse_rl_calibration(
@@ -129,7 +131,7 @@ def test_every_data_file_has_a_reader(root):
     """No file in data/ goes unread by the catalog (a new file needs a reader and a line above)."""
     shipped = {p.name for p in (root / "data").iterdir() if p.is_file()}
     assert shipped == {"calibration.toml", "rl_calibration.toml", "cost_defaults.toml", "cloud_prices.csv",
-                       "tinker_prices.csv", "validation_cases.toml"}
+                       "tinker_prices.csv", "validation_cases.toml", "semianalysis_accounting.csv"}
 
 
 def test_rl_calibration_lives_in_the_catalog():

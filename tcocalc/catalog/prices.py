@@ -21,7 +21,8 @@ from ..errors import DataFileError
 from .provenance import check_entry, parse_csv, parse_toml
 
 __all__ = ["cost_defaults", "parse_cost_defaults", "cloud_price_rows", "parse_cloud_prices",
-           "tinker_price_rows", "parse_tinker_prices", "TINKER_PRICE_FIELDS"]
+           "tinker_price_rows", "parse_tinker_prices", "TINKER_PRICE_FIELDS", "semianalysis_price_rows",
+           "parse_semianalysis_prices"]
 
 #: Tinker price columns converted to float [USD per million tokens].
 TINKER_PRICE_FIELDS = ("prefill_usd_per_mtok", "sample_usd_per_mtok", "train_usd_per_mtok")
@@ -93,3 +94,22 @@ def tinker_price_rows() -> tuple[dict, ...]:
     """The shipped ``data/tinker_prices.csv`` (read once; see :func:`parse_tinker_prices`)."""
     f = data_dir() / "tinker_prices.csv"
     return parse_tinker_prices(f.read_text(), display_path(f))
+
+
+def parse_semianalysis_prices(text: str, file: str = "data/semianalysis_accounting.csv") -> tuple[dict, ...]:
+    """Rows of accelerator, ``usd_per_gpu_hour`` (float), basis, date (``YYYY-MM``) and source, each checked."""
+    rows = []
+    for line, row in parse_csv(text, file):
+        numbers = check_entry(file, f"line {line}: {row.get('accelerator')}", row,
+                              require=("accelerator", "basis", "source"), value_fields=("usd_per_gpu_hour",),
+                              date_fields=("date",), month_dates=True)
+        row["usd_per_gpu_hour"] = numbers["usd_per_gpu_hour"]
+        rows.append(row)
+    return tuple(rows)
+
+
+@functools.cache
+def semianalysis_price_rows() -> tuple[dict, ...]:
+    """The shipped ``data/semianalysis_accounting.csv`` (read once)."""
+    f = data_dir() / "semianalysis_accounting.csv"
+    return parse_semianalysis_prices(f.read_text(), display_path(f))

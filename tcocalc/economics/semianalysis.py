@@ -17,35 +17,13 @@ The accounting that fits the most published figures (README "Reading our numbers
 
 from __future__ import annotations
 
-import functools
-
-from .._data import data_dir, display_path
 from .._names import normalize
 from ..catalog.accelerators import hardware
-from ..catalog.provenance import check_entry, parse_csv
+from ..catalog.prices import semianalysis_price_rows
 from ..errors import MissingSpecError, UnknownEntryError
 from .tinker import price_row
 
-__all__ = ["semianalysis_price_rows", "semianalysis_usd_per_gpu_hour", "semianalysis_tinker_usd_per_mtok"]
-
-
-def parse_semianalysis_prices(text: str, file: str = "data/semianalysis_accounting.csv") -> tuple[dict, ...]:
-    """Rows of accelerator, ``usd_per_gpu_hour`` (float), basis, date (``YYYY-MM``) and source, each checked."""
-    rows = []
-    for line, row in parse_csv(text, file):
-        numbers = check_entry(file, f"line {line}: {row.get('accelerator')}", row,
-                              require=("accelerator", "basis", "source"), value_fields=("usd_per_gpu_hour",),
-                              date_fields=("date",), month_dates=True)
-        row["usd_per_gpu_hour"] = numbers["usd_per_gpu_hour"]
-        rows.append(row)
-    return tuple(rows)
-
-
-@functools.cache
-def semianalysis_price_rows() -> tuple[dict, ...]:
-    """The shipped ``data/semianalysis_accounting.csv`` (read once)."""
-    f = data_dir() / "semianalysis_accounting.csv"
-    return parse_semianalysis_prices(f.read_text(), display_path(f))
+__all__ = ["semianalysis_usd_per_gpu_hour", "semianalysis_tinker_usd_per_mtok"]
 
 
 def semianalysis_usd_per_gpu_hour(accelerator: str) -> float | None:
