@@ -213,12 +213,20 @@ k[2].metric("Trainer MFU (wall / busy)", f"{m['trainer_mfu']:.1%} / {m['trainer_
 k[3].metric("Mean staleness", ui.plural(m["mean_staleness_steps"], "step"),
             help=f"max {m['max_staleness_steps']:.2g}, token-weighted {m['token_staleness_steps']:.2g}")
 k = st.columns(4)
-k[0].metric("Cost per M trained tokens", ui.fmt(m["usd_per_mtok_trained"], "USD"))
+k[0].metric("Cost per M trained tokens (ours)", ui.fmt(m["usd_per_mtok_trained"], "USD"),
+            help="our accounting: the scenario's own $/GPU-hour; Tinker charged for discarded rollouts too")
 ratio = m["cost_ratio_vs_tinker"]
-k[1].metric("vs Tinker list price", "not offered" if ratio is None else f"{ratio:.2f}x",
-            help="our cost per trained token over Tinker's for the same token mix")
+k[1].metric("vs Tinker (ours)", "not offered" if ratio is None else f"{ratio:.2f}x",
+            help="our cost per trained token over Tinker's list price for the same token mix, discards billed")
 k[2].metric("Run cost", ui.fmt(m["run_usd"], "USD"), help=ui.plural(shown.workload.steps, "step"))
 k[3].metric("Run duration", ui.fmt(m["run_hours"], "h"))
+k = st.columns(4)
+sa, sa_ratio = m["semianalysis_usd_per_mtok"], m["semianalysis_cost_ratio_vs_tinker"]
+k[0].metric("Cost per M tokens (SemiAnalysis-style)", "no rental price" if sa is None else ui.fmt(sa, "USD"),
+            help="the study's accounting: GPU-hours at its rental price, prompt + response tokens of trained "
+                 "trajectories (README: Reading our numbers next to SemiAnalysis')")
+k[1].metric("vs Tinker (SemiAnalysis-style)", "not offered" if sa_ratio is None else f"{sa_ratio:.2f}x",
+            help="over Tinker's list price for prompt and response tokens, discarded rollouts not billed")
 for line in report.advice:
     st.info(line)
 

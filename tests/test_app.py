@@ -369,3 +369,16 @@ def test_plan_shows_the_simulations_progress(monkeypatch):
     assert len(given) == 1 and callable(given[0])
     assert not at.get("progress")
     assert any(c.value.startswith("Simulated on 8 trainer : 8 generator GPUs:") for c in at.caption)
+
+
+def test_plan_names_which_accounting_each_cost_is():
+    """Issue 14 item 3: our accounting and the SemiAnalysis-style one side by side, each tile saying which it is;
+    the values are the library's (Prime RL scenario: SemiAnalysis-style cost and ratio)."""
+    at = run("app_pages/plan.py")
+    at.selectbox(key="scenario_file").set_value("semianalysis_qwen3_235b_h200").run()
+    assert not at.exception and not at.error
+    report = tc.evaluate(tc.load_scenario(ROOT / "scenarios" / "semianalysis_qwen3_235b_h200.toml"))
+    m = report.metrics
+    assert metric(at, "vs Tinker (ours)") == f"{m['cost_ratio_vs_tinker']:.2f}x"
+    assert metric(at, "vs Tinker (SemiAnalysis-style)") == f"{m['semianalysis_cost_ratio_vs_tinker']:.2f}x"
+    assert metric(at, "Cost per M tokens (SemiAnalysis-style)").startswith(f"{m['semianalysis_usd_per_mtok']:.3g}")
