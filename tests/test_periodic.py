@@ -93,3 +93,20 @@ def test_simulation_agrees_with_the_closed_form():
 def test_simulated_periodic_beats_simulated_sync():
     x = {m: tc.simulate(scenario(m), steps=30, seed=1).metrics["useful_samples_per_s"] for m in ("sync", "periodic")}
     assert x["periodic"] > 1.2 * x["sync"]
+
+
+#: As tests/test_simulate.py's named regime for one_step_off: with tool calls and a light tail the round is set
+#: by the slowest trajectory's interleaved decode and tool time, which the closed form adds once; here the
+#: simulation runs ~11% faster (sync: ~9% faster in the same regime).
+NAMED = {(0.3, 0.5, True): 0.15}
+
+
+@pytest.mark.parametrize("sigma,over,tools", [(s, o, t) for s in (0.3, 1.2) for o in (0.0, 0.5) for t in (False, True)])
+def test_simulation_grid_agrees_with_the_closed_form(sigma, over, tools):
+    from tests.test_simulate import grid_scenario
+
+    sim = tc.simulate(grid_scenario("periodic", sigma, over, tools), steps=40, seed=3)
+    ana = sim.details["analytical"]
+    tol = NAMED.get((sigma, over, tools), 0.10)
+    assert sim.metrics["useful_samples_per_s"] == pytest.approx(ana["useful_samples_per_s"], rel=tol)
+    assert sim.metrics["trainer_idle_fraction"] == pytest.approx(ana["trainer_idle_fraction"], abs=0.05)

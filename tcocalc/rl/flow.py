@@ -252,7 +252,9 @@ def _periodic_train_end(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacit
     replica holds its whole share at once (every sequence decodes once per step, so the decoding batch at
     token ``k`` is the number still running; ``W`` the replica's tokens), and at
     ``τ(R) = t_bulk·E[min(L, R)]/E[L] + ½·R·t0`` beyond ``b_max`` (Graham's list scheduling), both equal to
-    ``t_gen`` at the batch's longest. A group is accepted when its last member finishes: ``F(R) = Φ(z)^G``.
+    ``t_gen`` at the batch's longest. A group is accepted when its last member finishes; with oversampling
+    (``N`` dispatched for ``B/keep`` needed, §4.6) the batch's share in by then is ``F(R) = min(1,
+    Φ(z)^G·N·keep/B)``, without it ``Φ(z)^G``.
     The trainer (capacity ``B/t_train``) ends at ``max_t [t + t_train·(1 − F(t⁻))]`` (a fluid single server
     fed by an arrival curve), at least ``t_gen + t_train·G/B`` (the last group's training)."""
     mu, sigma, G = ws.mu, ws.sigma, ws.group_size
@@ -263,7 +265,11 @@ def _periodic_train_end(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacit
         return np.where(all_at_once, length * gcap.t0 + gcap.t1 * work * share,
                         work * (gcap.t0 + gcap.t1 * gcap.b_max) / gcap.b_max * share + 0.5 * length * gcap.t0)
 
-    env = _sync_env_s(scn, ws, _sync_dispatched(ws, r.keep), r.startup_s)
+    n_disp = _sync_dispatched(ws, r.keep)
+    env = _sync_env_s(scn, ws, n_disp, r.startup_s)
+    # oversampling: the batch is cut at the first B accepted; otherwise it needs about every group dispatched
+    # (the over-provisioning only covers the variance of the useful share)
+    supply = n_disp * r.keep / r.batch if scn.orchestration.oversampling > 0 else 1.0
     top = float(longest[0])
     waves = t_gen / (decode_to(top, 1.0) + env)    # sandbox-concurrency waves stretch every time alike
     mean = capped_moment(1, mu, sigma, ws.cap)
@@ -275,7 +281,7 @@ def _periodic_train_end(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacit
         e_min = lognormal_partial_moment(1, mu, sigma, length) + length * (1.0 - float(ndtr(z)))
         tau = np.minimum((decode_to(length, min(e_min / mean, 1.0)) + env) * waves, t_gen)
         end = np.maximum(end, tau + r.t_train * (1.0 - f_prev))
-        f_prev = float(ndtr(z)) ** G
+        f_prev = min(1.0, float(ndtr(z)) ** G * supply)
     return end
 
 

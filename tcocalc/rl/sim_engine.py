@@ -430,6 +430,8 @@ class Engine:
         if self.trainer_busy or self.syncing:
             return
         if self.step_trained >= p.batch:
+            if self.running > 0 and p.oversampling > 0 and not p.partial_rollout:
+                self._abort_all()  # the batch is trained: the oversampled tail is waste, as in sync
             if self.running == 0:
                 self.buffer.clear()
                 self.step_staleness.append(tuple(self.step_sums))
