@@ -230,9 +230,21 @@ def async_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rat
     mu_eff = B / (r.t_train + (r.t_sync if scn.orchestration.sync_blocks_trainer else 0.0))
     x, w_gen, lam_paused, caps = _async_throughput(scn, ws, gcap, r, mu_eff)
     step = B / x
-    inflight = (x / keep) * w_gen
-    trainer_bound = np.isclose(x, mu_eff) & (mu_eff < lam_paused)
-    queued = np.where(trainer_bound, np.maximum(B / 2.0, (eta + 1) * B - inflight * keep), B / 2.0)
+    served = (x / keep) * w_gen  # Little's law on the trajectories a replica is serving
+    # Accepted samples wait for the trainer: half a batch when generation paces the run; when the trainer or
+    # the staleness bound does, admission fills the buffer up to (eta + 1)·B less what is in flight (§5.4).
+    held = ((np.isclose(x, mu_eff) & (mu_eff < lam_paused))
+            | (np.isclose(x, caps["staleness"]) & (caps["staleness"] < lam_paused)))
+    queued = np.where(held, np.maximum(B / 2.0, (eta + 1) * B - served * keep), B / 2.0)
+    # When generation paces the run, admission still lets (eta + 1)·B accepted-plus-running in: the surplus
+    # waits for a KV slot, in a dispatch queue of at most one generator's slots (as the simulator's), its
+    # sandboxes started.
+    room = np.maximum(0.0, (eta + 1) * B - queued - served)  # AReaL counts running trajectories one for one
+    paced = np.isclose(x, lam_paused) & ~held  # generation itself (not a sandbox limit) paces the run
+    waiting = np.where(paced, np.minimum(room, np.maximum(r.n_rep, 1) * gcap.b_max), 0.0)
+    inflight = served + waiting
+    share = np.where(inflight > 0, (served * np.clip((w_gen - r.startup_s) / w_gen, 0.0, 1.0) + waiting)
+                     / np.maximum(inflight, 1e-30), 0.0)
     return Flow(trained_per_s=x, step_s=step, trainer_idle=np.clip(1.0 - x / mu_eff, 0.0, 1.0),
                 generator_idle=np.clip(1.0 - x / r.generator_samples_per_s, 0.0, 1.0),
                 # capacity if never starved includes the per-step weight push it must make
@@ -241,7 +253,7 @@ def async_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rat
                 training_share=x * r.t_train / B, generated_tokens_per_s=x * r.generated_per_trained,
                 discarded_fraction=np.full_like(step, 1.0 - keep),
                 # a sandbox is live once started: its start-up attempts (retries included) are not
-                sandbox_share=np.clip((w_gen - r.startup_s) / w_gen, 0.0, 1.0), caps=caps)
+                sandbox_share=share, caps=caps)
 
 
 def _periodic_train_end(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates, t_gen, per_rep,
