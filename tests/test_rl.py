@@ -220,7 +220,10 @@ def test_sbx02_gb300_960_start_tail_about_an_hour():
     assert 290 < w_gen < 10_000  # 29 tool calls of 10 s plus decoding
     assert r96.metrics["sandbox_concurrency"] == pytest.approx(96 * (1 - 1.5 / w_gen), rel=1e-9)
     assert r96.metrics["sandbox_cpu_cores"] == pytest.approx(r96.metrics["sandbox_concurrency"] * 2)
-    assert r96.metrics["useful_samples_per_s"] < m["useful_samples_per_s"]
+    # The stall: ten times the sandboxes give less useful work than 96, since a third of the starts fail and a
+    # group that loses a member after 1 + 2 retries is discarded whole: 1 - (1 - 0.33^3)^8 = 25% of rollouts.
+    assert m["discarded_fraction"] >= 1 - (1 - 0.33 ** 3) ** 8 - 1e-9
+    assert m["useful_samples_per_s"] < r96.metrics["useful_samples_per_s"]
 
 
 # ------------------------------------------------------------------ invariants

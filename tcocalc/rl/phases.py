@@ -56,7 +56,7 @@ class WorkloadStats:
     prefill_tokens: float            # per trajectory [token]
     context_tokens: float            # length-biased KV context of a running trajectory [token]
     useful_group_fraction: float
-    sandbox_loss: float              # share of rollouts lost to sandbox start failures
+    sandbox_loss: float              # share of rollouts in groups that lose a member to sandbox start failures
     keep_fraction: float             # trained / dispatched trajectories
 
     @property
@@ -127,7 +127,9 @@ def workload_stats(scn: Scenario, overrides: dict | None = None, name: str = "ru
     f_u = wl.useful_group_fraction(w.group_size, never=never, always=always, beta_a=w.solve_rate.beta_a,
                                    beta_b=w.solve_rate.beta_b)
     uses_sandbox = turns > 1 or tool_call_s > 0
-    loss = sb.failure_rate ** (sb.retries + 1) if uses_sandbox else 0.0
+    # a rollout is lost when its start fails 1 + retries times; GRPO needs the whole group, so a group that
+    # loses a member is discarded with it (as the simulator does): 1 - (1 - p^(r+1))^G of dispatched rollouts
+    loss = 1.0 - (1.0 - sb.failure_rate ** (sb.retries + 1)) ** w.group_size if uses_sandbox else 0.0
     keep = (1.0 - waste) * (1.0 - loss) * (f_u if orch.filter_zero_advantage else 1.0)
 
     fixed = w.prompt_tokens + (turns - 1) * obs
