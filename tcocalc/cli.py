@@ -378,6 +378,7 @@ def _cmd_size(args) -> int:
         res.pareto.to_csv(out / "pareto.csv", index=False)
     if args.json:
         print(json.dumps({"target": dict([res.target]), "met": res.met, "message": res.message,
+                          "tinker": res.tinker,
                           "best": None if res.best is None else {k: _json_value(v) for k, v in res.best.items()},
                           "top": [{k: _json_value(v) for k, v in r.items()} for r in top.to_dict("records")],
                           "pareto": [{k: _json_value(v) for k, v in r.items()}

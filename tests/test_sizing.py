@@ -164,3 +164,26 @@ def test_size_page_renders_links_to_plan_and_reports_errors():
     assert not at.exception and at.warning and "What limited it" in at.warning[0].value
     at.multiselect(key="size_modes").set_value([]).run()  # empty option: the library's typed error
     assert not at.exception and at.error and "options.modes" in at.error[0].value
+
+
+def test_tinker_is_the_per_token_supply_beside_the_gpu_plans(scn, result):
+    """Tinker bills per token: its run = list price (the report's token mix, discards paid) x the run's trained
+    tokens (steps x B x E[T]); it meets a budget when it fits, and a pace cannot be judged (no run time)."""
+    ev = tc.evaluate(scn).metrics
+    t = result.tinker
+    assert t["usd_per_mtok"] == pytest.approx(ev["tinker_usd_per_mtok"], rel=1e-9)
+    ws = tc.evaluate(scn).details["run"]["workload"]
+    assert t["trained_mtok"] == pytest.approx(scn.workload.steps * ws.samples_per_step * ws.traj_tokens / 1e6)
+    assert t["run_usd"] == pytest.approx(t["usd_per_mtok"] * t["trained_mtok"])
+    assert t["meets_target"] is None and "On Tinker" in result.message
+    rich = tc.size_cluster(scn, {"budget_usd": 2 * t["run_usd"]}, SMALL)
+    poor = tc.size_cluster(scn, {"budget_usd": 0.5 * t["run_usd"]}, SMALL)
+    assert rich.tinker["meets_target"] is True and poor.tinker["meets_target"] is False
+
+
+def test_a_model_tinker_does_not_list_gets_no_tinker_price():
+    glm = tc.load_scenario("scenarios/glm5_h200_drift.toml")
+    small = {**SMALL, "trainer_hardware": ["H200"], "generator_hardware": ["H200"], "max_gpus": 256,
+             "modes": ["async"], "staleness_bounds": [2], "supplies": ["own"]}
+    r = tc.size_cluster(glm, {"useful_samples_per_s": 1.0}, small)
+    assert r.tinker is None and "Tinker does not list this model" in r.message

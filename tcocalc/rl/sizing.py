@@ -14,6 +14,11 @@ docs/rl-modeling.md §8), and each provider of ``data/cloud_prices.csv`` that li
 at its on-demand price times the ClusterMAX goodput factor of its tier
 (:data:`~tcocalc.economics.tco.GOODPUT_FACTOR`: a 1.10x effective-cost cluster needs 10% more GPU-hours).
 Sandbox CPU cost is kept from the scenario. The cost of a run is ``usd_per_hour x run_hours``.
+
+Tinker, where its list has the model, is the third supply: it bills per token (the same token mix as
+:func:`~tcocalc.rl.report.tinker_usd_per_mtok`, discarded sampling paid), so its run costs the list price times
+the run's trained tokens and meets a budget target if that fits; its run time is not published, so it stands
+beside the GPU plans (:attr:`SizingResult.tinker`), not on the cost-vs-time front.
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ from ..economics.tco import GOODPUT_FACTOR, cloud_prices, default_cost_inputs, g
 from ..errors import MissingSpecError, ScenarioError, TcocalcError
 from ..scenario import Scenario
 from .cluster import resolve
-from .report import combine_phases
+from .phases import phase_list, workload_stats
+from .report import combine_phases, tinker_usd_per_mtok
 from .solve import phase_results
 
 __all__ = ["SizingOptions", "SizingResult", "size_cluster", "SIZING_TARGETS", "SIZING_MODES", "gpu_ladder",
@@ -67,6 +73,7 @@ class SizingResult:
     best: dict | None
     message: str
     options: SizingOptions = field(default_factory=SizingOptions)
+    tinker: dict | None = None  # the run on Tinker: usd_per_mtok, trained_mtok, run_usd, meets_target; None: not listed
 
     @property
     def met(self) -> bool:
@@ -301,6 +308,20 @@ def _limit_reason(df, kind: str, opt: SizingOptions) -> tuple[object, str]:
     return r, why
 
 
+def tinker_run(scenario: Scenario, kind: str, value: float) -> dict | None:
+    """The scenario's run on Tinker (per-token list price, phases weighted by trained tokens), or None when
+    Tinker does not list the model. Meets a budget target when its cost fits; a pace or deadline cannot be
+    judged (Tinker's run time is not published)."""
+    parts = [workload_stats(scenario, over, name, start, n) for name, start, n, over in phase_list(scenario)]
+    prices = [tinker_usd_per_mtok(scenario, ws) for ws in parts]
+    if any(p is None for p in prices):
+        return None
+    mtok = [ws.steps * ws.samples_per_step * ws.traj_tokens / 1e6 for ws in parts]
+    run_usd = sum(p * t for p, t in zip(prices, mtok, strict=True))
+    return {"usd_per_mtok": run_usd / sum(mtok), "trained_mtok": sum(mtok), "run_usd": run_usd,
+            "meets_target": (run_usd <= value * (1 + 1e-9)) if kind == "budget_usd" else None}
+
+
 def size_cluster(scenario: Scenario, target: dict, options: SizingOptions | dict | None = None) -> SizingResult:
     """The cheapest plan meeting ``target`` (one of ``{"useful_samples_per_s": X}``, ``{"run_hours": H}`` for
     the scenario's steps, ``{"budget_usd": B}`` for the run), and every feasible candidate.
@@ -342,4 +363,9 @@ def size_cluster(scenario: Scenario, target: dict, options: SizingOptions | dict
         df = df.sort_values(closest[0], ascending=closest[1], kind="stable").reset_index(drop=True)
         message = (f"no candidate meets {kind} {value:,.6g}{unit} within the options ({len(df):,} candidates); the "
                    f"closest is {_plan_line(r)}. What limited it: {why}.")
-    return SizingResult(target=(kind, value), candidates=df, pareto=front, best=best, message=message, options=opt)
+    tinker = tinker_run(scenario, kind, value)
+    message += (" Tinker does not list this model." if tinker is None else
+                f" On Tinker (per-token list price, run time not published): ${tinker['run_usd']:,.0f} for the "
+                f"run (${tinker['usd_per_mtok']:.2f}/M trained tokens).")
+    return SizingResult(target=(kind, value), candidates=df, pareto=front, best=best, message=message, options=opt,
+                        tinker=tinker)
