@@ -5,8 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 import tcocalc as tc
-from tcocalc.figures import validation_figure
-from tcocalc.reports import to_csv_text
+from tcocalc.figures import rl_validation_figure, speedup_figure, validation_figure
+from tcocalc.reports import error_text, to_csv_text
 
 
 @st.cache_data(show_spinner=False)
@@ -32,3 +32,35 @@ if not misses.empty:
     st.subheader("Known misses")
     for _, r in misses.iterrows():
         st.markdown(f"- **{r['id']}** ({r['error [%]']:+.0f}%): {r['known_miss']}")
+
+
+@st.cache_data(show_spinner=False)
+def _rl_tables():
+    t = tc.rl_validation_table()
+    return t, tc.rl_speedup_pairs(t)
+
+
+st.header("RL step times")
+st.caption("NVIDIA NeMo RL's 52 published step times (v0.4-v0.6 recipes: on-policy colocated and 1- or 8-step "
+           "off-policy) and verl's fully-async study, each rebuilt as a scenario from its recipe and evaluated. "
+           "Targets: median |error| at most 15%, at least 80% of NeMo RL rows within ±25%, every on-policy vs "
+           "off-policy speed-up on the published side of 1.0.")
+with st.spinner("Evaluating the published RL runs…"):
+    rl_table, pairs = _rl_tables()
+summary = tc.rl_validation_summary(rl_table, pairs)
+k = st.columns(3)
+k[0].metric("NeMo RL median |error|", f"{summary['nemo_median_abs_error_pct']:.1f} %")
+k[1].metric("Within ±25%", f"{100 * summary['nemo_within_share']:.0f} % of {summary['nemo_rows']}")
+k[2].metric("Speed-up pairs on the right side", f"{summary['pairs_right_side']} of {summary['pairs']}")
+st.plotly_chart(rl_validation_figure(rl_table), key="rl_validation_chart")
+st.dataframe(rl_table, hide_index=True)
+st.download_button("Download RL validation (CSV)", to_csv_text(rl_table), "rl_validation.csv", "text/csv",
+                   key="dl_rl_val")
+st.subheader("On-policy vs off-policy: which mode wins")
+st.plotly_chart(speedup_figure(pairs), key="speedup_chart")
+st.dataframe(pairs, hide_index=True)
+rl_misses = rl_table[rl_table["known_miss"] != ""]
+if not rl_misses.empty:
+    st.subheader("RL known misses")
+    for _, r in rl_misses.iterrows():
+        st.markdown(f"- **{r['id']}** ({error_text(r['error [%]'])}): {r['known_miss']}")

@@ -58,6 +58,10 @@ _EXPORTS: dict[str, str] = {
     "SizingResult": "rl.sizing",
     "simulate": "rl.simulate",
     "simulated_events_estimate": "rl.simulate",
+    "rl_validation_table": "rl.validation",
+    "rl_speedup_pairs": "rl.validation",
+    "rl_validation_summary": "rl.validation",
+    "framework_presets": "catalog.frameworks",
     # cost
     "CostInputs": "economics.tco",
     "CostBreakdown": "economics.tco",
@@ -81,6 +85,7 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .catalog.accelerators import Accelerator, hardware, hardware_names, hardware_table  # noqa: F401
+    from .catalog.frameworks import framework_presets  # noqa: F401
     from .catalog.models import ModelArch, model, model_names, model_table  # noqa: F401
     from .economics.tco import (  # noqa: F401
         CostBreakdown,
@@ -103,6 +108,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .rl.report import METRIC_UNITS, RLReport  # noqa: F401
     from .rl.simulate import simulate, simulated_events_estimate  # noqa: F401
     from .rl.solve import evaluate, solve_split  # noqa: F401
+    from .rl.validation import rl_speedup_pairs, rl_validation_summary, rl_validation_table  # noqa: F401
     from .roofline.charts import attainable_flops_per_s, operating_points, ridge_table  # noqa: F401
     from .roofline.forward import KernelTime, decode, prefill  # noqa: F401
     from .roofline.parallel import Parallelism  # noqa: F401

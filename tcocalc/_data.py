@@ -30,6 +30,11 @@ def data_dir() -> Traversable:
     return _dir("data")
 
 
+def scenarios_dir() -> Traversable:
+    """Folder of the shipped example scenarios (``scenarios/*.toml``)."""
+    return _dir("scenarios")
+
+
 def display_path(path: Traversable) -> str:
     """A short path for error messages (relative to the repository when possible)."""
     try:

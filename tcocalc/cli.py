@@ -69,6 +69,9 @@ def _cmd_models(args) -> int:
 def _cmd_validate(args) -> int:
     from . import validation_table
 
+    if args.rl:
+        return _rl_only(args)
+
     df = validation_table()
     shown = df.drop(columns=["source"] if not args.sources else [])
     shown = shown.assign(within=shown["within"].map({True: "yes", False: "NO"}))
@@ -90,7 +93,60 @@ def _cmd_validate(args) -> int:
           f"without the {int((~clean).sum())} known misses; {int(df['within'].sum())} within tolerance.")
     for _, row in df[~clean].iterrows():
         print(f"  known miss {row['id']}: {row['known_miss']}")
+    _print_rl_validation(args)
     return 0
+
+
+def _na(v) -> bool:
+    """A table cell the model could not fill (pandas NA)."""
+    import pandas as pd
+
+    return bool(pd.isna(v))
+
+
+def _rl_only(args) -> int:
+    from . import rl_validation_table
+
+    t = rl_validation_table()
+    if args.csv:
+        _print_frame(t.drop(columns=["source"] if not args.sources else []), as_csv=True)
+        return 0
+    if args.markdown:
+        print("| id | run | GPUs | published [s] | predicted [s] | error | within ±25% |")
+        print("| --- | --- | --- | ---: | ---: | ---: | --- |")
+        for _, r in t.iterrows():
+            pred, err = r["predicted [s]"], r["error [%]"]
+            modelled = not _na(pred)
+            ok = "yes" if r["within"] else ("known miss" if r["known_miss"] else "NO")
+            print(f"| {r['id']} | {r['case']} | {r['gpus']} | {_fmt(r['published [s]'])} | "
+                  f"{_fmt(pred) if modelled else 'not modelled'} | {f'{err:+.1f}%' if modelled else '-'} | {ok} |")
+        return 0
+    _print_rl_validation(args)
+    return 0
+
+
+def _print_rl_validation(args) -> None:
+    """The RL section of ``validate``: every NeMo RL and verl step time, then the on/off-policy pairs."""
+    from . import rl_speedup_pairs, rl_validation_summary, rl_validation_table
+
+    print("\nRL step times (published NeMo RL and verl runs; ±25% band):\n")
+    t = rl_validation_table()
+    pairs = rl_speedup_pairs(t)
+    shown = t.drop(columns=["source"] if not args.sources else [])
+    shown = shown.assign(**{"predicted [s]": shown["predicted [s]"].map(lambda v: "not modelled" if _na(v)
+                                                                        else f"{v:.4g}"),
+                            "error [%]": shown["error [%]"].map(lambda v: "-" if _na(v) else f"{v:+.1f}"),
+                            "within": shown["within"].map({True: "yes", False: "NO"})})
+    _print_frame(shown.drop(columns=["known_miss"]), as_csv=False)
+    s = rl_validation_summary(t, pairs)
+    print(f"\nNeMo RL: {s['nemo_rows']} rows modelled, median |step-time error| {s['nemo_median_abs_error_pct']:.1f}%, "
+          f"{100 * s['nemo_within_share']:.0f}% within ±25% (targets 15% and 80%); verl median "
+          f"{s['verl_median_abs_error_pct']:.1f}%.")
+    for _, row in t[t["known_miss"] != ""].iterrows():
+        print(f"  known miss {row['id']}: {row['known_miss']}")
+    print("\nOn-policy (colocated) vs off-policy (async) speed-up, T_on / T_off:\n")
+    _print_frame(pairs.assign(**{"right side": pairs["right side"].map({True: "yes", False: "NO"})}), as_csv=False)
+    print(f"\n{s['pairs_right_side']} of {s['pairs']} pairs predicted on the published side of 1.0.")
 
 
 class _FileError(TcocalcError):
@@ -449,6 +505,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--csv", action="store_true", help="print CSV instead of a text table")
     sp.add_argument("--sources", action="store_true", help="include each case's source")
     sp.add_argument("--markdown", action="store_true", help="print a Markdown table (as in the README)")
+    sp.add_argument("--rl", action="store_true", help="only the RL step-time section (NeMo RL and verl runs); with "
+                                                      "--csv or --markdown in that format")
     sp.set_defaults(func=_cmd_validate)
     _add_size_parser(sub)
     return p

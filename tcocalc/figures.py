@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["split_sweep_figure", "timeline_figure", "roofline_figure", "waterfall_figure", "tornado_figure",
-           "validation_figure", "compare_figure", "tinker_gap_figure"]
+           "validation_figure", "compare_figure", "tinker_gap_figure", "rl_validation_figure", "speedup_figure"]
 
 
 def _go():
@@ -128,6 +128,40 @@ def validation_figure(table):
     fig.add_vrect(x0=-25, x1=25, fillcolor="green", opacity=0.07, line_width=0)
     fig.update_layout(height=60 + 18 * len(df), xaxis_title="error: predicted / published - 1 [%] "
                       "(green band ±25%; grey bars are known misses)", margin=dict(t=30))
+    return fig
+
+
+def rl_validation_figure(table):
+    """Signed step-time error per published RL run [%] (:func:`tcocalc.rl_validation_table`), ±25% band;
+    known misses in grey, runs the model cannot represent left out of the bars (they stay in the table)."""
+    go = _go()
+    df = table[table["predicted [s]"].notna()].iloc[::-1]
+    colors = ["#bbbbbb" if km else ("#2e7d32" if ok else "#c62828")
+              for km, ok in zip(df["known_miss"], df["within"], strict=True)]
+    fig = go.Figure(go.Bar(x=df["error [%]"].astype(float), y=df["id"], orientation="h", marker_color=colors,
+                           customdata=df[["case", "gpus", "published [s]"]].to_numpy(),
+                           hovertemplate="%{y}: %{customdata[0]} (%{customdata[1]})<br>published %{customdata[2]:.4g} s"
+                                         "<br>error %{x:+.1f}%<extra></extra>"))
+    fig.add_vrect(x0=-25, x1=25, fillcolor="green", opacity=0.07, line_width=0)
+    fig.update_layout(height=60 + 16 * len(df), xaxis_title="step time: predicted / published - 1 [%] "
+                      "(green band ±25%; grey bars are known misses)", margin=dict(t=30))
+    return fig
+
+
+def speedup_figure(pairs):
+    """Published vs predicted speed-up of each off-policy run over its on-policy twin
+    (:func:`tcocalc.rl_speedup_pairs`); the quadrants off the diagonal's side of 1.0 are wrong calls."""
+    go = _go()
+    colors = ["#2e7d32" if ok else "#c62828" for ok in pairs["right side"]]
+    fig = go.Figure(go.Scatter(x=pairs["published speed-up"], y=pairs["predicted speed-up"], mode="markers",
+                               marker=dict(color=colors, size=9), text=pairs["case"],
+                               hovertemplate="%{text}<br>published %{x:.2f}x, predicted %{y:.2f}x<extra></extra>"))
+    hi = float(max(pairs["published speed-up"].max(), pairs["predicted speed-up"].max(), 2.0)) * 1.1
+    fig.add_shape(type="line", x0=0, y0=0, x1=hi, y1=hi, line=dict(dash="dot", color="#888888"))
+    fig.add_hline(y=1.0, line_color="#888888")
+    fig.add_vline(x=1.0, line_color="#888888")
+    fig.update_layout(height=420, xaxis_title="published speed-up: on-policy step / off-policy step [x]",
+                      yaxis_title="predicted speed-up [x]", margin=dict(t=30))
     return fig
 
 

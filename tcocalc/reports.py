@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["metrics_table", "sweep_table", "timeline_table", "cost_table", "gap_table", "to_csv_text"]
+__all__ = ["metrics_table", "sweep_table", "timeline_table", "cost_table", "gap_table", "to_csv_text",
+           "error_text"]
 
 _SWEEP_UNITS = {
     "trainer_gpus": "trainer_gpus [GPU]", "generator_gpus": "generator_gpus [GPU]",
@@ -46,3 +47,10 @@ def gap_table(gap):
 def to_csv_text(frame) -> str:
     """CSV text of a table (what the app's download buttons serve)."""
     return frame.to_csv(index=False)
+
+
+def error_text(value) -> str:
+    """A signed error in percent as text (``+12%``), or "not modelled" for a row the model cannot represent."""
+    import pandas as pd
+
+    return "not modelled" if pd.isna(value) else f"{float(value):+.0f}%"

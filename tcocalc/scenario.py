@@ -53,12 +53,27 @@ class TrainerSection(_Section):
 
     hardware: str = Field(min_length=1, description="accelerator name (tc.hardware_table())")
     gpus: int = Field(ge=1, le=1_000_000, description="trainer GPUs [GPU]")
-    old_logprob_pass: bool = Field(False, description="recompute old-policy log-probs (one extra forward pass)")
-    reference_model: bool = Field(False, description="KL to a reference model (one extra forward pass)")
+    old_logprob_pass: bool | None = Field(None, description="recompute old-policy log-probs (one extra forward "
+                                                            "pass); default: the framework preset")
+    reference_model: bool | None = Field(None, description="KL to a reference model (one extra forward pass); "
+                                                           "default: the framework preset")
+    colocated_offload: bool | None = Field(None, description="colocated: optimizer state, gradients and weights go "
+                                                             "to host memory and back every step (default: preset)")
     minibatches_per_step: int = Field(1, ge=1, le=100_000, description="optimizer updates per rollout step (g_mb)")
     mfu_busy: float | None = Field(None, ge=0.001, le=1, description="measured MFU while training, to use instead "
                                                                 "of the roofline training model "
                                                                 "(docs/rl-modeling.md §3.2)")
+    tp: int | None = Field(None, ge=1, le=1024, description="pin the trainer layout: tensor-parallel degree "
+                                                            "(with pp, ep, cp, vp; default: searched)")
+    pp: int | None = Field(None, ge=1, le=1024, description="pinned pipeline-parallel stages")
+    ep: int | None = Field(None, ge=1, le=4096, description="pinned expert-parallel degree")
+    cp: int | None = Field(None, ge=1, le=1024, description="pinned context-parallel degree (long sequences)")
+    vp: int | None = Field(None, ge=1, le=64, description="pinned virtual pipeline stages per GPU")
+
+    @property
+    def pinned_layout(self) -> bool:
+        """Whether the scenario pins any trainer parallel degree."""
+        return any(v is not None for v in (self.tp, self.pp, self.ep, self.cp, self.vp))
 
 
 class GeneratorSection(_Section):
@@ -70,6 +85,15 @@ class GeneratorSection(_Section):
     kv_precision: Precision | None = Field(None, description="KV cache precision (default: precision; fp8 for fp4)")
     tp: int | None = Field(None, ge=1, le=64, description="pin the serving instance to this tensor-parallel "
                                                           "degree (default: the best instance is searched)")
+    engine: Literal["vllm", "sglang"] | None = Field(None, description="inference engine (default: the "
+                                                                       "framework preset's)")
+    cuda_graphs: bool | None = Field(None, description="engine runs decode with CUDA graphs; false = eager "
+                                                      "(default: preset)")
+    max_num_seqs: int | None = Field(None, ge=1, le=1_000_000, description="most sequences one engine instance "
+                                     "decodes at once (default: the engine's documented default)")
+    gpu_memory_utilization: float | None = Field(None, gt=0.05, le=1.0, description="share of GPU memory the engine "
+                                                 "may use for weights, activations and KV cache (vLLM; default: "
+                                                 "the calibrated KV budget)")
 
 
 class SolveRate(_Section):
@@ -131,11 +155,19 @@ class Orchestration(_Section):
                                  "fractional values bound the share of stale samples (verl staleness_threshold)")
     oversampling: float = Field(0.0, ge=0, le=10, description="extra share of rollouts dispatched and dropped")
     partial_rollout: bool = Field(False, description="resume unfinished rollouts next step instead of dropping")
-    sync_blocks_trainer: bool = Field(True, description="async modes: the trainer waits while it pushes weights "
-                                                        "(NCCL broadcast, slime/verl); false when the generator "
-                                                        "reloads a checkpoint on its own (Prime RL)")
-    filter_zero_advantage: bool = Field(True, description="drop groups whose rewards are all equal (DAPO dynamic "
-                                                          "sampling); else train on them")
+    sync_blocks_trainer: bool | None = Field(None, description="async modes: the trainer waits while it pushes "
+                                             "weights (NCCL broadcast, slime/verl); false when the generator "
+                                             "reloads a checkpoint on its own (Prime RL); default: preset")
+    filter_zero_advantage: bool = Field(False, description="drop groups whose rewards are all equal and generate "
+                                        "more (DAPO dynamic sampling); default false: plain GRPO trains every group")
+    framework: Literal["generic", "nemo-rl", "verl-fsdp", "verl-megatron", "slime", "areal", "prime-rl"] = Field(
+        "generic", description="framework preset: its defaults for CUDA graphs, offload, log-prob passes, weight "
+                               "sync (data/frameworks.toml); any key given in the scenario overrides it")
+    weight_sync: Literal["nccl-broadcast", "p2p"] | None = Field(None, description="weight-sync transport "
+                                                                "(default: preset)")
+    max_rollouts_in_flight: int | None = Field(None, ge=1, le=100_000_000, description="framework cap on "
+                                               "trajectories in flight over the whole generator (AReaL max "
+                                               "concurrent rollouts); default: none")
 
 
 class Sandbox(_Section):

@@ -54,7 +54,7 @@ def test_plan_scenario_switch_resets_widgets():
     at.selectbox(key="scenario_file").select("semianalysis_qwen3_235b_h200").run()
     assert at.number_input(key="trainer_gpus").value == 64
     assert at.number_input(key="generator_gpus").value == 192
-    assert metric(at, "Trainer idle") == "28%"
+    assert metric(at, "Trainer idle") == "31%"
 
 
 def test_plan_infeasible_input_shows_an_error_not_a_traceback():

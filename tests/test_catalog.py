@@ -8,7 +8,7 @@ import math
 import pytest
 
 import tcocalc as tc
-from tcocalc.catalog import accelerators, calibration, cases, models, prices
+from tcocalc.catalog import accelerators, calibration, cases, frameworks, models, prices, rl_cases
 from tcocalc.catalog.provenance import KINDS, check_entry, parse_csv, parse_toml
 
 F = "data/x.toml"
@@ -117,13 +117,18 @@ def test_every_shipped_data_file_passes_the_check(root):
         "data/rl_calibration.toml": lambda: calibration.parse_rl_calibration(
             (root / "data/rl_calibration.toml").read_text()),
         "data/calibration.toml": lambda: [calibration.calibration_for(tc.hardware(n)) for n in tc.hardware_names()],
+        "data/frameworks.toml": lambda: frameworks.parse_frameworks((root / "data/frameworks.toml").read_text())[0],
+        "data/rl_cases_nemo.csv": lambda: rl_cases.parse_nemo_rl_cases((root / "data/rl_cases_nemo.csv").read_text()),
+        "data/rl_cases_verl.csv": lambda: rl_cases.parse_verl_rl_cases((root / "data/rl_cases_verl.csv").read_text()),
     }
     for name, load in read.items():
         assert len(load()) > 0, name
     # the cached readers of the shipped files agree with the parsers
     assert len(prices.cloud_price_rows()) == len(prices.parse_cloud_prices((root / "data/cloud_prices.csv")
                                                                              .read_text()))
-    assert set(calibration.rl_calibration()) == {"weight_sync_efficiency", "weight_sync_fixed_s"}
+    assert {"weight_sync_efficiency", "weight_sync_fixed_s", "refit_ipc_bytes_per_s", "engine_cpu_share",
+            "eager_layer_overhead_s"} <= set(calibration.rl_calibration())
+    assert len(rl_cases.nemo_rl_cases()) == 52   # ../shared/validation/rl-nemo.md: 52 published rows
     assert len(cases.validation_cases()) >= 30
 
 
@@ -131,7 +136,8 @@ def test_every_data_file_has_a_reader(root):
     """No file in data/ goes unread by the catalog (a new file needs a reader and a line above)."""
     shipped = {p.name for p in (root / "data").iterdir() if p.is_file()}
     assert shipped == {"calibration.toml", "rl_calibration.toml", "cost_defaults.toml", "cloud_prices.csv",
-                       "tinker_prices.csv", "validation_cases.toml", "semianalysis_accounting.csv"}
+                       "tinker_prices.csv", "validation_cases.toml", "semianalysis_accounting.csv",
+                       "frameworks.toml", "rl_cases_nemo.csv", "rl_cases_verl.csv"}
 
 
 def test_rl_calibration_lives_in_the_catalog():

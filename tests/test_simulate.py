@@ -35,6 +35,7 @@ always = 0.1
 mode = "{mode}"
 max_staleness = 2
 oversampling = {over}
+filter_zero_advantage = true    # the grid's regime (dynamic sampling); plain GRPO: see the test below
 [sandbox]
 tool_call_s = {tool}
 startup_s = 1.0
@@ -62,6 +63,18 @@ NAMED_REGIMES = {
                                              "trajectory's interleaved decode and tool time, which the closed form "
                                              "adds once; the simulation runs ~12% slower"),
 }
+
+
+@pytest.mark.xfail(strict=True, reason="known disagreement (issue 12): plain GRPO (no filtering) with a heavy tail "
+                   "under an async bound: the simulator trains trajectories more than max_staleness behind (mean lag "
+                   "3.6 for a bound of 2: fast newer trajectories are trained first, leaving slow old ones in the "
+                   "buffer) and so trains ~13% more than the analytical model, which holds the bound")
+def test_plain_grpo_async_heavy_tail_agrees():
+    scn = grid_scenario("async", 1.2, 0.0, False).with_values({"orchestration.filter_zero_advantage": False})
+    ana = tc.evaluate(scn).metrics
+    sim = tc.simulate(scn, steps=60, seed=0)
+    assert sim.metrics["max_staleness_steps"] <= 2
+    assert sim.metrics["useful_samples_per_s"] == pytest.approx(ana["useful_samples_per_s"], rel=0.10)
 
 
 @pytest.mark.parametrize("mode,sigma,over,tools", GRID, ids=lambda v: str(v))

@@ -79,12 +79,13 @@ def test_solved_split_is_locally_optimal_within_the_tolerance(solved, stem):
 
 
 def test_after_a_solve_the_advice_explains_what_limits_the_split(solved):
-    """semianalysis: balanced at 48:208, the trainer sets the pace, both neighbours named and worse."""
+    """semianalysis: balanced at 48:208, generation sets the pace (the trainer idles 0%), both neighbours named
+    and worse."""
     _, _, sol = solved["semianalysis_qwen3_235b_h200"]
     text = "\n".join(sol.advice)
-    assert "What limits 48:208" in text and "trainer" in text
+    assert "What limits 48:208: generation" in text
     assert "40:216" in text and "56:200" in text and "8-GPU" in text
-    assert sol.details["binding_limits"] == {"run": ["trainer"]}
+    assert sol.details["binding_limits"] == {"run": ["generator"]}
 
 
 def test_a_neighbour_that_cannot_hold_the_model_is_named(solved):

@@ -52,6 +52,8 @@ _FIGURES: dict[str, tuple[str, str, bool]] = {
     "scaleup_domain": ("scaleup_domain_gpus", "GPU", True),
     "scaleout_bandwidth": ("scaleout_bytes_per_s", "byte/s", True),
     "tdp": ("tdp_w", "W", True),
+    "host_link_bandwidth": ("host_link_bytes_per_s", "byte/s", False),
+    "server_gpus": ("server_gpus", "GPU", False),
 }
 _TEXT_FIELDS = {"name", "aliases", "vendor", "architecture", "generation", "form_factor",
                 "scaleup_interconnect", "notes"}
@@ -79,6 +81,11 @@ class Accelerator(BaseModel):
         Scale-out NIC bandwidth per GPU, one direction [B/s].
     tdp_w : float
         Board power [W].
+    host_link_bytes_per_s : float or None
+        Measured host-to-device copy rate per GPU (PCIe or NVLink-C2C), one direction [B/s]; what colocated
+        RL pays to move optimizer state and engine weights to host memory and back.
+    server_gpus : int or None
+        GPUs per server (compute tray on NVL72 racks), each with its own NIC [GPU].
     sources : dict
         Field name in the spec file -> :class:`Figure` (value, unit, source, date).
     """
@@ -106,6 +113,8 @@ class Accelerator(BaseModel):
     scaleup_domain_gpus: int = Field(ge=1)
     scaleout_bytes_per_s: float = Field(gt=0)
     tdp_w: float = Field(gt=0)
+    host_link_bytes_per_s: float | None = Field(default=None, gt=0)
+    server_gpus: int | None = Field(default=None, ge=1)
     sources: dict[str, Figure] = Field(default_factory=dict)
 
     @field_validator("aliases", mode="before")
@@ -191,7 +200,7 @@ def parse_accelerator(raw: dict, path: str = "<dict>") -> Accelerator:
             value = float(q.to(si_unit).magnitude)
         except Exception as exc:
             raise DataFileError(path, entry, f"{key}.unit", str(exc)) from None
-        kwargs[attr] = int(round(value)) if attr == "scaleup_domain_gpus" else value
+        kwargs[attr] = int(round(value)) if attr in ("scaleup_domain_gpus", "server_gpus") else value
         sources[key] = fig
     kwargs["sources"] = sources
     try:

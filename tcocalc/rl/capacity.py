@@ -15,21 +15,23 @@ every data-parallel width in between; per-sample FLOPs use ``E[T²]`` for causal
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..catalog.calibration import calibration_for
+from ..catalog.calibration import calibration_for, rl_calibration
 from ..catalog.models import ModelArch
 from ..errors import InfeasibleError
 from ..roofline.parallel import Parallelism
 from ..roofline.serving import generation_throughput
 from ..roofline.training import candidate_layouts, training_step
 from .cluster import Cluster
+from .decode_floor import decode_floor_seconds
 from .phases import WorkloadStats
+from .settings import settings
 
 __all__ = ["GeneratorCapacity", "generator_capacity", "trainer_capacity", "trainer_min_gpus", "sample_flops",
-           "trajectory_flops_coefficients"]
+           "trajectory_flops_coefficients", "TrainerRates", "pinned_layout", "smallest_fitting_layout"]
 
 
 @dataclass(frozen=True)
@@ -53,13 +55,20 @@ class GeneratorCapacity:
         return self.t0 + self.t1 * np.asarray(b, dtype=float)
 
 
-def _fit(m, acc, par, kw, generated, ctx, env_s, turns, caching, precision, kv, b_max, weights) -> GeneratorCapacity:
-    """Step-time line, latency and steady-state rate of one serving instance."""
+def _fit(m, acc, par, kw, generated, ctx, env_s, turns, caching, precision, kv, b_max, weights,
+         engine) -> GeneratorCapacity:
+    """Step-time line, latency and steady-state rate of one serving instance. ``engine`` is (CUDA graphs,
+    largest graphed batch, max_num_seqs, CPU factor): the batch is capped at the engine's maximum concurrent
+    sequences, each step pays the decode floor (:func:`~tcocalc.rl.decode_floor.decode_floor_seconds`) and,
+    without async scheduling, its CPU work ``engine_cpu_share`` of the GPU time (docs/rl-modeling.md §4.8)."""
+    graphs, graph_max, max_seqs, cpu = engine
+    b_max = float(min(b_max, max_seqs))
     inst = par.gpus
     one = generation_throughput(m, acc, gpus=inst, parallel=par, concurrency=1, **kw)
     full = generation_throughput(m, acc, gpus=inst, parallel=par, concurrency=b_max, **kw)
-    t0 = one.tpot_s
-    t1 = max((full.tpot_s - t0) / max(b_max - 1.0, 1.0), 0.0)
+    floor = decode_floor_seconds(m, acc, par, np.array([1.0, b_max]), cuda_graphs=graphs, graph_max_batch=graph_max)
+    t0 = cpu * one.tpot_s + float(floor[0])
+    t1 = max((cpu * full.tpot_s + float(floor[1]) - t0) / max(b_max - 1.0, 1.0), 0.0)
     prefill_s = max(one.ttft_s - one.tpot_s, 0.0)
     b_op = b_max
     t_llm = prefill_s + generated * (t0 + t1 * b_max)
@@ -108,23 +117,45 @@ def _best_instance(m, acc, kw, max_gpus: int | None):
     return best if smallest is None else generation_throughput(m, acc, gpus=smallest, **kw)
 
 
+def _memory_calibration(acc, mem_util: float | None):
+    """The KV budget of an engine given ``gpu_memory_utilization`` ``u`` (vLLM's rule: weights, activations and
+    KV within ``u`` of the GPU's memory, so KV = ``u·HBM − weights − activations``, data/rl_calibration.toml);
+    ``None``: the calibrated
+    budget (data/calibration.toml kv_memory_fraction)."""
+    cal = calibration_for(acc)
+    if mem_util is None:
+        return None
+    total = acc.hbm_bytes * GIB_PER_GB  # vLLM reads the device's total: an "80 GB" H100 reports 79.19 GiB
+    return replace(cal, kv_memory_fraction=1.0, inference_workspace_bytes=acc.hbm_bytes - mem_util * total
+                   + rl_calibration()["engine_activation_bytes"])
+
+
+GIB_PER_GB = 2**30 / 1e9
+"""Datasheet HBM capacities are binary: an "80 GB" H100 reports 79.19 GiB = 85.0e9 B to vLLM
+(serving-engines.md A.5), so ``gpu_memory_utilization`` applies to the capacity read as GiB."""
+
+
 @functools.lru_cache(maxsize=256)
 def _generator_capacity(m, acc, precision, kv, prefill, generated, ctx, env_s, turns,
-                        caching, pinned_tp=None, max_gpus=None) -> GeneratorCapacity:
+                        caching, pinned_tp=None, max_gpus=None, engine=(True, 512, 1024, 1.0),
+                        mem_util=None) -> GeneratorCapacity:
     """The serving instance: the throughput-best one (highest steady-state output per GPU within KV memory;
     :func:`_best_instance`, ``max_gpus`` the pool when it is smaller than that instance), or the pinned
     tensor-parallel degree. Choosing an instance for latency when a staleness bound caps throughput is a
     known open item (README, "Assumptions and known limits")."""
     kw = dict(prompt_tokens=max(prefill, 1.0), response_tokens=max(generated, 1.0), precision=precision,
               kv_precision=kv, context_tokens=ctx)
+    cal = _memory_calibration(acc, mem_util)
+    if cal is not None:
+        kw["_calibration"] = cal
     if pinned_tp is not None:
         par = Parallelism(tp=pinned_tp, ep=pinned_tp if m.is_moe and m.num_experts % pinned_tp == 0 else 1)
         est = generation_throughput(m, acc, gpus=pinned_tp, parallel=par, **kw)
         return _fit(m, acc, par, kw, generated, ctx, env_s, turns, caching, precision, kv,
-                    est.max_concurrency / est.replicas, est.weights_per_gpu_bytes)
+                    est.max_concurrency / est.replicas, est.weights_per_gpu_bytes, engine)
     best = _best_instance(m, acc, kw, max_gpus)
     return _fit(m, acc, best.parallel, kw, generated, ctx, env_s, turns, caching, precision, kv,
-                best.max_concurrency / best.replicas, best.weights_per_gpu_bytes)
+                best.max_concurrency / best.replicas, best.weights_per_gpu_bytes, engine)
 
 
 def generator_capacity(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int | None = None) -> GeneratorCapacity:
@@ -133,11 +164,16 @@ def generator_capacity(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int |
     ``max_gpus``: the largest generator pool it serves; when even that cannot hold the usual instance (a
     1-GPU generator, say), the best instance that fits in it is used instead."""
     g = scn.generator
+    st = settings(scn)
+    graph_max = min(st.cuda_graph_max_batch, 2 * st.max_num_seqs)  # vLLM: min(2 x max_num_seqs, 512)
+    cpu = 1.0 if st.async_scheduling else 1.0 + rl_calibration()["engine_cpu_share"]
+    engine = (st.cuda_graphs, graph_max, st.max_num_seqs, cpu)
     args = (cluster.model, cluster.generator, g.precision, g.kv_precision, ws.prefill_tokens, ws.generated_per_kept,
-            ws.context_tokens, ws.tool_s + ws.startup_s, ws.turns, scn.workload.prefix_caching, g.tp)
+            ws.context_tokens, ws.tool_s + ws.startup_s, ws.turns, scn.workload.prefix_caching, g.tp, None, engine,
+            g.gpu_memory_utilization)
     cap = _generator_capacity(*args)
     if max_gpus is not None and g.tp is None and cap.instance_gpus > max_gpus:
-        cap = _generator_capacity(*args, max_gpus=int(max_gpus))
+        cap = _generator_capacity(*args[:11], int(max_gpus), *args[12:])
     return cap
 
 
@@ -177,37 +213,85 @@ def _families(m, acc, precision, seq, anchors: tuple[int, ...]) -> tuple[tuple[i
     return tuple(sorted(fams))
 
 
-@functools.lru_cache(maxsize=4096)
-def _trainer_rate(m, acc, precision, seq, gbt, n, fams) -> tuple[float, float]:
-    """(tokens/s, MFU) of the best family member at ``n`` GPUs; (0, 0) when nothing fits."""
+def _layout_rate(m, acc, precision, seq, gbt, par: Parallelism) -> tuple[float, float, float]:
+    """(tokens/s, MFU, state bytes per GPU) of one layout; zeros when it does not fit."""
     cal = calibration_for(acc)
-    best = (0.0, 0.0)
+    gb = max(gbt / seq, float(par.dp))
+    res = training_step(m, acc, cal, par, seq=seq, global_batch=gb, precision=precision)
+    if res is None:  # optimizer offload when the GPUs alone cannot hold the state (verl RL-08)
+        res = training_step(m, acc, cal, par, seq=seq, global_batch=gb, precision=precision, offload=True)
+    if res is None:
+        return 0.0, 0.0, 0.0
+    tps = gb * seq / res["step_s"]
+    mfu = m.training_flops_per_token(seq) * tps / (par.gpus * acc.peak_flops_per_s(precision))
+    return tps, mfu, res["state"]
+
+
+@functools.lru_cache(maxsize=4096)
+def _trainer_rate(m, acc, precision, seq, gbt, n, fams) -> tuple[float, float, float]:
+    """(tokens/s, MFU, state bytes per GPU) of the best family member at ``n`` GPUs; zeros when nothing fits."""
+    best = (0.0, 0.0, 0.0)
     for tp, pp, ep, vp in fams:
         if n % (tp * pp):
             continue
         dp = n // (tp * pp)
         if (tp * dp) % ep or (m.is_moe and m.num_experts % ep):
             continue
-        par = Parallelism(tp=tp, pp=pp, dp=dp, ep=ep, vp=vp)
-        gb = max(gbt / seq, float(dp))
-        res = training_step(m, acc, cal, par, seq=seq, global_batch=gb, precision=precision)
-        if res is None:  # optimizer offload when the GPUs alone cannot hold the state (verl RL-08)
-            res = training_step(m, acc, cal, par, seq=seq, global_batch=gb, precision=precision, offload=True)
-        if res is None:
-            continue
-        tps = gb * seq / res["step_s"]
-        if tps > best[0]:
-            mfu = m.training_flops_per_token(seq) * tps / (n * acc.peak_flops_per_s(precision))
-            best = (tps, mfu)
+        rate = _layout_rate(m, acc, precision, seq, gbt, Parallelism(tp=tp, pp=pp, dp=dp, ep=ep, vp=vp))
+        if rate[0] > best[0]:
+            best = rate
     return best
 
 
-def trainer_capacity(scn, cluster: Cluster, ws: WorkloadStats, n_t) -> tuple[np.ndarray, np.ndarray]:
-    """Trainer (samples/s if never starved, busy MFU) for each trainer GPU count in ``n_t``.
+def pinned_layout(trainer, m, n: int) -> Parallelism | None:
+    """The scenario's pinned trainer layout on ``n`` GPUs (unpinned degrees 1, ``dp`` the rest); ``None`` when
+    ``tp·pp·cp`` does not divide ``n`` or the degrees do not fit the model (heads, experts, ``ep | tp·dp·cp``)."""
+    tp, pp, cp, vp, ep = (getattr(trainer, k) or 1 for k in ("tp", "pp", "cp", "vp", "ep"))
+    if n % (tp * pp * cp) or m.num_attention_heads % tp or (m.is_moe and m.num_experts % ep) or pp > m.num_layers:
+        return None
+    if not m.is_moe and ep > 1:
+        return None
+    try:
+        return Parallelism(tp=tp, pp=pp, cp=cp, vp=vp, ep=ep, dp=n // (tp * pp * cp))
+    except ValueError:
+        return None
 
-    ``samples/s = tokens/s · flops_per_token(E[T]) / (F_sample · (1 + n_extra/3))`` where the extra
-    forward passes (old-policy log-probs, reference model) cost a third of a training pass each.
-    Infeasible counts give 0.
+
+def smallest_fitting_layout(scn, cluster: Cluster, ws: WorkloadStats, n: int) -> Parallelism | None:
+    """The fitting trainer layout on ``n`` GPUs with the fewest model-parallel GPUs (``tp·pp``, then ``tp``):
+    what to suggest when a pinned layout does not divide or fit; ``None`` when nothing fits."""
+    m, acc = cluster.model, cluster.trainer
+    seq = float(max(256, round(ws.traj_tokens)))
+    gbt = ws.samples_per_step * ws.traj_tokens / scn.trainer.minibatches_per_step
+    for par in sorted(candidate_layouts(m, acc, n), key=lambda q: (q.tp * q.pp, q.tp, q.pp, q.ep, q.vp)):
+        if _layout_rate(m, acc, scn.model.precision, seq, gbt, par)[0] > 0:
+            return par
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _pinned_rate(m, acc, precision, seq, gbt, n, par) -> tuple[float, float, float]:
+    return (0.0, 0.0, 0.0) if par is None else _layout_rate(m, acc, precision, seq, gbt, par)
+
+
+@dataclass(frozen=True)
+class TrainerRates:
+    """What the trainer does on its own per GPU count (arrays over counts)."""
+
+    samples_per_s: np.ndarray   # trainable samples/s if never starved, all passes included (0 where nothing fits)
+    mfu_busy: np.ndarray        # model FLOPs utilisation while training [1]
+    state_bytes: np.ndarray     # weights, gradients and optimizer state per GPU [B] (what colocated offload moves)
+
+
+def trainer_capacity(scn, cluster: Cluster, ws: WorkloadStats, n_t) -> TrainerRates:
+    """Trainer samples/s if never starved, busy MFU and state per GPU for each trainer GPU count in ``n_t``.
+
+    ``samples/s = tokens/s · flops_per_token(E[T]) / (F_sample · (1 + n_extra/3) · o_RL)``: the extra forward
+    passes (old-policy log-probs, reference model; the framework preset's defaults) cost a third of a training
+    pass each (their measured share of the update, 0.12-0.64 with a median near 1/3: rl-mechanisms.md section
+    4), and the RL framework runs forward and backward ``o_RL`` slower than standalone Megatron (the preset's
+    ``trainer_overhead``: 1.2 for NeMo RL, NVIDIA-NeMo/RL issue 2129; docs/rl-modeling.md §3.6). A pinned
+    layout (``[trainer] tp, pp, ep, cp, vp``) replaces the search. Infeasible counts give 0.
     """
     t = scn.trainer
     m, hw = cluster.model, cluster.trainer
@@ -215,23 +299,29 @@ def trainer_capacity(scn, cluster: Cluster, ws: WorkloadStats, n_t) -> tuple[np.
     seq = float(max(256, round(ws.traj_tokens)))
     gbt = ws.samples_per_step * ws.traj_tokens / scn.trainer.minibatches_per_step
     n_t = np.atleast_1d(np.asarray(n_t, dtype=int))
-    lo, hi = int(n_t.min()), int(n_t.max())
-    pow2 = [2 ** i for i in range(0, 20) if lo <= 2 ** i <= hi]
-    anchors = tuple(sorted({lo, hi, int(np.median(n_t)), *pow2}))
-    fams = _families(m, hw, precision, seq, anchors)
-    extra = (1.0 if t.old_logprob_pass else 0.0) + (1.0 if t.reference_model else 0.0)
+    if t.pinned_layout:
+        rates = np.array([_pinned_rate(m, hw, precision, seq, gbt, int(n), pinned_layout(t, m, int(n)))
+                          for n in n_t])
+    else:
+        lo, hi = int(n_t.min()), int(n_t.max())
+        pow2 = [2 ** i for i in range(0, 20) if lo <= 2 ** i <= hi]
+        anchors = tuple(sorted({lo, hi, int(np.median(n_t)), *pow2}))
+        fams = _families(m, hw, precision, seq, anchors)
+        rates = np.array([_trainer_rate(m, hw, precision, seq, gbt, int(n), fams) for n in n_t])
+        for i in np.flatnonzero(rates[:, 0] == 0):  # no winning family divides this count: search it fully
+            rates[i] = _trainer_rate(m, hw, precision, seq, gbt, int(n_t[i]),
+                                     _families(m, hw, precision, seq, (int(n_t[i]),)))
+    st = settings(scn)
+    extra, overhead = st.extra_forward_passes, st.trainer_overhead
     flop_rate_per_token = m.training_flops_per_token(seq)
-    f_sample = sample_flops(m, ws) * (1.0 + extra / 3.0)
-    rates = np.array([_trainer_rate(m, hw, precision, seq, gbt, int(n), fams) for n in n_t])
-    for i in np.flatnonzero(rates[:, 0] == 0):  # no winning family divides this count: search it fully
-        rates[i] = _trainer_rate(m, hw, precision, seq, gbt, int(n_t[i]), _families(m, hw, precision, seq,
-                                                                                     (int(n_t[i]),)))
+    f_sample = sample_flops(m, ws) * (1.0 + extra / 3.0) * overhead
+    fits = rates[:, 0] > 0
     if t.mfu_busy is not None:  # a measured MFU replaces the training model; memory feasibility still applies
         peak = hw.peak_flops_per_s(precision)
-        fits = rates[:, 0] > 0
-        return np.where(fits, n_t * peak * t.mfu_busy / f_sample, 0.0), np.where(fits, t.mfu_busy, 0.0)
+        return TrainerRates(np.where(fits, n_t * peak * t.mfu_busy / (f_sample / overhead), 0.0),
+                            np.where(fits, t.mfu_busy, 0.0), rates[:, 2])
     samples = rates[:, 0] * flop_rate_per_token / f_sample
-    return samples, rates[:, 1]
+    return TrainerRates(samples, rates[:, 1] / overhead, rates[:, 2])
 
 
 def trainer_min_gpus(scn, cluster: Cluster, ws: WorkloadStats) -> int | None:

@@ -39,6 +39,8 @@ from .rollouts import (
     staleness_throughput_cap,
     sync_dispatch_groups,
 )
+from .settings import settings
+from .switching import checkpoint_tensors, colocated_switch_seconds, per_tensor_seconds
 from .weight_sync import weight_sync_seconds
 
 __all__ = ["Rates", "Flow", "pool_rates", "sync_step", "async_step", "periodic_step", "STEP_MODELS", "SYNC_MODES",
@@ -57,9 +59,11 @@ class Rates:
     feasible: np.ndarray            # both sides hold the model
     trainer_samples_per_s: np.ndarray  # mu_t: trainer capacity if never starved [sample/s] (1.0 where infeasible)
     mfu_busy: np.ndarray            # trainer MFU while training [1]
-    t_sync: np.ndarray              # weight push per step [s]
+    t_sync: np.ndarray              # weight push per step [s]; colocated: the switch and in-process refit
     t_train: np.ndarray             # training time of one batch B / mu_t [s]
     generator_samples_per_s: np.ndarray  # lam_g: trainable samples/s at the operating batch [sample/s]
+    slots: np.ndarray               # running trajectories per replica at most: KV, max_num_seqs, framework cap
+    b_op: np.ndarray                # decoding trajectories per replica in steady state (at most slots)
     batch: float                    # B [sample/step]
     keep: float                     # trained / dispatched trajectories [1]
     generated_per_dispatched: float  # model tokens per dispatched trajectory [token]
@@ -100,18 +104,32 @@ def pool_rates(cluster: Cluster, scn: Scenario, ws: WorkloadStats, gcap: Generat
     n_g = np.asarray(n_g, dtype=int)
     keep = ws.keep_fraction
     gen_per_dispatched = ws.generated_per_dispatched
-    mu_t, mfu_busy = trainer_capacity(scn, cluster, ws, n_t)
+    tr = trainer_capacity(scn, cluster, ws, n_t)
+    mu_t, mfu_busy = tr.samples_per_s, tr.mfu_busy
     n_rep = n_g // gcap.instance_gpus
     feasible = (mu_t > 0) & (n_rep > 0)
     mu_safe = np.where(feasible, mu_t, 1.0)
-    colocated = scn.orchestration.mode == "colocated"
-    t_sync = np.array([weight_sync_seconds(cluster.model.params_total, cluster.trainer, cluster.generator, int(a),
-                                           int(b), colocated=colocated) for a, b in zip(n_t, n_g, strict=True)])
-    step_op = gcap.t0 + gcap.t1 * gcap.b_op
-    lam_raw = np.maximum(n_rep, 1) * gcap.b_op / step_op / gen_per_dispatched   # dispatched trajectories/s
+    st = settings(scn)
+    # an engine that loads weights tensor by tensor pays a fixed time per checkpoint tensor (§3.5)
+    per_tensor = 0.0 if st.bucketed_weight_load else checkpoint_tensors(cluster.model) * per_tensor_seconds()
+    if scn.orchestration.mode == "colocated":  # the shared pool switches between trainer and engine every step
+        t_sync = colocated_switch_seconds(cluster.generator, gcap.weights_per_gpu_bytes, tr.state_bytes,
+                                          offload=st.colocated_offload) + per_tensor
+    else:
+        t_sync = np.array([weight_sync_seconds(cluster.model.params_total, cluster.trainer, cluster.generator,
+                                               int(a), int(b), instance_gpus=gcap.instance_gpus,
+                                               transport=st.weight_sync) for a, b in zip(n_t, n_g, strict=True)])
+        t_sync = t_sync + per_tensor
+    # the framework's cap on trajectories in flight spreads over the replicas (AReaL max concurrent rollouts)
+    cap = scn.orchestration.max_rollouts_in_flight
+    slots = np.full(n_rep.shape, gcap.b_max) if cap is None else np.clip(cap / np.maximum(n_rep, 1), 1.0, gcap.b_max)
+    b_op = np.minimum(gcap.b_op, slots)
+    step_op = gcap.t0 + gcap.t1 * b_op
+    lam_raw = np.maximum(n_rep, 1) * b_op / step_op / gen_per_dispatched   # dispatched trajectories/s
     startup = ws.startup_s * sandbox_attempts(scn, ws)
     return Rates(n_t=n_t, n_g=n_g, n_rep=n_rep, feasible=feasible, trainer_samples_per_s=mu_safe, mfu_busy=mfu_busy,
                  t_sync=t_sync, t_train=float(ws.samples_per_step) / mu_safe, generator_samples_per_s=lam_raw * keep,
+                 slots=slots, b_op=b_op,
                  batch=float(ws.samples_per_step), keep=keep, generated_per_dispatched=gen_per_dispatched,
                  generated_per_trained=ws.generated_per_trained, startup_s=startup,
                  rollout_latency_s=gcap.latency_s + (startup - ws.startup_s))
@@ -148,8 +166,8 @@ def _sync_generation(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, 
     per_rep = n_disp / np.maximum(r.n_rep, 1)
     longest = _longest_tokens(scn, ws, n_disp, keep) * np.ones_like(per_rep)
     work = per_rep * r.generated_per_dispatched
-    t_dec = np.where(per_rep <= gcap.b_max, longest * gcap.t0 + gcap.t1 * work,
-                     work * (gcap.t0 + gcap.t1 * gcap.b_max) / gcap.b_max + 0.5 * longest * gcap.t0)
+    t_dec = np.where(per_rep <= r.slots, longest * gcap.t0 + gcap.t1 * work,
+                     work * (gcap.t0 + gcap.t1 * r.slots) / r.slots + 0.5 * longest * gcap.t0)
     t_gen = t_dec + _sync_env_s(scn, ws, n_disp, r.startup_s)
     if ws.uses_sandbox and sb.max_concurrency > 0 and n_disp > sb.max_concurrency:
         t_gen = t_gen * n_disp / sb.max_concurrency
@@ -167,7 +185,10 @@ def sync_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rate
     x = B / step
     # a sandbox is live from a successful start to the trajectory's end: its latency less the start-up
     hold = np.minimum(1.0, (gcap.latency_s - ws.startup_s) / step)
-    return Flow(trained_per_s=x, step_s=step, trainer_idle=np.clip(1.0 - r.t_train / step, 0.0, 1.0),
+    # the trainer is not waiting for data while it pushes weights or switches the pool (as the simulator counts)
+    pushes = scn.orchestration.mode in ("colocated", "sync") or settings(scn).sync_blocks_trainer
+    busy = r.t_train + (r.t_sync if pushes else 0.0)
+    return Flow(trained_per_s=x, step_s=step, trainer_idle=np.clip(1.0 - busy / step, 0.0, 1.0),
                 generator_idle=np.clip(1.0 - t_gen / step, 0.0, 1.0), trainer_capacity=r.trainer_samples_per_s,
                 generator_capacity=B / t_gen, in_flight=np.full_like(step, n_disp), queued=np.zeros_like(step),
                 rollout_latency_s=np.broadcast_to(r.rollout_latency_s, step.shape).astype(float),
@@ -185,14 +206,14 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
     # discards the in-flight KV and re-prefills those contexts (§4.6).
     reprefill = orch.partial_rollout and scn.orchestration.mode == "async"
     lam_paused = lam_g / (1.0 + lam_g * r.t_sync / B)
-    step_op = gcap.t0 + gcap.t1 * gcap.b_op
+    step_op = gcap.t0 + gcap.t1 * r.b_op
     w_env = r.rollout_latency_s - gcap.prefill_s - r.generated_per_dispatched * step_op
     phi_share = gcap.b_op / gcap.b_max if gcap.b_max else 1.0   # decoding share of resident trajectories
     tail_tokens = float(expected_max(B / keep, ws.mu, ws.sigma, ws.cap))
     tail_slack = 0.0 if orch.partial_rollout else 0.5
     if orch.oversampling > 0:
         tail_tokens = min(tail_tokens, ws.tau)
-    b = np.full(r.n_t.shape, gcap.b_op)
+    b = np.array(r.b_op, dtype=float)
     caps: dict = {}
     for _ in range(80):
         w = gcap.prefill_s + r.generated_per_dispatched * (gcap.t0 + gcap.t1 * b) + w_env
@@ -216,8 +237,8 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
             x = np.minimum(x, caps["sandbox_start"])
         # resident trajectories per replica (KV held through tool calls, at most b_max); the share decoding is
         # the LLM part of a trajectory's life at the current step time
-        resident = np.minimum((x / keep) * w / rep, gcap.b_max)
-        b_new = np.clip(resident * (w - w_env) / w, 1.0, gcap.b_op)
+        resident = np.minimum((x / keep) * w / rep, r.slots)
+        b_new = np.clip(resident * (w - w_env) / w, 1.0, r.b_op)
         if np.allclose(b_new, b, rtol=1e-10):
             break
         b = 0.5 * (b + b_new)
@@ -227,7 +248,7 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
 def async_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates) -> Flow:
     """Asynchronous step (async with bound η, inflight): the generator streams under the staleness bound."""
     B, keep, eta = r.batch, r.keep, scn.orchestration.max_staleness
-    mu_eff = B / (r.t_train + (r.t_sync if scn.orchestration.sync_blocks_trainer else 0.0))
+    mu_eff = B / (r.t_train + (r.t_sync if settings(scn).sync_blocks_trainer else 0.0))
     x, w_gen, lam_paused, caps = _async_throughput(scn, ws, gcap, r, mu_eff)
     step = B / x
     served = (x / keep) * w_gen  # Little's law on the trajectories a replica is serving
@@ -241,7 +262,7 @@ def async_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rat
     # sandboxes started.
     room = np.maximum(0.0, (eta + 1) * B - queued - served)  # AReaL counts running trajectories one for one
     paced = np.isclose(x, lam_paused) & ~held  # generation itself (not a sandbox limit) paces the run
-    waiting = np.where(paced, np.minimum(room, np.maximum(r.n_rep, 1) * gcap.b_max), 0.0)
+    waiting = np.where(paced, np.minimum(room, np.maximum(r.n_rep, 1) * r.slots), 0.0)
     inflight = served + waiting
     share = np.where(inflight > 0, (served * np.clip((w_gen - r.startup_s) / w_gen, 0.0, 1.0) + waiting)
                      / np.maximum(inflight, 1e-30), 0.0)
@@ -271,11 +292,11 @@ def _periodic_train_end(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacit
     fed by an arrival curve), at least ``t_gen + t_train·G/B`` (the last group's training)."""
     mu, sigma, G = ws.mu, ws.sigma, ws.group_size
     work = per_rep * r.generated_per_dispatched
-    all_at_once = per_rep <= gcap.b_max
+    all_at_once = per_rep <= r.slots
 
     def decode_to(length: float, share: float):
         return np.where(all_at_once, length * gcap.t0 + gcap.t1 * work * share,
-                        work * (gcap.t0 + gcap.t1 * gcap.b_max) / gcap.b_max * share + 0.5 * length * gcap.t0)
+                        work * (gcap.t0 + gcap.t1 * r.slots) / r.slots * share + 0.5 * length * gcap.t0)
 
     n_disp = _sync_dispatched(ws, r.keep)
     env = _sync_env_s(scn, ws, n_disp, r.startup_s)

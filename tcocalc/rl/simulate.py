@@ -29,6 +29,7 @@ from .flow import Flow, Rates, sandbox_attempts
 from .phases import phase_list, phase_scenario, workload_stats
 from .report import RLReport, combine_phases, contract_metrics, scalar_metrics
 from .rollouts import intra_step_lag
+from .settings import settings
 from .sim_engine import Engine, SimParams
 from .solve import evaluate
 from .staleness import Staleness
@@ -159,10 +160,10 @@ def _params(scn: Scenario, ws, gcap, rates: Rates, cluster_model) -> SimParams:
         mode=orch.mode, batch=w.samples_per_step, group_size=w.group_size, eta=orch.max_staleness,
         oversampling=orch.oversampling, partial_rollout=orch.partial_rollout,
         filter_zero_advantage=orch.filter_zero_advantage, keep_estimate=keep_est,
-        n_rep=max(int(rates.n_g[0]) // gcap.instance_gpus, 1), slots=int(max(1, math.floor(gcap.b_max))),
+        n_rep=max(int(rates.n_g[0]) // gcap.instance_gpus, 1), slots=int(max(1, math.floor(float(rates.slots[0])))),
         t0=gcap.t0, t1=gcap.t1,
         # a trajectory's prefill, as decode-token equivalents at the steady-state step time (saves an event each)
-        prefill_tokens_equiv=gcap.prefill_s / (gcap.t0 + gcap.t1 * gcap.b_op),
+        prefill_tokens_equiv=gcap.prefill_s / (gcap.t0 + gcap.t1 * float(rates.b_op[0])),
         tool_each_s=ws.tool_s / max(ws.turns - 1, 1) if ws.turns > 1 else 0.0, turns=ws.turns,
         uses_sandbox=ws.uses_sandbox, startup_s=ws.startup_s, failure_rate=sb.failure_rate, retries=sb.retries,
         max_starting=sb.max_starting, max_concurrency=sb.max_concurrency,
@@ -170,7 +171,7 @@ def _params(scn: Scenario, ws, gcap, rates: Rates, cluster_model) -> SimParams:
         cap=ws.cap, solve_never=sr.never, solve_always=sr.always, beta_a=sr.beta_a, beta_b=sr.beta_b,
         flops_linear=linear, flops_square=square,
         trainer_flops_per_s=float(rates.trainer_samples_per_s[0]) * flops_mean, t_sync=float(rates.t_sync[0]),
-        sync_blocks_trainer=orch.sync_blocks_trainer)
+        sync_blocks_trainer=settings(scn).sync_blocks_trainer)
 
 
 def flow_from_run(eng: Engine, p: SimParams, gcap, analytical: Flow, minibatches: int,
@@ -186,7 +187,8 @@ def flow_from_run(eng: Engine, p: SimParams, gcap, analytical: Flow, minibatches
     x = n_steps * p.batch / wall
     tokens_gen = recs[-1][3] - (eng.records[warm - 1][3] if warm > 0 else 0.0)
     if p.mode in ("async", "inflight"):  # throttled below what the generator could produce
-        gen_busy_share = (tokens_gen / wall) / (p.n_rep * gcap.b_op / (gcap.t0 + gcap.t1 * gcap.b_op))
+        b_op = min(gcap.b_op, float(p.slots))  # a framework cap on rollouts in flight lowers the operating batch
+        gen_busy_share = (tokens_gen / wall) / (p.n_rep * b_op / (gcap.t0 + gcap.t1 * b_op))
     else:  # synchronous: the share of wall time the step's rollouts are outstanding (as t_gen / T_step)
         gen_busy_share = (eng.gen_busy_at_step[-1] - (eng.gen_busy_at_step[warm - 1] if warm > 0 else 0.0)) / wall
     in_flight = float(np.mean(eng.running_at_step[warm:] or eng.running_at_step))

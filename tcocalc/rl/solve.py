@@ -24,7 +24,7 @@ import numpy as np
 from ..economics.tco import gpus_paid
 from ..errors import InfeasibleError, ScenarioError
 from ..scenario import GeneratorSection, Scenario, TrainerSection
-from .capacity import trainer_min_gpus
+from .capacity import pinned_layout, smallest_fitting_layout, trainer_min_gpus
 from .cluster import Cluster, resolve
 from .flow import SYNC_MODES
 from .phases import phase_list, workload_stats
@@ -68,12 +68,31 @@ def _check_sides(scn: Scenario, cluster: Cluster, res: PhaseResult, n_t: int, n_
             f"generator: {n_g} x {scn.generator.hardware} cannot hold {m.name} ({scn.generator.precision}); "
             f"the smallest instance is {gcap.instance_gpus} GPUs ({gcap.instance.label()})",
             min_gpus=gcap.instance_gpus, layout=gcap.instance)
+    if not bool(res.feasible[0]) and scn.trainer.pinned_layout:
+        _pinned_layout_error(scn, cluster, ws, n_t)
     if not bool(res.feasible[0]):
         need = trainer_min_gpus(scn, cluster, ws)
         raise InfeasibleError(
             f"trainer: {n_t} x {scn.trainer.hardware} cannot train {m.name} ({scn.model.precision}) on "
             f"{ws.traj_tokens:,.0f}-token trajectories; " + (f"at least {need} GPUs fit" if need else
                                                                "no GPU count up to 32,768 fits"), min_gpus=need)
+
+
+def _pinned_layout_error(scn: Scenario, cluster: Cluster, ws, n_t: int) -> None:
+    """InfeasibleError naming the pinned trainer layout (its fields) and the smallest layout that fits."""
+    t, m = scn.trainer, cluster.model
+    pins = {k: getattr(t, k) for k in ("tp", "pp", "ep", "cp", "vp") if getattr(t, k) is not None}
+    fields = ", ".join(f"trainer.{k} = {v}" for k, v in pins.items())
+    par = pinned_layout(t, m, n_t)
+    if par is None:
+        why = (f"does not divide {n_t} GPUs or does not fit {m.name} (tp must divide its {m.num_attention_heads} "
+               f"heads, ep its experts and tp·dp·cp)")
+    else:
+        why = f"({par.label()}) does not fit in {scn.trainer.hardware} memory"
+    alt = smallest_fitting_layout(scn, cluster, ws, n_t)
+    hint = (f"; the smallest layout that fits {n_t} GPUs is {alt.label()} (trainer.tp = {alt.tp}, trainer.pp = "
+            f"{alt.pp}, trainer.ep = {alt.ep})") if alt is not None else "; no layout fits this many GPUs"
+    raise InfeasibleError(f"trainer layout {fields} {why}{hint}", layout=alt)
 
 
 def _phase_table(parts: list[tuple], results: list[PhaseResult]):

@@ -1,15 +1,23 @@
-"""Weight synchronisation from trainer to generator after each optimizer step.
+"""Weight synchronisation from a separate trainer pool to the generator pool after each optimizer step.
 
-``t_sync = t_fixed + β_w·N_tot / BW_sync`` (docs/rl-modeling.md §3.3), calibrated on verl's checkpoint-engine
-measurements (validation SYNC-01, data/rl_calibration.toml):
+``t_sync = t_fixed + bytes_received / (η·B_NIC)`` (docs/rl-modeling.md §3.3), calibrated on verl's
+checkpoint-engine measurements (validation SYNC-01, data/rl_calibration.toml):
 
-* trainer and generator inside one scale-up domain (same hardware, ``N_t + N_g`` within it, or colocated):
-  each GPU pair moves its shard over the scale-up link, ``bytes / min(N_t, N_g) / (η·B_up)``, no fixed cost;
-* otherwise over the scale-out network, bounded by the slower side's per-GPU NIC:
-  ``t_fixed + bytes / (η·min(NIC_t, NIC_g))``. A Blackwell trainer feeding a Hopper or AMD generator
-  pays this path.
+* trainer and generator inside one scale-up domain (same hardware, ``N_t + N_g`` within it): each GPU pair
+  moves its shard over the scale-up link, ``bytes / min(N_t, N_g) / (η·B_up)``, no fixed cost;
+* otherwise over the scale-out network, at the slower side's per-GPU NIC, by transport
+  (``[orchestration] weight_sync``, default from the framework preset):
 
-Weights travel in bf16 (2 B/param): the generator re-quantises to its own precision.
+  - ``"nccl-broadcast"``: each generator server receives the share of the weights its instances hold,
+    ``bytes·min(1, server_gpus / instance_gpus)``, through one NIC-rate broadcast ring. An instance that spans
+    servers (DeepSeek-V3 on vLLM TP32: four H100 servers) splits the bytes between them; a server holding whole
+    instances receives the whole model (the verl fit). Check: NeMo RL's NCCL refit of DeepSeek-V3 to vLLM TP32
+    measured 14.2 s (rl-mechanisms.md section 5); this gives 17.3 s.
+  - ``"p2p"`` (RDMA writes, NIXL, checkpoint-engine P2P): every generator GPU receives its own shard over its
+    own NIC, ``bytes / instance_gpus``, bounded by what the trainer's NICs can send in total.
+
+Weights travel in bf16 (2 B/param): the generator re-quantises to its own precision. Colocated runs refit in
+process instead (:mod:`tcocalc.rl.switching`).
 """
 
 from __future__ import annotations
@@ -20,14 +28,20 @@ __all__ = ["weight_sync_seconds", "rl_calibration"]
 
 
 def weight_sync_seconds(params_total: float, trainer_acc, generator_acc, trainer_gpus: int, generator_gpus: int,
-                        *, colocated: bool = False) -> float:
-    """Seconds to push ``params_total`` bf16 weights from the trainer to the generator pool."""
+                        *, instance_gpus: int = 1, transport: str = "nccl-broadcast") -> float:
+    """Seconds to push ``params_total`` bf16 weights from the trainer pool to the generator pool."""
     cal = rl_calibration()
     eta = cal["weight_sync_efficiency"]
     nbytes = 2.0 * params_total
     same = trainer_acc.name == generator_acc.name
-    inside = colocated or (same and trainer_gpus + generator_gpus <= trainer_acc.scaleup_domain_gpus)
-    if inside:
+    if same and trainer_gpus + generator_gpus <= trainer_acc.scaleup_domain_gpus:
         return nbytes / min(trainer_gpus, generator_gpus) / (eta * trainer_acc.scaleup_bytes_per_s)
     nic = min(trainer_acc.scaleout_bytes_per_s, generator_acc.scaleout_bytes_per_s)
-    return cal["weight_sync_fixed_s"] + nbytes / (eta * nic)
+    inst = max(int(instance_gpus), 1)
+    if transport == "p2p":
+        per_gpu = nbytes / inst
+        replicas = max(generator_gpus // inst, 1)
+        send = nbytes * replicas / (max(trainer_gpus, 1) * trainer_acc.scaleout_bytes_per_s)
+        return cal["weight_sync_fixed_s"] + max(per_gpu / (eta * generator_acc.scaleout_bytes_per_s), send / eta)
+    server = generator_acc.server_gpus or inst  # unknown server size: the whole model per server, as before
+    return cal["weight_sync_fixed_s"] + nbytes * min(1.0, server / inst) / (eta * nic)

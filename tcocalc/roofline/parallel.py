@@ -6,8 +6,9 @@ One :class:`Parallelism` describes
   parallelism inside the instance (TensorRT-LLM's "DEP4" = ``dp=4, ep=4``); the MoE experts of a
   pipeline stage are spread over its ``tp·dp`` GPUs with ``ep`` expert-parallel groups. A cluster
   runs ``gpus / (tp·pp·dp)`` independent replicas.
-* for **training**: the whole job, ``tp·pp·dp = gpus``; ``ep`` divides ``dp`` (Megatron-Core folds
-  expert parallelism into data parallelism); ``vp`` is the virtual-pipeline (interleaving) factor.
+* for **training**: the whole job, ``tp·pp·dp·cp = gpus``; ``ep`` divides ``tp·dp·cp`` (Megatron-Core folds
+  expert parallelism into data and context parallelism); ``vp`` is the virtual-pipeline (interleaving)
+  factor; ``cp`` splits each sequence over ``cp`` GPUs (context parallelism, ring attention).
 """
 
 from __future__ import annotations
@@ -27,22 +28,24 @@ class Parallelism(BaseModel):
     ep: int = Field(default=1, ge=1, description="expert-parallel degree")
     dp: int = Field(default=1, ge=1, description="data-parallel degree (attention-DP inside a serving instance)")
     vp: int = Field(default=1, ge=1, description="virtual pipeline stages per GPU (training only)")
+    cp: int = Field(default=1, ge=1, description="context-parallel degree: each sequence split over cp GPUs "
+                                                 "(training only)")
 
     @model_validator(mode="after")
     def _check(self):
-        if (self.tp * self.dp) % self.ep:
-            raise ValueError(f"ep={self.ep} must divide tp*dp={self.tp * self.dp}")
+        if self.stage_gpus % self.ep:
+            raise ValueError(f"ep={self.ep} must divide tp*dp*cp={self.stage_gpus}")
         return self
 
     @property
     def gpus(self) -> int:
-        """GPUs in the layout: ``tp·pp·dp``."""
-        return self.tp * self.pp * self.dp
+        """GPUs in the layout: ``tp·pp·dp·cp``."""
+        return self.tp * self.pp * self.dp * self.cp
 
     @property
     def stage_gpus(self) -> int:
-        """GPUs of one pipeline stage (``tp·dp``), over which the experts of a layer are spread."""
-        return self.tp * self.dp
+        """GPUs of one pipeline stage (``tp·dp·cp``), over which the experts of a layer are spread."""
+        return self.tp * self.dp * self.cp
 
     @property
     def expert_tp(self) -> int:
@@ -52,4 +55,5 @@ class Parallelism(BaseModel):
     def label(self) -> str:
         """Short text such as ``"TP2 PP1 EP4 DP4"``."""
         vp = f" VP{self.vp}" if self.vp > 1 else ""
-        return f"TP{self.tp} PP{self.pp}{vp} EP{self.ep} DP{self.dp}"
+        cp = f" CP{self.cp}" if self.cp > 1 else ""
+        return f"TP{self.tp}{cp} PP{self.pp}{vp} EP{self.ep} DP{self.dp}"

@@ -121,6 +121,17 @@ def _expert_dp(par: Parallelism) -> int:
     return max(par.stage_gpus // (par.ep * _expert_tp(par)), 1)
 
 
+def _cp_comm(m, acc, cal, par: Parallelism, seq_local: float, layers: float) -> float:
+    """Exposed context-parallel traffic per micro-batch [s]: ring attention passes every other rank's K and V
+    (``cp − 1`` blocks of ``seq/cp`` tokens) per layer, forward and backward (3 passes), a calibrated share
+    exposed as for tensor parallelism (Megatron-Core overlaps it with attention; Liu et al., Ring Attention,
+    arXiv 2310.01889)."""
+    if par.cp <= 1:
+        return 0.0
+    kv = m.kv_bytes_per_token("bf16") / m.num_layers / min(par.tp, max(m.num_kv_heads, 1))
+    return cal.tp_comm_exposed * layers * 3.0 * (par.cp - 1) * seq_local * kv / link_rate(acc, cal, par.cp * par.tp)
+
+
 def activation_bytes_per_layer(m, seq: float, tp: int, recompute: str) -> float:
     """Activation memory one layer keeps for the backward pass per GPU [B] (Korthikanti et al. 2022,
     arXiv 2205.05198: ``34·s·h`` per sequence without recompute, ``2·s·h`` with full recompute, split by TP)."""
@@ -139,15 +150,17 @@ def training_step(m, acc, cal, par: Parallelism, *, seq: float, global_batch: fl
     as in verl's DeepSeek-V3 run on 96 H20, validation RL-08); the GPU keeps bf16 weights and gradients
     (4 B/param) and each step moves gradients down and weights up (4 B/param) at the host link rate.
     """
-    tp, pp, dp, ep = par.tp, par.pp, par.dp, par.ep
+    tp, pp, dp, ep, cp = par.tp, par.pp, par.dp, par.ep, par.cp
     h, L = m.hidden_size, m.num_layers
-    micro = global_batch / dp                       # micro-batches (one sequence each) per DP rank
+    seq_full, seq = seq, seq / cp                   # context parallelism: each GPU holds seq/cp of a sequence
+    micro = max(global_batch / dp, 1.0)             # micro-batches (one sequence each) per DP rank; a rank
+    #                                                 with less than one sequence still runs a whole one
     dense_p, expert_p = _params_per_gpu(m, par)
     edp = _expert_dp(par)
     if offload:
         state = (dense_p + expert_p) * 4.0
     else:
-        state = dense_p * (2 + 4 + 12 / dp) + expert_p * (2 + 4 + 12 / edp)
+        state = dense_p * (2 + 4 + 12 / (dp * cp)) + expert_p * (2 + 4 + 12 / edp)  # optimizer sharded over DP x CP
     cap = cal.training_memory_fraction * acc.hbm_bytes
     layers = stage_layers(L, pp, par.vp)
     even = L % (pp * par.vp) == 0
@@ -177,7 +190,7 @@ def training_step(m, acc, cal, par: Parallelism, *, seq: float, global_batch: fl
     t_compute += gemm(seq, m.attention_params_per_layer, q_dim / tp, h, layers)
     if m.num_dense_layers:
         t_compute += gemm(seq, m.dense_mlp_params, m.intermediate_size / tp, h, layers * m.num_dense_layers / L)
-    attn_fl = 3.0 * seq * m.attention_flops_per_token(seq / 2.0) / L / tp
+    attn_fl = 3.0 * seq_full * m.attention_flops_per_token(seq_full / 2.0) / L / tp / cp
     attn_peak = acc.peak_flops_per_s("bf16") * cal.attention_efficiency
     t_attn = layers * attn_fl / attn_peak
     t_compute += t_attn
@@ -212,6 +225,7 @@ def training_step(m, acc, cal, par: Parallelism, *, seq: float, global_batch: fl
         comm += cal.tp_comm_exposed * layers * 4.0 * 2.0 * (tp - 1) / tp * ACT_BYTES * seq * h / link_rate(acc, cal, tp)
     if pp > 1:
         comm += 2.0 * ACT_BYTES * seq * h / tp / link_rate(acc, cal, 2)
+    comm += _cp_comm(m, acc, cal, par, seq, layers)
     n_ops = (12.0 if m.is_moe else 9.0) * layers * 3.0
     per_micro = (t_compute + comm + n_ops * cal.op_overhead_s) / cal.training_runtime_efficiency
     bubble = (pp - 1) / (micro * par.vp) if pp > 1 else 0.0
@@ -225,8 +239,8 @@ def training_step(m, acc, cal, par: Parallelism, *, seq: float, global_batch: fl
     if offload:
         step += 4.0 * (dense_p + expert_p) / cal.host_offload_bytes_per_s
     else:
-        step += 34.0 * (dense_p / dp + expert_p / edp) / bw
-    return dict(step_s=step, memory=mem, recompute=recompute, bubble=bubble, offload=offload,
+        step += 34.0 * (dense_p / (dp * cp) + expert_p / edp) / bw
+    return dict(step_s=step, memory=mem, state=state, recompute=recompute, bubble=bubble, offload=offload,
                 compute_s=t_compute * micro, comm_s=comm * micro)
 
 

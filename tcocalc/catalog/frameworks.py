@@ -1,0 +1,86 @@
+"""RL framework presets and serving-engine defaults (``data/frameworks.toml``).
+
+A preset is the set of defaults that differ between RL frameworks (NeMo RL, verl, slime, AReaL, Prime RL):
+the inference engine, CUDA graphs, colocated offload, the extra log-prob passes, the weight-sync transport
+and whether the trainer waits for the push. Every value carries a source string (a repository file, a doc
+page, or "assumption: ..."); the reader refuses a value without one. A scenario's own keys override its
+preset (:mod:`tcocalc.rl.settings`).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from .._data import data_dir, display_path
+from ..errors import DataFileError
+from .provenance import parse_toml
+
+__all__ = ["FRAMEWORK_KEYS", "ENGINE_KEYS", "framework_presets", "engine_defaults", "parse_frameworks"]
+
+#: preset key -> the type its value must have
+FRAMEWORK_KEYS: dict[str, type] = {
+    "engine": str, "cuda_graphs": bool, "colocated_offload": bool, "old_logprob_pass": bool,
+    "reference_model": bool, "weight_sync": str, "sync_blocks_trainer": bool, "async_scheduling": bool,
+    "bucketed_weight_load": bool, "trainer_overhead": float,
+}
+#: engine key -> type
+ENGINE_KEYS: dict[str, type] = {"max_num_seqs": int, "max_num_batched_tokens": int, "cuda_graph_max_batch": int}
+_CHOICES = {"engine": ("vllm", "sglang"), "weight_sync": ("nccl-broadcast", "p2p")}
+
+
+def _check_table(file: str, entry: str, table: dict, keys: dict[str, type]) -> dict:
+    if not isinstance(table, dict):
+        raise DataFileError(file, entry, "", "expected a table")
+    sources = table.get("sources")
+    if not isinstance(sources, dict):
+        raise DataFileError(file, entry, "sources", "missing: every value needs a source string")
+    out = {}
+    for key, typ in keys.items():
+        if key not in table:
+            raise DataFileError(file, entry, key, "missing")
+        value = table[key]
+        if type(value) is not typ or (typ is int and value < 1) or (typ is float and not 1.0 <= value <= 10.0):
+            want = {int: "a positive integer", float: "a number from 1.0 to 10.0"}.get(typ, typ.__name__)
+            raise DataFileError(file, entry, key, f"expected {want}, got {value!r}")
+        if key in _CHOICES and value not in _CHOICES[key]:
+            raise DataFileError(file, entry, key, f"expected one of {list(_CHOICES[key])}, got {value!r}")
+        src = sources.get(key)
+        if not isinstance(src, str) or not src.strip():
+            raise DataFileError(file, entry, f"sources.{key}", "missing or empty source")
+        out[key] = value
+    extra = set(table) - set(keys) - {"sources", "label"}
+    if extra:
+        raise DataFileError(file, entry, sorted(extra)[0], f"unknown key; expected {sorted(keys)}")
+    return out
+
+
+def parse_frameworks(text: str, file: str = "data/frameworks.toml") -> tuple[dict, dict]:
+    """(presets by framework name, engine defaults by engine name), every value and source checked."""
+    raw = parse_toml(text, file)
+    presets = {name: _check_table(file, f"framework.{name}", t, FRAMEWORK_KEYS)
+               for name, t in raw.get("framework", {}).items()}
+    engines = {name: _check_table(file, f"engine.{name}", t, ENGINE_KEYS) for name, t in raw.get("engine", {}).items()}
+    if "generic" not in presets:
+        raise DataFileError(file, "framework.generic", "", "missing: the neutral default preset")
+    for name, p in presets.items():
+        if p["engine"] not in engines:
+            raise DataFileError(file, f"framework.{name}", "engine", f"no [engine.{p['engine']}] defaults")
+    return presets, engines
+
+
+@functools.cache
+def _shipped() -> tuple[dict, dict]:
+    f = data_dir() / "frameworks.toml"
+    return parse_frameworks(f.read_text(), display_path(f))
+
+
+def framework_presets() -> dict[str, dict]:
+    """Framework name -> its preset (engine, cuda_graphs, colocated_offload, old_logprob_pass, reference_model,
+    weight_sync, sync_blocks_trainer)."""
+    return dict(_shipped()[0])
+
+
+def engine_defaults(engine: str) -> dict:
+    """The documented defaults of a serving engine (max_num_seqs, max_num_batched_tokens,
+    cuda_graph_max_batch)."""
+    return dict(_shipped()[1][engine])

@@ -1,0 +1,89 @@
+"""Published RL step times the step model is checked against (``tcocalc validate``, the Validation page).
+
+* ``data/rl_cases_nemo.csv``: NVIDIA NeMo RL's 52 published step times (v0.4-v0.6) with their recipes, as
+  collected in ../shared/validation/rl-nemo.md (the public calibration set of the RL step model);
+* ``data/rl_cases_verl.csv``: verl's fully-async study (validation RL-01), as splits of the shipped verl
+  scenarios.
+
+Every row is checked on read: its numbers finite and positive, its source present. A row the model cannot
+represent carries ``known_miss`` with the reason; it is shown, never dropped.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from .._data import data_dir, display_path
+from ..errors import DataFileError
+from .provenance import check_entry, parse_csv
+
+__all__ = ["nemo_rl_cases", "verl_rl_cases", "parse_nemo_rl_cases", "parse_verl_rl_cases"]
+
+_NEMO_INT = ("max_trajectory_age", "max_seq_tokens", "generated_mean_tokens", "trainer_gpus", "generator_gpus",
+             "prompts_per_step", "group_size", "train_global_batch", "generator_tp", "train_tp", "train_cp",
+             "train_ep", "train_pp")
+_NEMO_FLOAT = ("gpu_memory_utilization", "step_time_s", "tokens_per_s_per_gpu", "response_sigma")
+_BOOL = {"true": True, "false": False}
+
+
+def _number(file: str, row: dict, key: str, kind):
+    try:
+        v = kind(row[key])
+    except (TypeError, ValueError):
+        raise DataFileError(file, row.get("id", "?"), key, f"expected a number, got {row.get(key)!r}") from None
+    if not v == v or v < 0 or v in (float("inf"),):
+        raise DataFileError(file, row.get("id", "?"), key, f"must be finite and >= 0, got {row[key]!r}")
+    return v
+
+
+def parse_nemo_rl_cases(text: str, file: str = "data/rl_cases_nemo.csv") -> tuple[dict, ...]:
+    """The NeMo RL rows as typed dictionaries (see the module docstring)."""
+    out = []
+    for _line, row in parse_csv(text, file):
+        check_entry(file, row.get("id", "?"), row, require=("id", "model", "hardware", "mode", "source"))
+        rec = dict(row)
+        for k in _NEMO_INT:
+            rec[k] = _number(file, row, k, int)
+        for k in _NEMO_FLOAT:
+            rec[k] = _number(file, row, k, float)
+        rec["prompt_tokens"] = _number(file, row, "prompt_tokens", float) if row["prompt_tokens"] else None
+        rec["max_num_seqs"] = _number(file, row, "max_num_seqs", int) if row["max_num_seqs"] else None
+        rec["dynamic_sampling_multiplier"] = (_number(file, row, "dynamic_sampling_multiplier", int)
+                                              if row["dynamic_sampling_multiplier"] else None)
+        for k in ("cuda_graphs", "activation_recompute", "sequence_packing"):
+            if row[k] not in _BOOL:
+                raise DataFileError(file, row["id"], k, f"expected true or false, got {row[k]!r}")
+            rec[k] = _BOOL[row[k]]
+        if rec["mode"] not in ("colocated", "async"):
+            raise DataFileError(file, row["id"], "mode", f"expected colocated or async, got {row['mode']!r}")
+        if rec["prompt_tokens"] is None and not rec["known_miss"]:
+            raise DataFileError(file, row["id"], "prompt_tokens", "missing (only a known miss may leave it empty)")
+        out.append(rec)
+    return tuple(out)
+
+
+def parse_verl_rl_cases(text: str, file: str = "data/rl_cases_verl.csv") -> tuple[dict, ...]:
+    """The verl rows as typed dictionaries."""
+    out = []
+    for _line, row in parse_csv(text, file):
+        check_entry(file, row.get("id", "?"), row, require=("id", "scenario", "mode", "source"))
+        rec = dict(row)
+        for k in ("trainer_gpus", "generator_gpus"):
+            rec[k] = _number(file, row, k, int)
+        rec["step_time_s"] = _number(file, row, "step_time_s", float)
+        out.append(rec)
+    return tuple(out)
+
+
+@functools.cache
+def nemo_rl_cases() -> tuple[dict, ...]:
+    """The shipped NeMo RL rows (read once)."""
+    f = data_dir() / "rl_cases_nemo.csv"
+    return parse_nemo_rl_cases(f.read_text(), display_path(f))
+
+
+@functools.cache
+def verl_rl_cases() -> tuple[dict, ...]:
+    """The shipped verl rows (read once)."""
+    f = data_dir() / "rl_cases_verl.csv"
+    return parse_verl_rl_cases(f.read_text(), display_path(f))

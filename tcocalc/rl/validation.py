@@ -1,0 +1,159 @@
+"""Predicted vs published RL step times: NeMo RL's 52 rows and verl's fully-async study.
+
+``rl_validation_table()`` builds each published run as a scenario (its recipe's model, hardware, layouts,
+batch, lengths, engine memory and CUDA-graph settings, framework preset), evaluates it and compares the step
+time; ``rl_speedup_pairs()`` compares each published on-policy (colocated) run with its off-policy (async)
+twin: the speed-up ``T_colocated / T_async`` and whether the model puts it on the same side of 1.0. Targets
+(issue 12, benchmarks not tests): NeMo RL median |error| at most 15%, at least 80% of rows within ±25%,
+every pair on the right side.
+
+Each NeMo row's scenario follows its recipe (../shared/validation/rl-nemo.md): on-policy rows are colocated,
+N-step-off rows async with ``max_staleness = N``; ``prompts x generations`` per step,
+``prompts x generations / train_global_batch`` optimizer updates; the generator pinned to the published vLLM
+TP with the recipe's ``gpu_memory_utilization``, CUDA graphs and ``max_num_seqs``; the trainer pinned to the
+published TP/CP/EP/PP; the ``nemo-rl`` preset (log-prob recompute, reference pass, colocated offload,
+per-tensor weight loading, no async scheduling). Lengths: the row's mean generated length G-avg, lognormal
+with the row's sigma capped at T-max less the prompt (assumptions stated per row in the data file).
+"""
+
+from __future__ import annotations
+
+import math
+
+from scipy.optimize import brentq
+
+from .._data import scenarios_dir
+from ..catalog.rl_cases import nemo_rl_cases, verl_rl_cases
+from ..errors import TcocalcError
+from ..scenario import Scenario, loads_scenario, scenario_from_dict
+from . import rollouts as wl
+from .solve import evaluate
+
+__all__ = ["RL_TOLERANCE", "nemo_case_scenario", "verl_case_scenario", "rl_validation_table", "rl_speedup_pairs",
+           "rl_validation_summary"]
+
+RL_TOLERANCE = 0.25
+"""A row counts as reproduced within ±25% of its published step time (issue 12's target band)."""
+
+
+def _uncapped_mean(capped_mean: float, sigma: float, cap: float) -> float:
+    """The lognormal mean before the cap whose capped mean is ``capped_mean`` (the published G-avg)."""
+    def gap(m):
+        return wl.capped_moment(1, wl.lognormal_mu(m, sigma), sigma, cap) - capped_mean
+    if capped_mean >= cap:
+        raise TcocalcError(f"mean generated length {capped_mean:g} is not below the cap {cap:g}")
+    hi = capped_mean * 2.0
+    while gap(hi) < 0:
+        hi *= 2.0
+    return brentq(gap, capped_mean, hi, xtol=1e-6)
+
+
+def nemo_case_scenario(case: dict) -> Scenario:
+    """The scenario of one NeMo RL row (see the module docstring)."""
+    prompt = float(case["prompt_tokens"])
+    sigma = case["response_sigma"]
+    cap = case["max_seq_tokens"] - prompt
+    batch = case["prompts_per_step"] * case["group_size"]
+    generator = {"hardware": case["hardware"], "gpus": case["generator_gpus"], "precision": case["precision"],
+                 "tp": case["generator_tp"], "cuda_graphs": case["cuda_graphs"],
+                 "gpu_memory_utilization": case["gpu_memory_utilization"]}
+    if case["max_num_seqs"]:
+        generator["max_num_seqs"] = case["max_num_seqs"]
+    async_ = case["mode"] == "async"
+    return scenario_from_dict({
+        "name": case["id"], "description": f"NeMo RL {case['version']} {case['recipe']}",
+        "model": {"name": case["model"], "precision": case["precision"]},
+        "trainer": {"hardware": case["hardware"], "gpus": case["trainer_gpus"],
+                    "minibatches_per_step": max(1, batch // case["train_global_batch"]),
+                    "tp": case["train_tp"], "pp": case["train_pp"], "ep": case["train_ep"], "cp": case["train_cp"]},
+        "generator": generator,
+        "workload": {"prompts_per_step": case["prompts_per_step"], "group_size": case["group_size"],
+                     "prompt_tokens": prompt, "response_tokens_sigma": sigma, "response_tokens_max": cap,
+                     "response_tokens_mean": _uncapped_mean(case["generated_mean_tokens"], sigma, cap)},
+        "orchestration": {"framework": "nemo-rl", "mode": "async" if async_ else "colocated",
+                          "max_staleness": float(case["max_trajectory_age"]) if async_ else 1.0,
+                          "filter_zero_advantage": bool(case["dynamic_sampling_multiplier"])},
+    })
+
+
+def verl_case_scenario(case: dict) -> Scenario:
+    """The scenario of one verl row: its shipped scenario file at the row's split."""
+    f = scenarios_dir() / f"{case['scenario']}.toml"
+    return loads_scenario(f.read_text()).with_split(case["trainer_gpus"], case["generator_gpus"])
+
+
+def _row(case: dict, framework: str, scn: Scenario | None, what: str) -> dict:
+    published = case["step_time_s"]
+    pred = math.nan
+    note = case.get("known_miss") or ""
+    if scn is not None:
+        try:
+            pred = float(evaluate(scn).metrics["step_time_s"])
+        except TcocalcError as exc:  # shown in the table as a miss with its reason, never dropped
+            note = note or f"{type(exc).__name__}: {exc}"
+    err = pred / published - 1.0 if pred == pred else math.nan
+    mode = case["mode"]
+    split = (f"colocated {case['trainer_gpus']}" if mode == "colocated"
+             else f"{case['trainer_gpus']}:{case['generator_gpus']}")
+    return {"id": case["id"], "framework": framework, "case": what, "mode": mode, "gpus": split,
+            "published [s]": published, "predicted [s]": pred, "error [%]": 100.0 * err,
+            "within": bool(abs(err) <= RL_TOLERANCE) if err == err else False, "known_miss": note,
+            "source": case["source"]}
+
+
+def rl_validation_table():
+    """Every NeMo RL and verl row: published and predicted step time, error, within ±25% (DataFrame)."""
+    import pandas as pd
+
+    rows = []
+    for c in nemo_rl_cases():
+        scn = None if c["known_miss"] and c["prompt_tokens"] is None else nemo_case_scenario(c)
+        what = (f"{c['model']} {c['hardware']} {c['precision']} {c['version']} {c['algorithm']}"
+                + (f", {c['max_trajectory_age']}-step off" if c["mode"] == "async" else ", on-policy"))
+        rows.append(_row(c, "NeMo RL", scn, what))
+    for c in verl_rl_cases():
+        rows.append(_row(c, "verl", verl_case_scenario(c), f"Qwen2.5-Math-7B H20 bf16 DAPO, {c['mode']}"))
+    df = pd.DataFrame(rows)
+    for col in ("predicted [s]", "error [%]"):  # a row the model cannot represent: NA, never NaN
+        df[col] = df[col].astype("Float64").mask(df[col].isna())
+    return df
+
+
+def _pair_key(case_row) -> tuple:
+    return case_row["framework"], case_row["case"].split(",")[0]
+
+
+def rl_speedup_pairs(table=None):
+    """Each published on-policy run beside its off-policy twin (same framework version, model, hardware,
+    precision; for verl the same total GPUs): speed-up ``T_on / T_off`` published and predicted, and whether the
+    prediction is on the same side of 1.0 (DataFrame)."""
+    import pandas as pd
+
+    t = rl_validation_table() if table is None else table
+    rows = []
+    ok = t[t["predicted [s]"].notna()]
+    for _, on in ok[ok["mode"] == "colocated"].iterrows():
+        twins = ok[(ok["mode"] == "async") & (ok.apply(_pair_key, axis=1) == _pair_key(on))]
+        if on["framework"] == "verl":
+            total = int(on["gpus"].split()[-1])
+            sizes = twins["gpus"].map(lambda g: sum(int(x) for x in g.split(":")))
+            twins = twins[sizes == total]
+        for _, off in twins.iterrows():
+            pub = on["published [s]"] / off["published [s]"]
+            pred = on["predicted [s]"] / off["predicted [s]"]
+            rows.append({"on-policy": on["id"], "off-policy": off["id"], "case": on["case"].split(",")[0],
+                         "on GPUs": on["gpus"], "off GPUs": off["gpus"], "published speed-up": pub,
+                         "predicted speed-up": pred, "right side": (pub > 1.0) == (pred > 1.0)})
+    return pd.DataFrame(rows)
+
+
+def rl_validation_summary(table=None, pairs=None) -> dict:
+    """NeMo RL median |error| [%], share within ±25%, and pairs on the right side of 1.0 (counts)."""
+    t = rl_validation_table() if table is None else table
+    p = rl_speedup_pairs(t) if pairs is None else pairs
+    nemo = t[(t["framework"] == "NeMo RL") & t["predicted [s]"].notna()]
+    err = nemo["error [%]"].abs()
+    return {"nemo_rows": int(len(nemo)), "nemo_median_abs_error_pct": float(err.median()),
+            "nemo_within_share": float((err <= 100 * RL_TOLERANCE).mean()),
+            "verl_median_abs_error_pct": float(t[t["framework"] == "verl"]["error [%]"].abs().median()),
+            "pairs": int(len(p)), "pairs_right_side": int(p["right side"].sum()) if len(p) else 0}
