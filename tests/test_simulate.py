@@ -220,3 +220,35 @@ def test_phases_are_simulated_each_and_combined_like_the_analytical_report():
     assert sim.metrics["trainer_idle_fraction"] == pytest.approx(ana["trainer_idle_fraction"], abs=0.05)
     drift, initial = sim.details["phases"]["drift"], sim.details["phases"]["initial"]
     assert drift["step_time_s"] > initial["step_time_s"]
+
+
+#: Issue 12's regimes beyond the grid (heavy tail, sigma 1.2): useful samples/s within 10% and trainer idle within
+#: 5 points, unless named with the tolerance that holds and why.
+ISSUE12_REGIMES = {
+    "fractional bound 0.5 with partial rollout": ("async", {"orchestration.max_staleness": 0.5,
+                                                            "orchestration.partial_rollout": True}),
+    "bound 4, long cap": ("async", {"orchestration.max_staleness": 4, "workload.response_tokens_max": 32768}),
+    "4 optimizer updates per step": ("async", {"trainer.minibatches_per_step": 4}),
+    "plain GRPO, sync": ("sync", {"orchestration.filter_zero_advantage": False}),
+    "plain GRPO, colocated": ("colocated", {"orchestration.filter_zero_advantage": False}),
+    "plain GRPO, one step off": ("one_step_off", {"orchestration.filter_zero_advantage": False}),
+    "3:1 generator:trainer, async": ("async", {"generator.gpus": 24}),
+    "3:1 generator:trainer, one step off": ("one_step_off", {"generator.gpus": 24}),
+}
+ISSUE12_NAMED = {
+    "3:1 generator:trainer, one step off": (0.15, "dynamic sampling: a synchronous batch that falls short of B "
+                                                  "useful samples generates again; the closed form over-provisions "
+                                                  "for the variance on average, the simulator pays each extra round "
+                                                  "in full (13% slower here; plain GRPO agrees within 4%)"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ISSUE12_REGIMES))
+def test_issue12_regimes_agree(name):
+    mode, over = ISSUE12_REGIMES[name]
+    scn = grid_scenario(mode, 1.2, 0.0, False).with_values(over)
+    ana = tc.evaluate(scn).metrics
+    sim = tc.simulate(scn, steps=60, seed=0)
+    tol = ISSUE12_NAMED.get(name, (0.10, ""))[0]
+    assert sim.metrics["useful_samples_per_s"] == pytest.approx(ana["useful_samples_per_s"], rel=tol)
+    assert sim.metrics["trainer_idle_fraction"] == pytest.approx(ana["trainer_idle_fraction"], abs=0.05)
