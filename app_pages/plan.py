@@ -111,6 +111,7 @@ start = {
     "group": scn0.workload.group_size, "prompt_tokens": float(scn0.workload.prompt_tokens),
     "resp_mean": float(scn0.workload.response_tokens_mean), "turns": scn0.workload.turns,
     "tool_s": float(scn0.sandbox.tool_call_s), "usd_gpu_h": float(scn0.economics.usd_per_gpu_hour),
+    "framework": scn0.orchestration.framework,
 }
 hw_names = list(ui.hardware_table()["name"])
 models = ui.model_names()
@@ -119,6 +120,7 @@ choices = {
     "generator_hw": hw_names if scn0.generator.hardware in hw_names else [scn0.generator.hardware, *hw_names],
     "mode": list(tc.Scenario.choices("orchestration.mode")),
     "generator_precision": list(tc.Scenario.choices("generator.precision")),
+    "framework": list(tc.Scenario.choices("orchestration.framework")),
 }
 if scn0.model.config is None:  # a model given by its [model.config] is not chosen from the catalog
     choices["model"] = models if scn0.model.name in models else [scn0.model.name, *models]
@@ -174,6 +176,11 @@ with st.expander("Cluster and workload", expanded=True):
     c3.number_input("GPU cost [USD/GPU-h]", step=0.1, key="usd_gpu_h", **limits("usd_gpu_h"),
                     help="all-in cost per GPU-hour; the Cost page derives one from capex and opex")
     solve = c4.toggle("Find the best split", key="solve")
+    c1, _, _, _ = st.columns(4)
+    c1.selectbox("Framework preset", choices["framework"], key="framework",
+                 help="sets what differs between RL frameworks: CUDA graphs, colocated offload, log-prob and "
+                      "reference passes, weight-sync transport and loading, async scheduling (data/frameworks.toml); "
+                      "keys in the scenario file override it")
 
 # The URL keeps the scenario, the inputs that differ from its values and the toggles that are on. It is left
 # alone while it still holds inputs for an uploaded file that has not been uploaded again.
@@ -190,7 +197,7 @@ try:
         "orchestration.max_staleness": float(ss["max_staleness"]), "workload.prompts_per_step": int(ss["prompts"]),
         "workload.group_size": int(ss["group"]), "workload.prompt_tokens": float(ss["prompt_tokens"]),
         "workload.turns": int(ss["turns"]), "sandbox.tool_call_s": float(ss["tool_s"]),
-        "economics.usd_per_gpu_hour": float(ss["usd_gpu_h"])})
+        "economics.usd_per_gpu_hour": float(ss["usd_gpu_h"]), "orchestration.framework": ss["framework"]})
         .with_response_mean(float(ss["resp_mean"]))
         .with_cluster(mode=ss["mode"], trainer_hardware=ss["trainer_hw"], trainer_gpus=int(ss["trainer_gpus"]),
                       generator_hardware=ss["generator_hw"], generator_gpus=int(ss["generator_gpus"])))
