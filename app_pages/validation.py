@@ -64,3 +64,10 @@ if not rl_misses.empty:
     st.subheader("RL known misses")
     for _, r in rl_misses.iterrows():
         st.markdown(f"- **{r['id']}** ({error_text(r['error [%]'])}): {r['known_miss']}")
+st.subheader("Weight sync and refit timings")
+st.caption("Published trainer-to-generator transfers (NeMo RL, miles, verl) and colocated refits beside the "
+           "model; rows marked fit calibrated a constant, the others only check it.")
+refit = tc.rl_refit_table()
+st.dataframe(refit, hide_index=True)
+for _, r in refit[refit["known_miss"] != ""].iterrows():
+    st.markdown(f"- **{r['id']}** ({error_text(r['error [%]'])}): {r['known_miss']}")

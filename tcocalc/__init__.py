@@ -61,6 +61,7 @@ _EXPORTS: dict[str, str] = {
     "rl_validation_table": "rl.validation",
     "rl_speedup_pairs": "rl.validation",
     "rl_validation_summary": "rl.validation",
+    "rl_refit_table": "rl.validation",
     "framework_presets": "catalog.frameworks",
     # cost
     "CostInputs": "economics.tco",
@@ -108,7 +109,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .rl.report import METRIC_UNITS, RLReport  # noqa: F401
     from .rl.simulate import simulate, simulated_events_estimate  # noqa: F401
     from .rl.solve import evaluate, solve_split  # noqa: F401
-    from .rl.validation import rl_speedup_pairs, rl_validation_summary, rl_validation_table  # noqa: F401
+    from .rl.validation import (  # noqa: F401
+        rl_refit_table,
+        rl_speedup_pairs,
+        rl_validation_summary,
+        rl_validation_table,
+    )
     from .roofline.charts import attainable_flops_per_s, operating_points, ridge_table  # noqa: F401
     from .roofline.forward import KernelTime, decode, prefill  # noqa: F401
     from .roofline.parallel import Parallelism  # noqa: F401

@@ -147,6 +147,14 @@ def _print_rl_validation(args) -> None:
     print("\nOn-policy (colocated) vs off-policy (async) speed-up, T_on / T_off:\n")
     _print_frame(pairs.assign(**{"right side": pairs["right side"].map({True: "yes", False: "NO"})}), as_csv=False)
     print(f"\n{s['pairs_right_side']} of {s['pairs']} pairs predicted on the published side of 1.0.")
+    from . import rl_refit_table
+
+    print("\nWeight sync and refit timings (role fit: the row calibrated a constant):\n")
+    refit = rl_refit_table()
+    shown = refit.drop(columns=["known_miss"] + ([] if args.sources else ["source"]))
+    _print_frame(shown.assign(within=shown["within"].map({True: "yes", False: "NO"})), as_csv=False)
+    for _, row in refit[refit["known_miss"] != ""].iterrows():
+        print(f"  known miss {row['id']}: {row['known_miss']}")
 
 
 class _FileError(TcocalcError):

@@ -51,7 +51,7 @@ APP_NAMES = {
     "build_rent_tinker", "cost_default_hardware", "default_cost_inputs", "evaluate", "gpu_hour_cost",
     "hardware_table", "load_scenario", "loads_scenario", "model_names", "operating_points", "ridge_table",
     "sensitivity", "simulate", "size_cluster", "solve_split", "tinker_gap", "validation_table",
-    "rl_validation_table", "rl_speedup_pairs", "rl_validation_summary",
+    "rl_validation_table", "rl_speedup_pairs", "rl_validation_summary", "rl_refit_table",
 }
 # Besides `import tcocalc as tc`, pages import only these library modules (figure and table builders).
 APP_MODULES = {"tcocalc.figures", "tcocalc.reports"}

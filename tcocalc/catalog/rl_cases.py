@@ -3,7 +3,9 @@
 * ``data/rl_cases_nemo.csv``: NVIDIA NeMo RL's 52 published step times (v0.4-v0.6) with their recipes, as
   collected in ../shared/validation/rl-nemo.md (the public calibration set of the RL step model);
 * ``data/rl_cases_verl.csv``: verl's fully-async study (validation RL-01), as splits of the shipped verl
-  scenarios.
+  scenarios;
+* ``data/rl_cases_refit.csv``: published weight-sync and refit timings (NeMo RL, miles, verl), each with its
+  transport and layout; ``role`` says whether a row calibrated a constant (``fit``) or only checks it.
 
 Every row is checked on read: its numbers finite and positive, its source present. A row the model cannot
 represent carries ``known_miss`` with the reason; it is shown, never dropped.
@@ -17,7 +19,8 @@ from .._data import data_dir, display_path
 from ..errors import DataFileError
 from .provenance import check_entry, parse_csv
 
-__all__ = ["nemo_rl_cases", "verl_rl_cases", "parse_nemo_rl_cases", "parse_verl_rl_cases"]
+__all__ = ["nemo_rl_cases", "verl_rl_cases", "refit_cases", "parse_nemo_rl_cases", "parse_verl_rl_cases",
+           "parse_refit_cases"]
 
 _NEMO_INT = ("max_trajectory_age", "max_seq_tokens", "generated_mean_tokens", "trainer_gpus", "generator_gpus",
              "prompts_per_step", "group_size", "train_global_batch", "generator_tp", "train_tp", "train_cp",
@@ -73,6 +76,31 @@ def parse_verl_rl_cases(text: str, file: str = "data/rl_cases_verl.csv") -> tupl
         rec["step_time_s"] = _number(file, row, "step_time_s", float)
         out.append(rec)
     return tuple(out)
+
+
+def parse_refit_cases(text: str, file: str = "data/rl_cases_refit.csv") -> tuple[dict, ...]:
+    """The refit rows as typed dictionaries."""
+    out = []
+    for _line, row in parse_csv(text, file):
+        check_entry(file, row.get("id", "?"), row, require=("id", "model", "hardware", "transport", "role", "source"))
+        rec = dict(row)
+        for k in ("trainer_gpus", "generator_gpus", "instance_gpus"):
+            rec[k] = _number(file, row, k, int)
+        for k in ("published_s", "low_s", "high_s"):
+            rec[k] = _number(file, row, k, float)
+        if rec["transport"] not in ("nccl-broadcast", "p2p", "colocated"):
+            raise DataFileError(file, row["id"], "transport", f"unknown transport {row['transport']!r}")
+        if rec["role"] not in ("fit", "check"):
+            raise DataFileError(file, row["id"], "role", f"expected fit or check, got {row['role']!r}")
+        out.append(rec)
+    return tuple(out)
+
+
+@functools.cache
+def refit_cases() -> tuple[dict, ...]:
+    """The shipped refit rows (read once)."""
+    f = data_dir() / "rl_cases_refit.csv"
+    return parse_refit_cases(f.read_text(), display_path(f))
 
 
 @functools.cache

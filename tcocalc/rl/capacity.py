@@ -120,8 +120,7 @@ def _best_instance(m, acc, kw, max_gpus: int | None):
 def _memory_calibration(acc, mem_util: float | None):
     """The KV budget of an engine given ``gpu_memory_utilization`` ``u`` (vLLM's rule: weights, activations and
     KV within ``u`` of the GPU's memory, so KV = ``u·HBM − weights − activations``, data/rl_calibration.toml);
-    ``None``: the calibrated
-    budget (data/calibration.toml kv_memory_fraction)."""
+    ``None`` keeps the calibrated budget (data/calibration.toml kv_memory_fraction)."""
     cal = calibration_for(acc)
     if mem_util is None:
         return None

@@ -23,14 +23,18 @@ import math
 from scipy.optimize import brentq
 
 from .._data import scenarios_dir
-from ..catalog.rl_cases import nemo_rl_cases, verl_rl_cases
+from ..catalog.accelerators import hardware
+from ..catalog.calibration import rl_calibration
+from ..catalog.models import model
+from ..catalog.rl_cases import nemo_rl_cases, refit_cases, verl_rl_cases
 from ..errors import TcocalcError
 from ..scenario import Scenario, loads_scenario, scenario_from_dict
 from . import rollouts as wl
 from .solve import evaluate
+from .weight_sync import weight_sync_seconds
 
 __all__ = ["RL_TOLERANCE", "nemo_case_scenario", "verl_case_scenario", "rl_validation_table", "rl_speedup_pairs",
-           "rl_validation_summary"]
+           "rl_validation_summary", "rl_refit_table"]
 
 RL_TOLERANCE = 0.25
 """A row counts as reproduced within ±25% of its published step time (issue 12's target band)."""
@@ -157,3 +161,31 @@ def rl_validation_summary(table=None, pairs=None) -> dict:
             "nemo_within_share": float((err <= 100 * RL_TOLERANCE).mean()),
             "verl_median_abs_error_pct": float(t[t["framework"] == "verl"]["error [%]"].abs().median()),
             "pairs": int(len(p)), "pairs_right_side": int(p["right side"].sum()) if len(p) else 0}
+
+
+def _refit_prediction(case: dict) -> float:
+    """Our weight-sync or in-process refit time for one published timing [s] (bf16 weights)."""
+    m, acc = model(case["model"]), hardware(case["hardware"])
+    if case["transport"] == "colocated":  # the in-process refit term of the colocated switch (§3.5)
+        cal = rl_calibration()
+        per_gpu = 2.0 * m.params_total / case["instance_gpus"]
+        return cal["refit_ipc_fixed_s"] + per_gpu / cal["refit_ipc_bytes_per_s"]
+    return weight_sync_seconds(m.params_total, acc, acc, case["trainer_gpus"], case["generator_gpus"],
+                               instance_gpus=case["instance_gpus"], transport=case["transport"])
+
+
+def rl_refit_table():
+    """Every published weight-sync and refit timing (data/rl_cases_refit.csv) beside the model's, with the
+    error against the published midpoint and whether the row calibrated a constant (``role`` fit) (DataFrame)."""
+    import pandas as pd
+
+    rows = []
+    for c in refit_cases():
+        pred = _refit_prediction(c)
+        err = pred / c["published_s"] - 1.0
+        rows.append({"id": c["id"], "case": f"{c['model']} on {c['hardware']}: {c['what']}",
+                     "transport": c["transport"],
+                     "published [s]": c["published_s"], "range [s]": f"{c['low_s']:g}-{c['high_s']:g}",
+                     "predicted [s]": pred, "error [%]": 100.0 * err, "within": bool(abs(err) <= RL_TOLERANCE),
+                     "role": c["role"], "known_miss": c["known_miss"] or "", "source": c["source"]})
+    return pd.DataFrame(rows)

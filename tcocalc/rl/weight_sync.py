@@ -13,8 +13,9 @@ checkpoint-engine measurements (validation SYNC-01, data/rl_calibration.toml):
     servers (DeepSeek-V3 on vLLM TP32: four H100 servers) splits the bytes between them; a server holding whole
     instances receives the whole model (the verl fit). Check: NeMo RL's NCCL refit of DeepSeek-V3 to vLLM TP32
     measured 14.2 s (rl-mechanisms.md section 5); this gives 17.3 s.
-  - ``"p2p"`` (RDMA writes, NIXL, checkpoint-engine P2P): every generator GPU receives its own shard over its
-    own NIC, ``bytes / instance_gpus``, bounded by what the trainer's NICs can send in total.
+  - ``"p2p"`` (RDMA writes, NIXL, NCCL reshard): every generator GPU receives its own shard over its own NIC,
+    ``bytes / instance_gpus``, bounded by what the trainer's NICs can send in total, after a smaller fixed cost
+    (``weight_sync_p2p_fixed_s``, fitted on NeMo RL's reshard timings).
 
 Weights travel in bf16 (2 B/param): the generator re-quantises to its own precision. Colocated runs refit in
 process instead (:mod:`tcocalc.rl.switching`).
@@ -42,6 +43,6 @@ def weight_sync_seconds(params_total: float, trainer_acc, generator_acc, trainer
         per_gpu = nbytes / inst
         replicas = max(generator_gpus // inst, 1)
         send = nbytes * replicas / (max(trainer_gpus, 1) * trainer_acc.scaleout_bytes_per_s)
-        return cal["weight_sync_fixed_s"] + max(per_gpu / (eta * generator_acc.scaleout_bytes_per_s), send / eta)
+        return cal["weight_sync_p2p_fixed_s"] + max(per_gpu / (eta * generator_acc.scaleout_bytes_per_s), send / eta)
     server = generator_acc.server_gpus or inst  # unknown server size: the whole model per server, as before
     return cal["weight_sync_fixed_s"] + nbytes * min(1.0, server / inst) / (eta * nic)
