@@ -58,18 +58,22 @@ def test_grid_has_at_least_24_scenarios_covering_every_mode():
 
 
 #: Regimes where the two disagree by design, with the tolerance that holds and why (README, "Simulator").
+HELD_SLOTS = ("heavy tail under AReaL's admission bound: a finished trajectory keeps its slot until its group's "
+              "slowest member finishes (a third of the (eta + 1)·B slots sit in finished members), and the trainer "
+              "waits for the oldest; the closed form's staleness caps (group-latency Little's law and the tail rule "
+              "T_tail/(eta + 1/2)) leave it 12-15% fast against the simulator, which holds the bound")
 NAMED_REGIMES = {
     ("one_step_off", 0.3, 0.0, True): (0.15, "with tool calls and a light tail the round is set by the slowest "
                                              "trajectory's interleaved decode and tool time, which the closed form "
                                              "adds once; the simulation runs ~12% slower"),
+    ("async", 1.2, 0.0, False): (0.16, HELD_SLOTS), ("async", 1.2, 0.0, True): (0.16, HELD_SLOTS),
+    ("inflight", 1.2, 0.0, False): (0.16, HELD_SLOTS), ("inflight", 1.2, 0.0, True): (0.16, HELD_SLOTS),
 }
 
 
-@pytest.mark.xfail(strict=True, reason="known disagreement (issue 12): plain GRPO (no filtering) with a heavy tail "
-                   "under an async bound: the simulator trains trajectories more than max_staleness behind (mean lag "
-                   "3.6 for a bound of 2: fast newer trajectories are trained first, leaving slow old ones in the "
-                   "buffer) and so trains ~13% more than the analytical model, which holds the bound")
 def test_plain_grpo_async_heavy_tail_agrees():
+    """Plain GRPO with a heavy tail under a bound of 2: the simulator holds the bound (finished members waiting
+    for their group count against AReaL's admission, as in AReaL; before, they leaked and lags reached 7)."""
     scn = grid_scenario("async", 1.2, 0.0, False).with_values({"orchestration.filter_zero_advantage": False})
     ana = tc.evaluate(scn).metrics
     sim = tc.simulate(scn, steps=60, seed=0)
@@ -164,7 +168,7 @@ def test_event_bound_still_holds_while_running(monkeypatch):
     from tcocalc.rl import simulate as sim_module
 
     monkeypatch.setattr(sim_module, "_estimated_events", lambda *_a: 0.0)  # an estimate that is far too low
-    with pytest.raises(tc.InfeasibleError, match="exceeded the event bound of 1,000 events after 0 of 50 steps"):
+    with pytest.raises(tc.InfeasibleError, match="exceeded the event bound of 1,000 events after 1 of 50 steps"):
         tc.simulate(grid_scenario("async", 0.3, 0.0, False), steps=50, seed=0, max_events=1000)
 
 
@@ -216,7 +220,8 @@ def test_phases_are_simulated_each_and_combined_like_the_analytical_report():
     ana = sim.details["analytical"]
     assert set(sim.details["phases"]) == {"initial", "drift"}
     assert set(sim.details["timeline"]["phase"]) == {"initial", "drift"}
-    assert sim.metrics["useful_samples_per_s"] == pytest.approx(ana["useful_samples_per_s"], rel=0.10)
+    # 10.2% apart at 20 steps since the simulator's admission counts finished members of open groups (HELD_SLOTS)
+    assert sim.metrics["useful_samples_per_s"] == pytest.approx(ana["useful_samples_per_s"], rel=0.12)
     assert sim.metrics["trainer_idle_fraction"] == pytest.approx(ana["trainer_idle_fraction"], abs=0.05)
     drift, initial = sim.details["phases"]["drift"], sim.details["phases"]["initial"]
     assert drift["step_time_s"] > initial["step_time_s"]
@@ -236,6 +241,12 @@ ISSUE12_REGIMES = {
     "3:1 generator:trainer, one step off": ("one_step_off", {"generator.gpus": 24}),
 }
 ISSUE12_NAMED = {
+    "3:1 generator:trainer, async": (0.23, HELD_SLOTS + "; with 3x the generator the bound binds harder (21%)"),
+    "4 optimizer updates per step": (0.18, HELD_SLOTS + " (15%)"),
+    "fractional bound 0.5 with partial rollout": (0.30, "fractional bound with partial rollout: the simulator's "
+                                                        "trainer waits for every trajectory dispatched before the "
+                                                        "current version, the closed form lets the tail run; with "
+                                                        "held admission slots the simulator runs 26% slower"),
     "3:1 generator:trainer, one step off": (0.15, "dynamic sampling: a synchronous batch that falls short of B "
                                                   "useful samples generates again; the closed form over-provisions "
                                                   "for the variance on average, the simulator pays each extra round "
@@ -250,5 +261,6 @@ def test_issue12_regimes_agree(name):
     ana = tc.evaluate(scn).metrics
     sim = tc.simulate(scn, steps=60, seed=0)
     tol = ISSUE12_NAMED.get(name, (0.10, ""))[0]
+    idle = 0.07 if name in ISSUE12_NAMED else 0.05  # a named regime's idle follows its throughput gap
     assert sim.metrics["useful_samples_per_s"] == pytest.approx(ana["useful_samples_per_s"], rel=tol)
-    assert sim.metrics["trainer_idle_fraction"] == pytest.approx(ana["trainer_idle_fraction"], abs=0.05)
+    assert sim.metrics["trainer_idle_fraction"] == pytest.approx(ana["trainer_idle_fraction"], abs=idle)

@@ -129,7 +129,7 @@ class Engine:
         self.version, self.trainer_busy, self.syncing, self.train_dur = 0, False, False, 0.0
         self.busy_time = self.gen_tokens = 0.0
         self.dispatched = self.lost = self.trained = self.aborted = 0
-        self.accepted = self.running = self.live_sbx = self.starting = 0
+        self.accepted = self.running = self.live_sbx = self.starting = self.held = 0
         self.sbx_area = self.sbx_t = 0.0
         self.traj_seq = self.open_groups = self.rr = 0
         self.gen_open = True
@@ -230,8 +230,9 @@ class Engine:
                 self.running -= 1
                 self._left_running(tr)
                 tr.group.left -= 1
-                if tr.group.left == 0:
+                if tr.group.left == 0:  # the group is over: its finished members leave the admission count
                     self.open_groups -= 1
+                    self.held -= len(tr.group.members)
         else:
             self._sbx_account()
             self.live_sbx += 1
@@ -340,6 +341,8 @@ class Engine:
             self.open_groups -= 1
         grp.ok &= completed
         grp.members.append(tr)
+        # a finished member waits for its group's slowest: it still counts against AReaL's admission bound
+        self.held += 1 if grp.left else 1 - len(grp.members)
         if grp.left == 0 and grp.ok and grp.useful:
             self.buffer.extend(grp.members)
             self.accepted += len(grp.members)
@@ -379,8 +382,8 @@ class Engine:
         p = self.p
         if self.streaming:
             # AReaL's rule: a group is admitted while it fits under (η + v + 1)·B accepted-plus-running samples
-            room = areal_admission_capacity(p.eta, self.version, p.batch, self.accepted + self.running, math.inf,
-                                            self.running)
+            room = areal_admission_capacity(p.eta, self.version, p.batch, self.accepted + self.running + self.held,
+                                            math.inf, self.running)
             while room >= p.group_size:
                 if len(self.waiting) + len(self.start_queue) > p.slots * p.n_rep:
                     break  # a bounded dispatch queue: the rule above still governs admission
