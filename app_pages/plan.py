@@ -26,6 +26,15 @@ NUMBERS = {
 }
 TOGGLES = ("solve", "simulate")
 SCENARIO_PARAM = "scenario"  # the URL parameter naming the scenario (a file's stem, or an uploaded file's name)
+# Scenario fields the page edits -> the label of their widget: an error names what the planner sees, never a class
+LABELS = {"model.name": "Model", "trainer.hardware": "Trainer hardware", "trainer.gpus": "Trainer GPUs",
+          "orchestration.mode": "Mode", "generator.hardware": "Generator hardware",
+          "generator.gpus": "Generator GPUs", "generator.precision": "Generator precision",
+          "orchestration.max_staleness": "Max staleness [steps]", "workload.prompts_per_step": "Prompts per step",
+          "workload.group_size": "Group size (samples per prompt)", "workload.prompt_tokens": "Prompt [tokens]",
+          "workload.response_tokens_mean": "Mean response [tokens]", "workload.turns": "Turns per trajectory",
+          "sandbox.tool_call_s": "Tool call [s]", "economics.usd_per_gpu_hour": "GPU cost [USD/GPU-h]",
+          "orchestration.framework": "Framework preset"}
 
 
 def limits(key: str) -> dict:
@@ -97,7 +106,7 @@ if upload is not None:
 try:
     scn0 = tc.loads_scenario(text, source=source)
 except tc.TcocalcError as exc:
-    ui.show_error(exc)
+    ui.show_error(exc, {})  # a file's own field is named by its TOML path
     st.stop()
 
 # Widgets start from the chosen scenario; switching scenario resets them, and so does coming back from another
@@ -204,7 +213,7 @@ try:
     with st.spinner("Solving the split…" if solve else "Evaluating…"):
         report = ui.solve(scn, OBJECTIVE) if solve else ui.evaluate(scn)
 except (tc.TcocalcError, ValueError) as exc:
-    ui.show_error(exc)
+    ui.show_error(exc, LABELS)
     st.stop()
 
 # The split shown, simulated and downloaded: the solved one when solving (report.scenario), else the inputs'.
@@ -277,7 +286,7 @@ if st.toggle(f"Simulate {ui.plural(SIM_STEPS, 'step')}", key="simulate",
         st.download_button("Download timeline (CSV)", to_csv_text(timeline), "timeline.csv", "text/csv",
                            key="dl_timeline")
     except (tc.TcocalcError, ValueError) as exc:
-        ui.show_error(exc)
+        ui.show_error(exc, LABELS)
 
 # The download is the split shown; a solved one says so in its name and description.
 saved = shown
@@ -289,6 +298,6 @@ if solve:
             "description": f"Split solved by tcocalc for {OBJECTIVE}: {split} (before solving: {before}). "
                            f"{scn.description}"[:10_000]})
     except (tc.TcocalcError, ValueError) as exc:
-        ui.show_error(exc)
+        ui.show_error(exc, LABELS)
 st.download_button("Download this scenario (TOML)", saved.to_toml(), f"{saved.name}.toml", "application/toml",
                    key="dl_toml")
