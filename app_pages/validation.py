@@ -35,6 +35,25 @@ if not misses.empty:
 
 
 @st.cache_data(show_spinner=False)
+def _long_output():
+    return tc.long_output_table()
+
+
+st.subheader("Long outputs: TensorRT-LLM's published throughput rows")
+st.caption("131 rows from four versions of TensorRT-LLM's performance overview (1,000 to 32,768 output tokens), "
+           "each at its published layout; rows on hardware outside the catalog are kept and marked.")
+lo = _long_output()
+lo_err = lo["error [%]"].dropna().abs()
+k = st.columns(3)
+k[0].metric("Rows modelled", f"{len(lo_err)} of {len(lo)}")
+k[1].metric("Median |error|", f"{lo_err.median():.1f} %")
+k[2].metric("Within ±25%", f"{100 * (lo_err <= 25).mean():.0f} %")
+st.dataframe(lo, hide_index=True)
+st.download_button("Download long-output validation (CSV)", to_csv_text(lo), "long_output_validation.csv",
+                   "text/csv", key="dl_lo")
+
+
+@st.cache_data(show_spinner=False)
 def _rl_tables():
     t = tc.rl_validation_table()
     return t, tc.rl_speedup_pairs(t)

@@ -42,6 +42,7 @@ _EXPORTS: dict[str, str] = {
     "operating_points": "roofline.charts",
     "attainable_flops_per_s": "roofline.charts",
     "validation_table": "roofline.validation",
+    "long_output_table": "roofline.validation",
     "decode_sweep": "roofline.sweep",
     # RL scenarios
     "Scenario": "scenario",
@@ -121,7 +122,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .roofline.serving import GenerationEstimate, generation_throughput  # noqa: F401
     from .roofline.sweep import decode_sweep  # noqa: F401
     from .roofline.training import TrainingEstimate, training_throughput  # noqa: F401
-    from .roofline.validation import validation_table  # noqa: F401
+    from .roofline.validation import long_output_table, validation_table  # noqa: F401
     from .scenario import (  # noqa: F401
         MAX_SCENARIO_BYTES,
         Scenario,

@@ -121,6 +121,8 @@ def test_every_shipped_data_file_passes_the_check(root):
         "data/rl_cases_nemo.csv": lambda: rl_cases.parse_nemo_rl_cases((root / "data/rl_cases_nemo.csv").read_text()),
         "data/rl_cases_verl.csv": lambda: rl_cases.parse_verl_rl_cases((root / "data/rl_cases_verl.csv").read_text()),
         "data/rl_cases_refit.csv": lambda: rl_cases.parse_refit_cases((root / "data/rl_cases_refit.csv").read_text()),
+        "data/validation_long_output.csv": lambda: cases.parse_long_output_cases(
+            (root / "data/validation_long_output.csv").read_text()),
     }
     for name, load in read.items():
         assert len(load()) > 0, name
@@ -138,7 +140,8 @@ def test_every_data_file_has_a_reader(root):
     shipped = {p.name for p in (root / "data").iterdir() if p.is_file()}
     assert shipped == {"calibration.toml", "rl_calibration.toml", "cost_defaults.toml", "cloud_prices.csv",
                        "tinker_prices.csv", "validation_cases.toml", "semianalysis_accounting.csv",
-                       "frameworks.toml", "rl_cases_nemo.csv", "rl_cases_verl.csv", "rl_cases_refit.csv"}
+                       "frameworks.toml", "rl_cases_nemo.csv", "rl_cases_verl.csv", "rl_cases_refit.csv",
+                       "validation_long_output.csv"}
 
 
 def test_rl_calibration_lives_in_the_catalog():

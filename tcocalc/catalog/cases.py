@@ -10,9 +10,10 @@ from __future__ import annotations
 import functools
 
 from .._data import data_dir, display_path
-from .provenance import check_entry, parse_toml
+from ..errors import DataFileError
+from .provenance import check_entry, parse_csv, parse_toml
 
-__all__ = ["validation_cases", "parse_validation_cases"]
+__all__ = ["validation_cases", "parse_validation_cases", "long_output_cases", "parse_long_output_cases"]
 
 _REQUIRED = ("id", "kind", "model", "hardware", "precision", "unit", "source")
 
@@ -31,3 +32,39 @@ def validation_cases() -> tuple[dict, ...]:
     """The shipped cases as dictionaries (read once)."""
     f = data_dir() / "validation_cases.toml"
     return parse_validation_cases(f.read_text(), display_path(f))
+
+
+_LO_INT = ("tp", "pp", "ep", "dp", "gpus", "isl", "osl")
+
+
+def parse_long_output_cases(text: str, file: str = "data/validation_long_output.csv") -> tuple[dict, ...]:
+    """TensorRT-LLM's published long-output throughput rows (../shared/reference/serving-engines.md Part B.2,
+    131 rows over four versions of its perf overview), each checked: layout degrees and lengths positive
+    integers, the published output tokens/s per GPU finite and positive, a source; a row without a catalog
+    model or hardware must say why in ``known_miss``."""
+    out = []
+    for _line, row in parse_csv(text, file):
+        entry = row.get("id") or "?"
+        check_entry(file, entry, row, require=("id", "model", "precision", "source"),
+                    value_fields=("published_tok_s_per_gpu",))
+        rec = dict(row)
+        for k in _LO_INT:
+            try:
+                rec[k] = int(row[k])
+            except (TypeError, ValueError):
+                raise DataFileError(file, entry, k, f"expected a whole number, got {row.get(k)!r}") from None
+            if rec[k] < 1:
+                raise DataFileError(file, entry, k, f"must be at least 1, got {row[k]!r}")
+        rec["published_tok_s_per_gpu"] = float(row["published_tok_s_per_gpu"])
+        rec["known_miss"] = row.get("known_miss") or ""
+        if (not row.get("catalog_model") or not row.get("hardware")) and not rec["known_miss"]:
+            raise DataFileError(file, entry, "known_miss", "a row the catalog cannot represent must say why")
+        out.append(rec)
+    return tuple(out)
+
+
+@functools.cache
+def long_output_cases() -> tuple[dict, ...]:
+    """The shipped long-output rows (read once)."""
+    f = data_dir() / "validation_long_output.csv"
+    return parse_long_output_cases(f.read_text(), display_path(f))

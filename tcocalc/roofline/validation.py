@@ -8,10 +8,13 @@ case's tolerance. Known misses are listed with their reason, never hidden.
 
 from __future__ import annotations
 
-from ..catalog.cases import validation_cases
+from ..catalog.cases import long_output_cases, validation_cases
 from ..errors import DataFileError
 
-__all__ = ["validation_cases", "predict_case", "validation_table"]
+__all__ = ["validation_cases", "predict_case", "validation_table", "long_output_table", "LONG_OUTPUT_TOLERANCE"]
+
+LONG_OUTPUT_TOLERANCE = 0.25
+"""Issue 13's band for every public generation row."""
 
 
 def predict_case(case: dict, *, calibration=None) -> float:
@@ -57,3 +60,33 @@ def validation_table():
             "within": abs(err) <= c["tolerance"], "known_miss": c.get("known_miss", ""), "source": c["source"],
         })
     return pd.DataFrame(rows)
+
+
+def long_output_table():
+    """TensorRT-LLM's 131 published long-output rows (data/validation_long_output.csv) at their published layout:
+    published and predicted output tokens/s per GPU, error, within ±25%, known miss (DataFrame; a row the catalog
+    cannot represent has NA, never NaN)."""
+    import pandas as pd
+
+    from .parallel import Parallelism
+    from .serving import generation_throughput
+
+    rows = []
+    for c in long_output_cases():
+        pred = None
+        if c["catalog_model"] and c["hardware"]:
+            par = Parallelism(tp=c["tp"], pp=c["pp"], ep=c["ep"], dp=c["dp"])
+            est = generation_throughput(c["catalog_model"], c["hardware"], gpus=par.gpus, prompt_tokens=c["isl"],
+                                        response_tokens=c["osl"], precision=c["precision"], parallel=par)
+            pred = est.output_tokens_per_s_per_gpu
+        err = None if pred is None else pred / c["published_tok_s_per_gpu"] - 1.0
+        rows.append({"id": c["id"], "case": f"{c['model']} on {c['hardware'] or 'RTX PRO 6000'} {c['precision']}, "
+                                           f"{c['isl']}/{c['osl']}, TP{c['tp']} PP{c['pp']} EP{c['ep']} DP{c['dp']}",
+                     "page": c["page_version"], "published": c["published_tok_s_per_gpu"], "predicted": pred,
+                     "error [%]": None if err is None else 100.0 * err,
+                     "within": err is not None and abs(err) <= LONG_OUTPUT_TOLERANCE,
+                     "known_miss": c["known_miss"], "source": c["source"]})
+    df = pd.DataFrame(rows)
+    for col in ("predicted", "error [%]"):
+        df[col] = df[col].astype("Float64")
+    return df
