@@ -103,7 +103,7 @@ def _pool_per_gpu(m, acc, cal, par, precision):
 
 def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, precision="bf16",
                           concurrency=None, parallel=None, kv_precision=None, theoretical=False,
-                          context_tokens=None, _calibration=None) -> GenerationEstimate:
+                          context_tokens=None, kv_reservation="current", _calibration=None) -> GenerationEstimate:
     """Steady-state output tokens/s of ``gpus`` GPUs generating ``response_tokens`` after ``prompt_tokens``.
 
     Parameters
@@ -117,12 +117,20 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
     theoretical : pure datasheet roofline instead of the calibrated model.
     context_tokens : mean KV context of a running sequence [tokens]; default ``P + R/2``. The RL model
         passes the length-biased ``P + E[R²]/(2·E[R])`` (docs/rl-modeling.md §4.1).
+    kv_reservation : "current" | "full"    what a request holds against the KV pool, which sets the
+        concurrency: "current" its tokens so far (vLLM admits against current tokens and preempts on
+        shortfall; serving-engines.md A.1), so the bound uses the mean context; "full" its prompt plus its
+        whole output from admission (TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler, which
+        trtllm-bench's batch heuristic also sizes by ISL + OSL; serving-engines.md A.3). For long outputs
+        "full" admits about half as many sequences.
 
     Raises
     ------
     ScenarioError   bad argument (names it).
     InfeasibleError the model does not fit; names the smallest instance that would.
     """
+    if kv_reservation not in ("current", "full"):
+        raise ScenarioError("kv_reservation", f"must be 'current' or 'full', got {kv_reservation!r}")
     gpus_f = check_positive("gpus", gpus)
     if gpus_f != int(gpus_f):
         raise ScenarioError("gpus", f"must be a whole number, got {gpus!r}")
@@ -143,7 +151,7 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
         weights, pool = _pool_per_gpu(m, acc, cal, par, precision)
         if pool <= 0:
             continue
-        per_seq = float(kv_bytes_per_seq_per_gpu(m, par, kv_precision, ctx))
+        per_seq = float(kv_bytes_per_seq_per_gpu(m, par, kv_precision, p + r if kv_reservation == "full" else ctx))
         b_max = par.dp * np.floor(pool / per_seq)  # per_seq already spans the pp stages
         replicas = gpus // par.gpus
         if b_max < 1:

@@ -31,7 +31,7 @@ def predict_case(case: dict, *, calibration=None) -> float:
         est = generation_throughput(case["model"], case["hardware"], gpus=gpus,
                                     prompt_tokens=case["prompt_tokens"], response_tokens=case["response_tokens"],
                                     precision=case["precision"], parallel=par, concurrency=case.get("concurrency"),
-                                    _calibration=calibration)
+                                    kv_reservation=case.get("kv_reservation", "current"), _calibration=calibration)
         return {"generation": est.output_tokens_per_s_per_gpu, "tpot": est.tpot_s, "ttft": est.ttft_s}[kind]
     est = training_throughput(case["model"], case["hardware"], gpus=case["gpus"], seq_tokens=case["seq_tokens"],
                               precision=case["precision"], parallel=par,
@@ -77,7 +77,8 @@ def long_output_table():
         if c["catalog_model"] and c["hardware"]:
             par = Parallelism(tp=c["tp"], pp=c["pp"], ep=c["ep"], dp=c["dp"])
             est = generation_throughput(c["catalog_model"], c["hardware"], gpus=par.gpus, prompt_tokens=c["isl"],
-                                        response_tokens=c["osl"], precision=c["precision"], parallel=par)
+                                        response_tokens=c["osl"], precision=c["precision"], parallel=par,
+                                        kv_reservation="full")  # trtllm-bench: GUARANTEED_NO_EVICT
             pred = est.output_tokens_per_s_per_gpu
         err = None if pred is None else pred / c["published_tok_s_per_gpu"] - 1.0
         rows.append({"id": c["id"], "case": f"{c['model']} on {c['hardware'] or 'RTX PRO 6000'} {c['precision']}, "
