@@ -63,6 +63,9 @@ class TrainerSection(_Section):
     mfu_busy: float | None = Field(None, ge=0.001, le=1, description="measured MFU while training, to use instead "
                                                                 "of the roofline training model "
                                                                 "(docs/rl-modeling.md §3.2)")
+    framework_overhead: float | None = Field(None, ge=1.0, le=10.0, description="the framework's trainer time over "
+                                             "the roofline training model's, forward and backward (default: preset; "
+                                             "NeMo RL 1.2)")
     tp: int | None = Field(None, ge=1, le=1024, description="pin the trainer layout: tensor-parallel degree "
                                                             "(with pp, ep, cp, vp; default: searched)")
     pp: int | None = Field(None, ge=1, le=1024, description="pinned pipeline-parallel stages")
@@ -91,6 +94,10 @@ class GeneratorSection(_Section):
                                                       "(default: preset)")
     max_num_seqs: int | None = Field(None, ge=1, le=1_000_000, description="most sequences one engine instance "
                                      "decodes at once (default: the engine's documented default)")
+    async_scheduling: bool | None = Field(None, description="the engine prepares step N+1 on the CPU while step N "
+                                          "runs; false exposes its CPU work every step (default: preset)")
+    bucketed_weight_load: bool | None = Field(None, description="weights reach the engine in large buckets; false "
+                                              "costs a fixed time per checkpoint tensor (default: preset)")
     gpu_memory_utilization: float | None = Field(None, gt=0.05, le=1.0, description="share of GPU memory the engine "
                                                  "may use for weights, activations and KV cache (vLLM; default: "
                                                  "the calibrated KV budget)")

@@ -70,6 +70,9 @@ def test_preset_defaults_and_explicit_keys_override_them():
                             "generator.cuda_graphs": False}))
     assert over.reference_model is False and over.cuda_graphs is False and over.old_logprob_pass is True
     assert settings(_scn(**{"orchestration.framework": "prime-rl"})).sync_blocks_trainer is False
+    every = settings(_scn(**{"orchestration.framework": "nemo-rl", "generator.async_scheduling": True,
+                             "generator.bucketed_weight_load": True, "trainer.framework_overhead": 1.0}))
+    assert (every.async_scheduling, every.bucketed_weight_load, every.trainer_overhead) == (True, True, 1.0)
 
 
 def test_a_reference_pass_costs_a_third_of_a_training_pass():
@@ -239,3 +242,15 @@ def test_framework_cap_on_rollouts_in_flight_limits_the_decoding_batch():
     sim = tc.simulate(scn.with_values({"orchestration.max_rollouts_in_flight": 64}), steps=20, seed=0)
     ana = tc.evaluate(scn.with_values({"orchestration.max_rollouts_in_flight": 64})).metrics
     assert sim.metrics["useful_samples_per_s"] == pytest.approx(ana["useful_samples_per_s"], rel=0.15)
+
+
+def test_readme_preset_table_matches_the_data():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    presets = framework_presets()
+    for name, p in presets.items():
+        row = next(line for line in readme.splitlines() if line.strip().startswith(f"| `{name}`"))
+        cells = [c.strip() for c in row.strip().strip("|").split("|")][1:]
+        want = [str(p[k]).lower() if isinstance(p[k], bool) else str(p[k]) for k in FRAMEWORK_KEYS]
+        assert cells == want, name

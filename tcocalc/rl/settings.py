@@ -62,7 +62,8 @@ def settings(scn: Scenario) -> Settings:
         reference_model=_pick(t.reference_model, p["reference_model"]),
         weight_sync=_pick(o.weight_sync, p["weight_sync"]),
         sync_blocks_trainer=_pick(o.sync_blocks_trainer, p["sync_blocks_trainer"]),
-        async_scheduling=p["async_scheduling"], bucketed_weight_load=p["bucketed_weight_load"],
-        trainer_overhead=p["trainer_overhead"],
+        async_scheduling=_pick(g.async_scheduling, p["async_scheduling"]),
+        bucketed_weight_load=_pick(g.bucketed_weight_load, p["bucketed_weight_load"]),
+        trainer_overhead=_pick(t.framework_overhead, p["trainer_overhead"]),
         max_num_seqs=_pick(g.max_num_seqs, eng["max_num_seqs"]),
         cuda_graph_max_batch=eng["cuda_graph_max_batch"])
