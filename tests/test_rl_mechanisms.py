@@ -42,7 +42,8 @@ def test_every_preset_has_every_key_with_a_source_and_the_schema_lists_them_all(
         for key in FRAMEWORK_KEYS:
             assert raw["framework"][name]["sources"][key].strip(), (name, key)
     assert engine_defaults("vllm") == {"max_num_seqs": 1024, "max_num_batched_tokens": 16384,
-                                       "cuda_graph_max_batch": 512}  # serving-engines.md A.1
+                                       "cuda_graph_max_batch": 512, "max_num_seqs_small_gpu": 256,
+                                       "small_gpu_below_gib": 70}  # serving-engines.md A.1
 
 
 def test_a_preset_without_a_source_is_refused_naming_the_field():
@@ -254,3 +255,11 @@ def test_readme_preset_table_matches_the_data():
         cells = [c.strip() for c in row.strip().strip("|").split("|")][1:]
         want = [str(p[k]).lower() if isinstance(p[k], bool) else str(p[k]) for k in FRAMEWORK_KEYS]
         assert cells == want, name
+
+
+def test_vllm_max_num_seqs_default_follows_the_gpu():
+    """vLLM: 1024 sequences on GPUs of 70 GiB or more, 256 on A100 (excluded by name) and smaller GPUs
+    (serving-engines.md A.1)."""
+    assert settings(_scn()).max_num_seqs == 1024
+    assert settings(_scn(**{"generator.hardware": "A100-80GB-SXM"})).max_num_seqs == 256
+    assert settings(_scn(**{"generator.hardware": "A100-80GB-SXM", "generator.max_num_seqs": 64})).max_num_seqs == 64

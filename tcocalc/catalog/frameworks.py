@@ -24,7 +24,8 @@ FRAMEWORK_KEYS: dict[str, type] = {
     "bucketed_weight_load": bool, "trainer_overhead": float,
 }
 #: engine key -> type
-ENGINE_KEYS: dict[str, type] = {"max_num_seqs": int, "max_num_batched_tokens": int, "cuda_graph_max_batch": int}
+ENGINE_KEYS: dict[str, type] = {"max_num_seqs": int, "max_num_batched_tokens": int, "cuda_graph_max_batch": int,
+                                "max_num_seqs_small_gpu": int, "small_gpu_below_gib": int}
 _CHOICES = {"engine": ("vllm", "sglang"), "weight_sync": ("nccl-broadcast", "p2p")}
 
 
@@ -81,6 +82,6 @@ def framework_presets() -> dict[str, dict]:
 
 
 def engine_defaults(engine: str) -> dict:
-    """The documented defaults of a serving engine (max_num_seqs, max_num_batched_tokens,
-    cuda_graph_max_batch)."""
+    """The documented defaults of a serving engine (max_num_seqs, max_num_batched_tokens, cuda_graph_max_batch,
+    and the smaller max_num_seqs below a GPU-memory gate: max_num_seqs_small_gpu, small_gpu_below_gib)."""
     return dict(_shipped()[1][engine])
