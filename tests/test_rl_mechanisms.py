@@ -90,6 +90,8 @@ def test_allreduce_latency_by_group():
     assert allreduce_latency(H100, 8) == cal["allreduce_latency_scaleup_s"] == pytest.approx(10e-6)
     assert allreduce_latency(H100, 16) == pytest.approx(88e-6)          # spans two HGX servers: measured IB
     assert allreduce_latency(GB200, 16) == pytest.approx(6.6e-6 + 30 * 0.6e-6)  # NCCL ring LL, NVL72
+    assert allreduce_latency(GB200, 8) == pytest.approx(6.6e-6 + 14 * 0.6e-6)   # two trays: no CUDA IPC
+    assert allreduce_latency(GB200, 4) == pytest.approx(10e-6)                  # one tray: custom all-reduce
     assert allreduce_latency(GB200, 32) == pytest.approx(43.8e-6)
 
 

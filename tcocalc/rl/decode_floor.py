@@ -34,13 +34,14 @@ compares it at TP 2/4/8); larger groups fall back to NCCL."""
 
 def allreduce_latency(acc, gpus: int) -> float:
     """Latency of one small all-reduce over an instance of ``gpus`` GPUs [s]: vLLM's custom all-reduce up to 8
-    GPUs on NVLink, NCCL's ring LL model ``6.6 + 2(n−1)·0.6`` µs above that inside the NVLink domain, the
-    measured 2-node InfiniBand figure when the instance spans servers (data/rl_calibration.toml)."""
+    GPUs of one host (it shares buffers by CUDA IPC), NCCL's ring LL model ``6.6 + 2(n−1)·0.6`` µs above that or
+    across the trays of an NVLink domain (an NVL72 tray has 4 GPUs), the measured 2-node InfiniBand figure when
+    the instance spans servers beyond the domain (data/rl_calibration.toml)."""
     cal = rl_calibration()
     if gpus > acc.scaleup_domain_gpus:
         return cal["allreduce_latency_scaleout_s"]
-    if gpus <= CUSTOM_ALLREDUCE_MAX_GPUS:
-        return cal["allreduce_latency_scaleup_s"]
+    if gpus <= CUSTOM_ALLREDUCE_MAX_GPUS and gpus <= (acc.server_gpus or gpus):
+        return cal["allreduce_latency_scaleup_s"]  # custom all-reduce: CUDA IPC between GPUs of one host
     return cal["nccl_ring_ll_base_s"] + 2.0 * (gpus - 1) * cal["nccl_ring_ll_hop_s"]
 
 
