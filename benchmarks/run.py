@@ -57,6 +57,8 @@ def roofline() -> list[tuple[str, float, str]]:
                                                        response_tokens=4000, precision="fp8"))
     trn = _best(lambda: tc.training_throughput("Qwen3-235B-A22B", "H200", gpus=256, seq_tokens=16000,
                                                precision="bf16"))
+    # issue 13: uneven stages, interleaving and context parallelism at frontier scale
+    trn_big = _best(lambda: tc.training_throughput("Llama-3.1-405B", "H100", gpus=16384, seq_tokens=131072))
     models = ["Qwen3-8B", "Qwen3-32B", "Llama-3.1-70B", "Qwen3-30B-A3B", "Qwen3-235B-A22B"]
     accs = ["H100", "H200", "B200", "GB200"]
     layouts = [tc.Parallelism(tp=t, dp=d, ep=e) for t, d, e in
@@ -69,6 +71,7 @@ def roofline() -> list[tuple[str, float, str]]:
         ("generation_throughput search, Qwen3-235B on 64 H200 (MoE)", gen, "< 0.05 s"),
         ("generation_throughput search, Llama-3.1-70B on 64 H100 (dense)", gen_dense, "< 0.05 s"),
         ("training_throughput layout search, Qwen3-235B on 256 H200", trn, "< 0.2 s"),
+        ("training_throughput search (uneven PP, VP, CP), Llama-3.1-405B on 16,384 H100, 131k", trn_big, "< 0.2 s"),
         (f"decode_sweep of {n_points:,} (model, hardware, layout, batch) points", sweep, "< 2 s"),
     ]
 

@@ -142,3 +142,25 @@ def test_llama_405b_lays_out_on_16384_h100_as_trained():
     meta = tc.training_throughput("Llama-3.1-405B", "H100", gpus=16384, seq_tokens=8192,
                                   global_batch_tokens=16 * 2**20, parallel=tc.Parallelism(tp=8, pp=16, dp=128, vp=4))
     assert meta.mfu == pytest.approx(0.41, rel=0.25)
+
+
+def test_context_parallelism_is_searched_for_long_sequences_only():
+    """Issue 13 item 2: Llama-3.1-405B on 16,384 H100 at 131,072 tokens picks a CP layout (Llama 3 ran CP16 at
+    131k) and beats the best layout without CP; at 8,192 tokens no CP layout is even a candidate."""
+    from tcocalc.roofline.training import CP_MIN_TOKENS_PER_RANK, candidate_layouts
+
+    m, acc = tc.model("Llama-3.1-405B"), tc.hardware("H100")
+    long = tc.training_throughput(m, acc, gpus=16384, seq_tokens=131072)
+    assert long.parallel.cp > 1
+    best_without = 0.0
+    for p in candidate_layouts(m, acc, 16384, 131072):
+        if p.cp == 1:
+            try:
+                est = tc.training_throughput(m, acc, gpus=16384, seq_tokens=131072, parallel=p,
+                                             optimizer_offload=False)  # the search offloads only when nothing fits
+            except tc.InfeasibleError:
+                continue
+            best_without = max(best_without, est.tokens_per_s)
+    assert long.tokens_per_s > best_without > 0
+    assert all(p.cp == 1 for p in candidate_layouts(m, acc, 64, 8192))
+    assert max(p.cp for p in candidate_layouts(m, acc, 64, 65536)) == 65536 // CP_MIN_TOKENS_PER_RANK

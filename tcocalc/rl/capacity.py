@@ -191,15 +191,15 @@ def sample_flops(m: ModelArch, ws: WorkloadStats) -> float:
 
 
 @functools.lru_cache(maxsize=256)
-def _families(m, acc, precision, seq, anchors: tuple[int, ...]) -> tuple[tuple[int, int, int, int], ...]:
-    """(tp, pp, ep_per_dp_ratio, vp) families that win at the anchor GPU counts."""
+def _families(m, acc, precision, seq, anchors: tuple[int, ...]) -> tuple[tuple[int, int, int, int, int], ...]:
+    """(tp, pp, ep, vp, cp) families that win at the anchor GPU counts."""
     from ..roofline.training import DEFAULT_GLOBAL_BATCH_TOKENS
 
     cal = calibration_for(acc)
     fams = set()
     for n in anchors:
         scored = []
-        for par in candidate_layouts(m, acc, n):
+        for par in candidate_layouts(m, acc, n, seq):
             gb = max(DEFAULT_GLOBAL_BATCH_TOKENS / seq, float(par.dp))
             res = training_step(m, acc, cal, par, seq=seq, global_batch=gb, precision=precision)
             if res is None:
@@ -208,7 +208,7 @@ def _families(m, acc, precision, seq, anchors: tuple[int, ...]) -> tuple[tuple[i
                 scored.append((gb * seq / res["step_s"], par))
         scored.sort(key=lambda x: -x[0])
         for _, par in scored[:3]:
-            fams.add((par.tp, par.pp, par.ep, par.vp))
+            fams.add((par.tp, par.pp, par.ep, par.vp, par.cp))
     return tuple(sorted(fams))
 
 
@@ -230,13 +230,13 @@ def _layout_rate(m, acc, precision, seq, gbt, par: Parallelism) -> tuple[float, 
 def _trainer_rate(m, acc, precision, seq, gbt, n, fams) -> tuple[float, float, float]:
     """(tokens/s, MFU, state bytes per GPU) of the best family member at ``n`` GPUs; zeros when nothing fits."""
     best = (0.0, 0.0, 0.0)
-    for tp, pp, ep, vp in fams:
-        if n % (tp * pp):
+    for tp, pp, ep, vp, cp in fams:
+        if n % (tp * pp * cp):
             continue
-        dp = n // (tp * pp)
-        if (tp * dp) % ep or (m.is_moe and m.num_experts % ep):
+        dp = n // (tp * pp * cp)
+        if (tp * dp * cp) % ep or (m.is_moe and m.num_experts % ep):
             continue
-        rate = _layout_rate(m, acc, precision, seq, gbt, Parallelism(tp=tp, pp=pp, dp=dp, ep=ep, vp=vp))
+        rate = _layout_rate(m, acc, precision, seq, gbt, Parallelism(tp=tp, pp=pp, dp=dp, ep=ep, vp=vp, cp=cp))
         if rate[0] > best[0]:
             best = rate
     return best
@@ -262,7 +262,7 @@ def smallest_fitting_layout(scn, cluster: Cluster, ws: WorkloadStats, n: int) ->
     m, acc = cluster.model, cluster.trainer
     seq = float(max(256, round(ws.traj_tokens)))
     gbt = ws.samples_per_step * ws.traj_tokens / scn.trainer.minibatches_per_step
-    for par in sorted(candidate_layouts(m, acc, n), key=lambda q: (q.tp * q.pp, q.tp, q.pp, q.ep, q.vp)):
+    for par in sorted(candidate_layouts(m, acc, n, seq), key=lambda q: (q.tp * q.pp * q.cp, q.tp, q.pp, q.ep, q.vp)):
         if _layout_rate(m, acc, scn.model.precision, seq, gbt, par)[0] > 0:
             return par
     return None

@@ -244,22 +244,32 @@ def training_step(m, acc, cal, par: Parallelism, *, seq: float, global_batch: fl
                 compute_s=t_compute * micro, comm_s=comm * micro)
 
 
-def candidate_layouts(m, acc, gpus: int):
-    """Every (TP, PP, DP, EP, VP) layout of ``gpus`` GPUs the training search considers."""
+CP_MIN_TOKENS_PER_RANK = 8192
+"""Context parallelism is searched only while every rank keeps at least this many tokens of a sequence: Llama 3's
+131,072-token stage ran CP16, 8,192 tokens per rank (arXiv 2407.21783 section 3.3.2); shorter shards shrink the
+GEMMs and add ring traffic for nothing."""
+_CP = (1, 2, 4, 8, 16)
+
+
+def candidate_layouts(m, acc, gpus: int, seq: float | None = None):
+    """Every (TP, CP, PP, DP, EP, VP) layout of ``gpus`` GPUs the training search considers; context parallelism
+    only for sequences of ``seq`` tokens long enough (:data:`CP_MIN_TOKENS_PER_RANK` per rank)."""
+    cps = [cp for cp in _CP if cp == 1 or (seq is not None and seq / cp >= CP_MIN_TOKENS_PER_RANK)]
     for tp in _POW2:
         if tp > acc.scaleup_domain_gpus or m.num_attention_heads % tp or gpus % tp:
             continue
-        for pp in _POW2[:7]:
-            if pp > m.num_layers or gpus % (tp * pp):
-                continue
-            dp = gpus // (tp * pp)
-            for ep in (_POW2 if m.is_moe else (1,)):
-                if (tp * dp) % ep or (m.is_moe and m.num_experts % ep):
+        for cp in cps:
+            for pp in _POW2[:7]:
+                if pp > m.num_layers or gpus % (tp * pp * cp):
                     continue
-                for vp in _VP if pp > 1 else (1,):
-                    # even chunks, or uneven stages (embedding and head as a layer each) of >= 2 layers a chunk
-                    if m.num_layers % (pp * vp) == 0 or m.num_layers + 2 >= 2 * pp * vp:
-                        yield Parallelism(tp=tp, pp=pp, dp=dp, ep=ep, vp=vp)
+                dp = gpus // (tp * pp * cp)
+                for ep in (_POW2 if m.is_moe else (1,)):
+                    if (tp * dp * cp) % ep or (m.is_moe and m.num_experts % ep):
+                        continue
+                    for vp in _VP if pp > 1 else (1,):
+                        # even chunks, or uneven stages (embedding and head as a layer each) of >= 2 layers a chunk
+                        if m.num_layers % (pp * vp) == 0 or m.num_layers + 2 >= 2 * pp * vp:
+                            yield Parallelism(tp=tp, pp=pp, dp=dp, ep=ep, vp=vp, cp=cp)
 
 
 def training_throughput(model, hw, *, gpus, seq_tokens, precision="bf16", parallel=None,
@@ -291,10 +301,10 @@ def training_throughput(model, hw, *, gpus, seq_tokens, precision="bf16", parall
         "global_batch_tokens", global_batch_tokens)
     if parallel is not None:
         if par0.gpus != gpus:
-            raise ScenarioError("parallel", f"tp*pp*dp = {par0.gpus} must equal gpus = {gpus}")
+            raise ScenarioError("parallel", f"tp*pp*dp*cp = {par0.gpus} must equal gpus = {gpus}")
         layouts = [par0]
     else:
-        layouts = list(candidate_layouts(m, acc, gpus))
+        layouts = list(candidate_layouts(m, acc, gpus, seq))
     best = None
     for offload in ((False, True) if optimizer_offload is None else (bool(optimizer_offload),)):
         for par in layouts:
@@ -341,7 +351,7 @@ _MAX_GPUS = 32_768
 
 
 def _fitting_layout(m, acc, cal, n, seq, gbt, precision, offload) -> Parallelism | None:
-    for par in candidate_layouts(m, acc, n):
+    for par in candidate_layouts(m, acc, n, seq):
         if training_step(m, acc, cal, par, seq=seq, global_batch=max(gbt / seq, par.dp), precision=precision,
                          offload=offload) is not None:
             return par
@@ -368,24 +378,24 @@ def _smallest_count(m, acc, cal, start, seq, gbt, precision, offload) -> tuple[i
         return None
     best_n, best_par = p, par
     lowest = max(start, p // 2 + 1)
-    families: dict[tuple[int, int, int], int] = {}
-    for q in candidate_layouts(m, acc, p):
-        families.setdefault((q.tp, q.pp, q.ep), q.vp)
+    families: dict[tuple[int, int, int, int], int] = {}
+    for q in candidate_layouts(m, acc, p, seq):
+        families.setdefault((q.tp, q.pp, q.ep, q.cp), q.vp)
 
-    def fits(tp, pp, ep, vp, dp):
-        q = Parallelism(tp=tp, pp=pp, dp=dp, ep=ep, vp=vp)
+    def fits(tp, pp, ep, cp, vp, dp):
+        q = Parallelism(tp=tp, pp=pp, dp=dp, ep=ep, vp=vp, cp=cp)
         ok = training_step(m, acc, cal, q, seq=seq, global_batch=max(gbt / seq, dp), precision=precision,
                            offload=offload) is not None
         return q if ok else None
 
-    for (tp, pp, ep), vp in families.items():
-        unit, step = tp * pp, ep // math.gcd(ep, tp)  # tp·dp divisible by ep <=> dp a multiple of step
+    for (tp, pp, ep, cp), vp in families.items():
+        unit, step = tp * pp * cp, ep // math.gcd(ep, tp * cp)  # tp·dp·cp divisible by ep <=> dp a multiple of step
         lo = -(-lowest // (unit * step))               # in multiples of step
         hi = (best_n - 1) // (unit * step)             # only counts below the best so far
         found = None
         while lo <= hi:
             mid = (lo + hi) // 2
-            q = fits(tp, pp, ep, vp, mid * step)
+            q = fits(tp, pp, ep, cp, vp, mid * step)
             if q is None:
                 lo = mid + 1
             else:
