@@ -115,37 +115,33 @@ def tornado_figure(sens):
     return fig
 
 
-def validation_figure(table):
-    """Signed error per validation case [%], with the ±tolerance band; known misses in grey."""
+def _error_bars(df, customdata: list[str], hover: str, quantity: str, row_px: int):
+    """One horizontal bar per row of ``df`` (already in display order): its signed ``error [%]``, the ±25% band,
+    known misses grey, rows within the band green, the others red."""
     go = _go()
-    df = table.iloc[::-1]
     colors = ["#bbbbbb" if km else ("#2e7d32" if ok else "#c62828")
               for km, ok in zip(df["known_miss"], df["within"], strict=True)]
-    fig = go.Figure(go.Bar(x=df["error [%]"], y=df["id"], orientation="h", marker_color=colors,
-                           customdata=df[["case", "published", "predicted", "unit"]].to_numpy(),
-                           hovertemplate="%{y}: %{customdata[0]}<br>published %{customdata[1]:.4g}, predicted "
-                                         "%{customdata[2]:.4g} %{customdata[3]}<br>error %{x:+.1f}%<extra></extra>"))
+    fig = go.Figure(go.Bar(x=df["error [%]"].astype(float), y=df["id"], orientation="h", marker_color=colors,
+                           customdata=df[customdata].to_numpy(), hovertemplate=hover))
     fig.add_vrect(x0=-25, x1=25, fillcolor="green", opacity=0.07, line_width=0)
-    fig.update_layout(height=60 + 18 * len(df), xaxis_title="error: predicted / published - 1 [%] "
+    fig.update_layout(height=60 + row_px * len(df), xaxis_title=f"{quantity}: predicted / published - 1 [%] "
                       "(green band ±25%; grey bars are known misses)", margin=dict(t=30))
     return fig
+
+
+def validation_figure(table):
+    """Signed error per validation case [%], with the ±tolerance band; known misses in grey."""
+    return _error_bars(table.iloc[::-1], ["case", "published", "predicted", "unit"],
+                       "%{y}: %{customdata[0]}<br>published %{customdata[1]:.4g}, predicted "
+                       "%{customdata[2]:.4g} %{customdata[3]}<br>error %{x:+.1f}%<extra></extra>", "error", 18)
 
 
 def rl_validation_figure(table):
     """Signed step-time error per published RL run [%] (:func:`tcocalc.rl_validation_table`), ±25% band;
     known misses in grey, runs the model cannot represent left out of the bars (they stay in the table)."""
-    go = _go()
-    df = table[table["predicted [s]"].notna()].iloc[::-1]
-    colors = ["#bbbbbb" if km else ("#2e7d32" if ok else "#c62828")
-              for km, ok in zip(df["known_miss"], df["within"], strict=True)]
-    fig = go.Figure(go.Bar(x=df["error [%]"].astype(float), y=df["id"], orientation="h", marker_color=colors,
-                           customdata=df[["case", "gpus", "published [s]"]].to_numpy(),
-                           hovertemplate="%{y}: %{customdata[0]} (%{customdata[1]})<br>published %{customdata[2]:.4g} s"
-                                         "<br>error %{x:+.1f}%<extra></extra>"))
-    fig.add_vrect(x0=-25, x1=25, fillcolor="green", opacity=0.07, line_width=0)
-    fig.update_layout(height=60 + 16 * len(df), xaxis_title="step time: predicted / published - 1 [%] "
-                      "(green band ±25%; grey bars are known misses)", margin=dict(t=30))
-    return fig
+    return _error_bars(table[table["predicted [s]"].notna()].iloc[::-1], ["case", "gpus", "published [s]"],
+                       "%{y}: %{customdata[0]} (%{customdata[1]})<br>published %{customdata[2]:.4g} s"
+                       "<br>error %{x:+.1f}%<extra></extra>", "step time", 16)
 
 
 def speedup_figure(pairs):

@@ -34,7 +34,7 @@ def validation_cases() -> tuple[dict, ...]:
     return parse_validation_cases(f.read_text(), display_path(f))
 
 
-_LO_INT = ("tp", "pp", "ep", "dp", "gpus", "isl", "osl")
+_LO_WHOLE = ("tp", "pp", "ep", "dp", "gpus", "isl", "osl")
 
 
 def parse_long_output_cases(text: str, file: str = "data/validation_long_output.csv") -> tuple[dict, ...]:
@@ -45,18 +45,12 @@ def parse_long_output_cases(text: str, file: str = "data/validation_long_output.
     out = []
     for _line, row in parse_csv(text, file):
         entry = row.get("id") or "?"
-        check_entry(file, entry, row, require=("id", "model", "precision", "source"),
-                    value_fields=("published_tok_s_per_gpu",))
-        rec = dict(row)
-        for k in _LO_INT:
-            try:
-                rec[k] = int(row[k])
-            except (TypeError, ValueError):
-                raise DataFileError(file, entry, k, f"expected a whole number, got {row.get(k)!r}") from None
-            if rec[k] < 1:
-                raise DataFileError(file, entry, k, f"must be at least 1, got {row[k]!r}")
-        rec["published_tok_s_per_gpu"] = float(row["published_tok_s_per_gpu"])
-        rec["known_miss"] = row.get("known_miss") or ""
+        numbers = check_entry(file, entry, row, require=("id", "model", "precision", "source"),
+                              value_fields=("published_tok_s_per_gpu",), whole_fields=_LO_WHOLE)
+        for k in (*_LO_WHOLE, "published_tok_s_per_gpu"):
+            if not numbers[k] > 0:
+                raise DataFileError(file, entry, k, f"must be > 0, got {row[k]!r}")
+        rec = {**row, **numbers, "known_miss": row.get("known_miss") or ""}
         if (not row.get("catalog_model") or not row.get("hardware")) and not rec["known_miss"]:
             raise DataFileError(file, entry, "known_miss", "a row the catalog cannot represent must say why")
         out.append(rec)

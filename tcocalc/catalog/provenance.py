@@ -49,6 +49,13 @@ def _number(file: str, entry: str, field: str, value) -> float:
     return number
 
 
+def _whole(file: str, entry: str, field: str, value) -> int:
+    number = _number(file, entry, field, value)
+    if number < 0 or number != int(number):
+        raise DataFileError(file, entry, field, f"expected a whole number >= 0, got {value!r}")
+    return int(number)
+
+
 def _date(file: str, entry: str, field: str, value, month_dates: bool) -> None:
     text = value if isinstance(value, str) else ""
     try:
@@ -68,7 +75,8 @@ def check_entry(file: str, entry: str, record, *, require: Iterable[str] = ("sou
                 value_fields: Iterable[str] = (), optional_values: Iterable[str] = (),
                 date_fields: Iterable[str] = (), optional_dates: Iterable[str] = (),
                 kinds: Collection[str] | None = None, month_dates: bool = False,
-                field_prefix: str = "") -> dict[str, float | None]:
+                field_prefix: str = "", whole_fields: Iterable[str] = (),
+                optional_wholes: Iterable[str] = ()) -> dict[str, float | int | None]:
     """Check the provenance of one entry (a TOML table or a CSV row) and return its numbers as floats.
 
     Parameters
@@ -81,6 +89,8 @@ def check_entry(file: str, entry: str, record, *, require: Iterable[str] = ("sou
         Text fields that must be present and not empty (the source by default).
     value_fields, optional_values
         Fields that must parse as finite numbers; the optional ones may be missing or empty (then ``None``).
+    whole_fields, optional_wholes
+        Fields that must be whole numbers >= 0 (returned as ``int``); the optional ones may be missing.
     date_fields, optional_dates
         Fields that must be ISO dates ``YYYY-MM-DD``; the optional ones may be missing or empty.
     kinds
@@ -114,6 +124,13 @@ def check_entry(file: str, entry: str, record, *, require: Iterable[str] = ("sou
     for name in optional_values:
         value = record.get(name)
         numbers[name] = None if _missing(value) else _number(file, entry, pre + name, value)
+    for name in whole_fields:
+        if _missing(record.get(name)):
+            raise DataFileError(file, entry, pre + name, "missing")
+        numbers[name] = _whole(file, entry, pre + name, record[name])
+    for name in optional_wholes:
+        value = record.get(name)
+        numbers[name] = None if _missing(value) else _whole(file, entry, pre + name, value)
     for name in date_fields:
         if _missing(record.get(name)):
             raise DataFileError(file, entry, pre + name, "missing")

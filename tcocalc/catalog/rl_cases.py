@@ -7,7 +7,8 @@
 * ``data/rl_cases_refit.csv``: published weight-sync and refit timings (NeMo RL, miles, verl), each with its
   transport and layout; ``role`` says whether a row calibrated a constant (``fit``) or only checks it.
 
-Every row is checked on read: its numbers finite and positive, its source present. A row the model cannot
+Every row is checked on read (:func:`~tcocalc.catalog.provenance.check_entry`): its numbers finite, counts
+whole, published times and GPU counts above zero, its source present. A row the model cannot
 represent carries ``known_miss`` with the reason; it is shown, never dropped.
 """
 
@@ -22,37 +23,31 @@ from .provenance import check_entry, parse_csv
 __all__ = ["nemo_rl_cases", "verl_rl_cases", "refit_cases", "parse_nemo_rl_cases", "parse_verl_rl_cases",
            "parse_refit_cases"]
 
-_NEMO_INT = ("max_trajectory_age", "max_seq_tokens", "generated_mean_tokens", "trainer_gpus", "generator_gpus",
-             "prompts_per_step", "group_size", "train_global_batch", "generator_tp", "train_tp", "train_cp",
-             "train_ep", "train_pp")
+_NEMO_WHOLE = ("max_trajectory_age", "max_seq_tokens", "generated_mean_tokens", "trainer_gpus", "generator_gpus",
+               "prompts_per_step", "group_size", "train_global_batch", "generator_tp", "train_tp", "train_cp",
+               "train_ep", "train_pp")
 _NEMO_FLOAT = ("gpu_memory_utilization", "step_time_s", "tokens_per_s_per_gpu", "response_sigma")
 _BOOL = {"true": True, "false": False}
 
 
-def _number(file: str, row: dict, key: str, kind):
-    try:
-        v = kind(row[key])
-    except (TypeError, ValueError):
-        raise DataFileError(file, row.get("id", "?"), key, f"expected a number, got {row.get(key)!r}") from None
-    if not v == v or v < 0 or v in (float("inf"),):
-        raise DataFileError(file, row.get("id", "?"), key, f"must be finite and >= 0, got {row[key]!r}")
-    return v
+def _typed(file: str, row: dict, numbers: dict, positive: tuple[str, ...]) -> dict:
+    """The row with its checked numbers in place; a published time or GPU count must be above zero (it divides)."""
+    rec = {**row, **numbers}
+    for k in positive:
+        if not rec[k] > 0:
+            raise DataFileError(file, row["id"], k, f"must be > 0, got {row[k]!r}")
+    return rec
 
 
 def parse_nemo_rl_cases(text: str, file: str = "data/rl_cases_nemo.csv") -> tuple[dict, ...]:
     """The NeMo RL rows as typed dictionaries (see the module docstring)."""
     out = []
     for _line, row in parse_csv(text, file):
-        check_entry(file, row.get("id", "?"), row, require=("id", "model", "hardware", "mode", "source"))
-        rec = dict(row)
-        for k in _NEMO_INT:
-            rec[k] = _number(file, row, k, int)
-        for k in _NEMO_FLOAT:
-            rec[k] = _number(file, row, k, float)
-        rec["prompt_tokens"] = _number(file, row, "prompt_tokens", float) if row["prompt_tokens"] else None
-        rec["max_num_seqs"] = _number(file, row, "max_num_seqs", int) if row["max_num_seqs"] else None
-        rec["dynamic_sampling_multiplier"] = (_number(file, row, "dynamic_sampling_multiplier", int)
-                                              if row["dynamic_sampling_multiplier"] else None)
+        numbers = check_entry(file, row.get("id", "?"), row, require=("id", "model", "hardware", "mode", "source"),
+                              value_fields=_NEMO_FLOAT, optional_values=("prompt_tokens",),
+                              whole_fields=_NEMO_WHOLE,
+                              optional_wholes=("max_num_seqs", "dynamic_sampling_multiplier"))
+        rec = _typed(file, row, numbers, ("step_time_s", "trainer_gpus", "generator_gpus", "generator_tp"))
         for k in ("cuda_graphs", "activation_recompute", "sequence_packing"):
             if row[k] not in _BOOL:
                 raise DataFileError(file, row["id"], k, f"expected true or false, got {row[k]!r}")
@@ -69,12 +64,9 @@ def parse_verl_rl_cases(text: str, file: str = "data/rl_cases_verl.csv") -> tupl
     """The verl rows as typed dictionaries."""
     out = []
     for _line, row in parse_csv(text, file):
-        check_entry(file, row.get("id", "?"), row, require=("id", "scenario", "mode", "source"))
-        rec = dict(row)
-        for k in ("trainer_gpus", "generator_gpus"):
-            rec[k] = _number(file, row, k, int)
-        rec["step_time_s"] = _number(file, row, "step_time_s", float)
-        out.append(rec)
+        numbers = check_entry(file, row.get("id", "?"), row, require=("id", "scenario", "mode", "source"),
+                              value_fields=("step_time_s",), whole_fields=("trainer_gpus", "generator_gpus"))
+        out.append(_typed(file, row, numbers, ("step_time_s", "trainer_gpus", "generator_gpus")))
     return tuple(out)
 
 
@@ -82,12 +74,11 @@ def parse_refit_cases(text: str, file: str = "data/rl_cases_refit.csv") -> tuple
     """The refit rows as typed dictionaries."""
     out = []
     for _line, row in parse_csv(text, file):
-        check_entry(file, row.get("id", "?"), row, require=("id", "model", "hardware", "transport", "role", "source"))
-        rec = dict(row)
-        for k in ("trainer_gpus", "generator_gpus", "instance_gpus"):
-            rec[k] = _number(file, row, k, int)
-        for k in ("published_s", "low_s", "high_s"):
-            rec[k] = _number(file, row, k, float)
+        numbers = check_entry(file, row.get("id", "?"), row,
+                              require=("id", "model", "hardware", "transport", "role", "source"),
+                              value_fields=("published_s", "low_s", "high_s"),
+                              whole_fields=("trainer_gpus", "generator_gpus", "instance_gpus"))
+        rec = _typed(file, row, numbers, ("published_s", "trainer_gpus", "generator_gpus", "instance_gpus"))
         if rec["transport"] not in ("nccl-broadcast", "p2p", "colocated"):
             raise DataFileError(file, row["id"], "transport", f"unknown transport {row['transport']!r}")
         if rec["role"] not in ("fit", "check"):

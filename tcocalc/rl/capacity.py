@@ -117,6 +117,11 @@ def _best_instance(m, acc, kw, max_gpus: int | None):
     return best if smallest is None else generation_throughput(m, acc, gpus=smallest, **kw)
 
 
+GIB_PER_GB = 2**30 / 1e9
+"""Datasheet HBM capacities are binary: an "80 GB" H100 reports 79.19 GiB = 85.0e9 B to vLLM
+(serving-engines.md A.5), so ``gpu_memory_utilization`` applies to the capacity read as GiB."""
+
+
 def _memory_calibration(acc, mem_util: float | None):
     """The KV budget of an engine given ``gpu_memory_utilization`` ``u`` (vLLM's rule: weights, activations and
     KV within ``u`` of the GPU's memory, so KV = ``u·HBM − weights − activations``, data/rl_calibration.toml);
@@ -127,11 +132,6 @@ def _memory_calibration(acc, mem_util: float | None):
     total = acc.hbm_bytes * GIB_PER_GB  # vLLM reads the device's total: an "80 GB" H100 reports 79.19 GiB
     return replace(cal, kv_memory_fraction=1.0, inference_workspace_bytes=acc.hbm_bytes - mem_util * total
                    + rl_calibration()["engine_activation_bytes"])
-
-
-GIB_PER_GB = 2**30 / 1e9
-"""Datasheet HBM capacities are binary: an "80 GB" H100 reports 79.19 GiB = 85.0e9 B to vLLM
-(serving-engines.md A.5), so ``gpu_memory_utilization`` applies to the capacity read as GiB."""
 
 
 @functools.lru_cache(maxsize=256)
