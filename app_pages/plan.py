@@ -38,8 +38,9 @@ LABELS = {"model.name": "Model", "trainer.hardware": "Trainer hardware", "traine
 
 
 def limits(key: str) -> dict:
+    """A number input's bounds, and its starting value on a session's first run (see :func:`initial`)."""
     _, lo, hi = NUMBERS[key]
-    return {"min_value": lo, "max_value": hi}
+    return {"min_value": lo, "max_value": hi, **initial(key)}
 
 
 def to_param(value) -> str:
@@ -81,15 +82,32 @@ st.caption("Choose a published scenario or your own TOML, change the split and t
 
 files = ui.scenario_files()
 ss = st.session_state
-if "_link" not in ss:  # the session's first run: a reconnect, a reload or a shared link brings its URL's inputs
+# A session's first run starts the widgets from its URL (a reload, a shared link, or a reconnect after a server
+# restart, all new sessions) through their default values, never through st.session_state: after a reconnect
+# the browser sends its widgets' values with the rerun request of the edit that reconnected it, and those must
+# win over the URL (written before that edit), as a default loses to them where a session-state value would not.
+first = "_loaded" not in ss
+if "_link" not in ss:
     ss["_link"] = st.query_params.to_dict()
-    if ss["_link"].get(SCENARIO_PARAM) in files:
-        ss["scenario_file"] = ss["_link"][SCENARIO_PARAM]
+defaults: dict = {}  # a session's first run: the widgets' starting values, which the browser's own values override
+if first and ss["_link"].get(SCENARIO_PARAM) in files:
+    defaults["scenario_file"] = ss["_link"][SCENARIO_PARAM]
+
+
+def initial(key: str) -> dict:
+    """The keyword a widget starts from on a session's first run (``index=`` for a selectbox), else nothing."""
+    if key not in defaults:
+        return {}
+    options = list(files) if key == "scenario_file" else choices.get(key)  # a selectbox's, else None
+    return {"value": defaults[key]} if options is None else {"index": options.index(defaults[key])}
+
+
 left, right = st.columns([2, 1])
 upload = right.file_uploader("…or upload a scenario TOML", type=["toml"], key="upload",
                              help=f"at most {tc.MAX_SCENARIO_BYTES:,} bytes")
 # An uploaded file wins over the scenario box, which is then disabled and says why.
 choice = left.selectbox("Scenario", list(files), key="scenario_file", disabled=upload is not None,
+                        **initial("scenario_file"),
                         help="scenarios/*.toml; each file documents its assumptions")
 if upload is not None:
     st.info(f"The uploaded file {upload.name} is in use; remove it to use the scenario box.")
@@ -144,13 +162,16 @@ if ss.get("_loaded") != source or any(key not in ss for key in start):
             st.warning(f"These inputs in the page's URL could not be restored, so they start from {source}'s "
                        f"values: {', '.join(bad)}.")
         ss["_link"] = {}
-    elif link and (ss.get("_loaded") is not None or not linked.endswith(".toml")):
-        if ss.get("_loaded") is None:
+    elif link and (not first or not linked.endswith(".toml")):
+        if first and linked not in files:  # a shipped one the browser's scenario box switched from is no news
             st.warning(f"The page's URL names the scenario {linked!r}, which is not one of the shipped scenarios: "
                        f"its inputs are not restored.")
         ss["_link"] = {}
+    if first and (not link or linked == source):  # any values the browser sent (a reconnect) win over these
+        defaults.update(values)
+    else:  # another scenario: its values replace the widgets' (the browser's, after a reconnect, are the old one's)
+        ss.update(values)
     ss["_loaded"] = source
-    ss.update(values)
 if ss["_link"]:  # the URL's inputs are for an uploaded file: kept until that file is uploaded again
     st.warning(f"The inputs in the page's URL are for the uploaded file {linked}, which a reconnect does not keep: "
                f"upload it again to restore them.")
@@ -158,19 +179,20 @@ if ss["_link"]:  # the URL's inputs are for an uploaded file: kept until that fi
 with st.expander("Cluster and workload", expanded=True):
     c1, c2, c3, c4 = st.columns(4)
     if "model" in choices:
-        c1.selectbox("Model", choices["model"], key="model")
+        c1.selectbox("Model", choices["model"], key="model", **initial("model"))
     else:
-        c1.text_input("Model (from [model.config])", key="model", disabled=True)
-    c2.selectbox("Trainer hardware", choices["trainer_hw"], key="trainer_hw")
+        c1.text_input("Model (from [model.config])", key="model", disabled=True, **initial("model"))
+    c2.selectbox("Trainer hardware", choices["trainer_hw"], key="trainer_hw", **initial("trainer_hw"))
     c3.number_input("Trainer GPUs", step=8, key="trainer_gpus", **limits("trainer_gpus"))
-    c4.selectbox("Mode", choices["mode"], key="mode",
+    c4.selectbox("Mode", choices["mode"], key="mode", **initial("mode"),
                  help="colocated: one pool alternates; sync: two pools alternate; one_step_off: generator one "
                       "step ahead; async: bounded staleness; inflight: async with in-flight weight updates")
     c1, c2, c3, c4 = st.columns(4)
-    c1.selectbox("Generator hardware", choices["generator_hw"], key="generator_hw")
+    c1.selectbox("Generator hardware", choices["generator_hw"], key="generator_hw", **initial("generator_hw"))
     c2.number_input("Generator GPUs", step=8, key="generator_gpus", **limits("generator_gpus"),
                     help="colocated: ignored (like the generator hardware), the trainer's pool generates")
-    c3.selectbox("Generator precision", choices["generator_precision"], key="generator_precision")
+    c3.selectbox("Generator precision", choices["generator_precision"], key="generator_precision",
+                 **initial("generator_precision"))
     c4.number_input("Max staleness [steps]", step=0.5, key="max_staleness", **limits("max_staleness"),
                     help="async/inflight: how many policy versions a trained sample may lag")
     c1, c2, c3, c4 = st.columns(4)
@@ -184,9 +206,9 @@ with st.expander("Cluster and workload", expanded=True):
     c2.number_input("Tool call [s]", step=1.0, key="tool_s", **limits("tool_s"))
     c3.number_input("GPU cost [USD/GPU-h]", step=0.1, key="usd_gpu_h", **limits("usd_gpu_h"),
                     help="all-in cost per GPU-hour; the Cost page derives one from capex and opex")
-    solve = c4.toggle("Find the best split", key="solve")
+    solve = c4.toggle("Find the best split", key="solve", **initial("solve"))
     c1, _, _, _ = st.columns(4)
-    c1.selectbox("Framework preset", choices["framework"], key="framework",
+    c1.selectbox("Framework preset", choices["framework"], key="framework", **initial("framework"),
                  help="sets what differs between RL frameworks: CUDA graphs, colocated offload, log-prob and "
                       "reference passes, weight-sync transport and loading, async scheduling (data/frameworks.toml); "
                       "keys in the scenario file override it")
@@ -267,7 +289,7 @@ if phases is not None and len(phases) > 1:
     st.dataframe(phases[cols], hide_index=True)
 
 st.subheader("Step timeline (simulated)")
-if st.toggle(f"Simulate {ui.plural(SIM_STEPS, 'step')}", key="simulate",
+if st.toggle(f"Simulate {ui.plural(SIM_STEPS, 'step')}", key="simulate", **initial("simulate"),
              help="a seeded discrete-event run of the split shown above (a few seconds)"):
     try:
         if ui.simulate_takes_progress():  # a progress bar while it runs, gone when it is done

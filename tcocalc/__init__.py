@@ -36,6 +36,8 @@ _EXPORTS: dict[str, str] = {
     "decode": "roofline.forward",
     "GenerationEstimate": "roofline.serving",
     "generation_throughput": "roofline.serving",
+    "disaggregated_throughput": "roofline.disaggregated",
+    "DisaggregatedEstimate": "roofline.disaggregated",
     "TrainingEstimate": "roofline.training",
     "training_throughput": "roofline.training",
     "ridge_table": "roofline.charts",
@@ -117,6 +119,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         rl_validation_table,
     )
     from .roofline.charts import attainable_flops_per_s, operating_points, ridge_table  # noqa: F401
+    from .roofline.disaggregated import DisaggregatedEstimate, disaggregated_throughput  # noqa: F401
     from .roofline.forward import KernelTime, decode, prefill  # noqa: F401
     from .roofline.parallel import Parallelism  # noqa: F401
     from .roofline.serving import GenerationEstimate, generation_throughput  # noqa: F401

@@ -83,5 +83,10 @@ def framework_presets() -> dict[str, dict]:
 
 def engine_defaults(engine: str) -> dict:
     """The documented defaults of a serving engine (max_num_seqs, max_num_batched_tokens, cuda_graph_max_batch,
-    and the smaller max_num_seqs below a GPU-memory gate: max_num_seqs_small_gpu, small_gpu_below_gib)."""
-    return dict(_shipped()[1][engine])
+    and the smaller max_num_seqs below a GPU-memory gate: max_num_seqs_small_gpu, small_gpu_below_gib).
+    An unknown engine is a ScenarioError naming ``engine`` and the known ones."""
+    engines = _shipped()[1]
+    if engine not in engines:
+        from ..errors import ScenarioError
+        raise ScenarioError("engine", f"unknown engine {engine!r}; known: {', '.join(sorted(engines))}")
+    return dict(engines[engine])

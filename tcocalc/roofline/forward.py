@@ -194,8 +194,26 @@ def _moe_ops(ops: _OpSum, m: ModelArch, acc: Accelerator, cal: Calibration, par:
     # combine in bf16; DeepSeek inference overview).
     dispatch = 1.0 if precision in ("fp8", "fp4") else ACT_BYTES
     fan_out = min(m.experts_per_token, par.ep) * par.expert_tp * (g - 1) / g
-    a2a = (tok / tp) * h * (dispatch + ACT_BYTES) * fan_out
-    return moe_layers * (a2a / link_rate(acc, cal, g) + np.where(tok > 0, _a2a_latency(acc, cal, g), 0.0))
+    per_token = (tok / tp) * h * (dispatch + ACT_BYTES)
+    latency = np.where(tok > 0, _a2a_latency(acc, cal, g), 0.0)
+    if g <= acc.scaleup_domain_gpus:
+        return moe_layers * (per_token * fan_out / link_rate(acc, cal, g) + latency)
+    return moe_layers * (per_token * _cross_node_sends(m, acc, g) / link_rate(acc, cal, g)
+                         + per_token * fan_out / link_rate(acc, cal, acc.scaleup_domain_gpus) + latency)
+
+
+def _cross_node_sends(m: ModelArch, acc: Accelerator, group_gpus: int) -> float:
+    """Scale-out copies of one token in an expert-parallel group spanning ``n`` scale-up domains (nodes).
+
+    DeepEP's inter-node kernels (deepseek-ai/DeepEP README, "normal kernels"; DeepSeek-V3 technical report
+    arXiv:2412.19437 §3.2.2) send a token once per destination node over RDMA and forward it to the GPUs of its
+    experts over NVLink, so the scale-out bytes follow the distinct remote nodes its ``k`` experts sit on, not the
+    ``k`` experts: ``n·(1 - (1 - 1/n)^k)`` distinct nodes for uniform routing, of which ``(n - 1)/n`` remote. The
+    NVLink forwarding is charged as the in-domain fan-out (caller). Group-limited routing (DeepSeek's at most
+    ``topk_group`` nodes) would lower it further and is not modelled."""
+    n = group_gpus / acc.scaleup_domain_gpus
+    k = m.experts_per_token
+    return n * (1.0 - (1.0 - 1.0 / n) ** k) * (n - 1.0) / n
 
 
 def forward_cost(m: ModelArch, acc: Accelerator, cal: Calibration, par: Parallelism, *, precision: str,

@@ -26,6 +26,8 @@ def predict_case(case: dict, *, calibration=None) -> float:
 
     par = Parallelism(**case["parallel"]) if "parallel" in case else None
     kind = case["kind"]
+    if kind in ("prefill_pool", "decode_pool"):
+        return _predict_pool(case, par, calibration)
     if kind in ("generation", "tpot", "ttft"):
         gpus = par.gpus if par else case.get("gpus", 1)
         est = generation_throughput(case["model"], case["hardware"], gpus=gpus,
@@ -43,6 +45,30 @@ def predict_case(case: dict, *, calibration=None) -> float:
     raise DataFileError("data/validation_cases.toml", case["id"], "kind", f"unknown kind {kind!r}")
 
 
+def _predict_pool(case: dict, par, calibration) -> float:
+    """One pool of a disaggregated deployment at its published instance: input tokens/s per GPU of a prefill
+    instance, output tokens/s per GPU of a decode instance (:mod:`tcocalc.roofline.disaggregated`)."""
+    from ..catalog.accelerators import hardware
+    from ..catalog.calibration import calibration_for
+    from .disaggregated import _engine_caps, decode_pool_rate, prefill_pool_rate
+    from .forward import resolve_inputs
+
+    m, acc, precision, kv, par = resolve_inputs(case["model"], case["hardware"], case["precision"],
+                                                case.get("kv_precision"), par)
+    cal = calibration or calibration_for(hardware(acc))
+    chunk, max_seqs = _engine_caps(case.get("engine", "vllm"), acc)
+    if case["kind"] == "prefill_pool":
+        rate = prefill_pool_rate(m, acc, cal, prompt_tokens=case["prompt_tokens"], precision=precision,
+                                 kv_precision=kv, chunk_tokens=chunk, parallel=par)
+    else:
+        rate = decode_pool_rate(m, acc, cal, prompt_tokens=case["prompt_tokens"],
+                                response_tokens=case["response_tokens"], precision=precision, kv_precision=kv,
+                                max_seqs_per_rank=max_seqs, parallel=par)
+    if rate is None:
+        raise DataFileError("data/validation_cases.toml", case["id"], "parallel", "the instance does not fit")
+    return rate.tokens_per_s_per_gpu
+
+
 def validation_table():
     """Every case: id, what, published, predicted, error and whether it is within tolerance (DataFrame)."""
     import pandas as pd
@@ -54,6 +80,8 @@ def validation_table():
         what = f"{c['model']} on {c['hardware']} {c['precision']}"
         if "prompt_tokens" in c:
             what += f", {c['prompt_tokens']}/{c['response_tokens']}"
+        if c["kind"] in ("prefill_pool", "decode_pool"):
+            what += f", {c['kind'].replace('_', ' ')} (disaggregated)"
         rows.append({
             "id": c["id"], "kind": c["kind"], "case": what, "unit": c["unit"], "published": c["published"],
             "predicted": pred, "error [%]": 100.0 * err, "tolerance [%]": 100.0 * c["tolerance"],

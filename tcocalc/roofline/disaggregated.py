@@ -1,0 +1,256 @@
+"""Prefill/decode disaggregated serving: separate prefill and decode pools joined by a KV transfer.
+
+Splitwise (Patel et al., ISCA 2024), DistServe (Zhong et al., OSDI 2024) and the serving engines built on them
+(SGLang with Mooncake/NIXL, TensorRT-LLM and Dynamo) run a request's prefill on one pool of instances, ship its
+KV cache over the scale-out network, and decode it on another pool. Each pool then runs one kind of step:
+
+* **prefill pool**: steps of ``C`` prompt tokens per attention rank (the engine's chunk / batched-token budget,
+  data/frameworks.toml ``max_num_batched_tokens``); input tokens/s per GPU =
+  ``dp·pp·⌈C/P⌉·P / (pp·t_stage)`` (:func:`~tcocalc.roofline.forward.forward_cost` with prefill only);
+* **decode pool**: steps of ``b`` decoding sequences only (no interleaved prefill), ``b`` bounded by the KV pool
+  at the running context (as :func:`~tcocalc.roofline.serving.generation_throughput`) and by the engine's running
+  cap ``max_num_seqs`` per attention-DP rank; output tokens/s per GPU = ``b / (pp·t_stage)`` at the best ``b``;
+* **KV transfer**: a request's cache, ``kv_bytes_per_token · P`` [B], leaves the ``pp·s`` GPUs that hold distinct
+  shards (``s`` = the GQA KV heads' TP split; 1 for MLA, whose latent every TP rank replicates) over their
+  scale-out NICs at ``scaleout_bandwidth · scaleout_efficiency`` (data/calibration.toml): that time adds to the
+  time to first token, and all transfers together must fit in the pools' NICs.
+
+With ``n_p`` prefill and ``n_d`` decode GPUs for prompts of ``P`` and responses of ``R`` tokens the pools carry
+``X = min(n_p·x_p·R/P, n_d·x_d, NIC·R/(P·kv))`` output tokens/s (the slower pool binds; Splitwise §4); the split
+is solved by scanning every whole number of prefill instances. Handshake and scheduling latencies of the
+transfer are not modelled (no published figure in the reference files).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..catalog.calibration import calibration_for
+from ..catalog.frameworks import engine_defaults
+from ..errors import InfeasibleError, ScenarioError
+from .forward import check_positive, forward_cost, kv_bytes_per_seq_per_gpu, resolve_inputs
+from .parallel import Parallelism
+from .serving import _fewest_stages, _pool_per_gpu, candidate_serving_layouts, generation_throughput
+
+__all__ = ["DisaggregatedEstimate", "PoolRate", "disaggregated_throughput", "prefill_pool_rate",
+           "decode_pool_rate", "kv_transfer_seconds"]
+
+
+@dataclass(frozen=True)
+class PoolRate:
+    """One pool's instance and its steady rate per GPU: input tokens/s for prefill, output tokens/s for decode.
+    ``step_s`` is one step of the instance [s], ``batch`` the sequences it holds per step."""
+
+    parallel: Parallelism
+    tokens_per_s_per_gpu: float
+    step_s: float
+    batch: float
+
+
+@dataclass(frozen=True)
+class DisaggregatedEstimate:
+    """Steady-state disaggregated serving on ``prefill_gpus + decode_gpus`` GPUs.
+
+    ``idle_gpus``: what is left over when neither pool's instance fits the rest.
+    ``output_tokens_per_s`` [token/s] over both pools and ``output_tokens_per_s_per_gpu`` over all their GPUs;
+    ``input_tokens_per_s`` [token/s] prefilled; each pool's capacity per GPU (``prefill``, ``decode``);
+    ``kv_bytes_per_request`` [B] and ``kv_transfer_s`` [s] per request; ``ttft_s`` = prefill step + KV transfer +
+    one decode step [s]; ``tpot_s`` = decode step [s]; ``bound`` is "prefill pool", "decode pool" or "kv transfer";
+    ``aggregated_output_tokens_per_s_per_gpu`` the same GPUs serving aggregated (prefill interleaved with decode,
+    :func:`generation_throughput`), ``None`` where no aggregated instance fits them.
+    """
+
+    output_tokens_per_s: float
+    output_tokens_per_s_per_gpu: float
+    input_tokens_per_s: float
+    prefill_gpus: int
+    decode_gpus: int
+    idle_gpus: int
+    prefill: PoolRate
+    decode: PoolRate
+    kv_bytes_per_request: float
+    kv_transfer_s: float
+    ttft_s: float
+    tpot_s: float
+    bound: str
+    aggregated_output_tokens_per_s_per_gpu: float | None
+    tier: str
+
+    @property
+    def speedup_vs_aggregated(self) -> float | None:
+        """Output per GPU disaggregated / aggregated on the same GPUs (``None`` when aggregated does not fit)."""
+        agg = self.aggregated_output_tokens_per_s_per_gpu
+        return None if not agg else self.output_tokens_per_s_per_gpu / agg
+
+
+def _layouts(m, acc, cal, precision, kv, seq_tokens, parallel, max_gpus):
+    if parallel is not None:
+        return [parallel]
+    cands = [q for q in candidate_serving_layouts(m, acc) if max_gpus is None or q.gpus <= max_gpus]
+    return _fewest_stages(cands, m, acc, cal, precision, kv, seq_tokens)
+
+
+def prefill_pool_rate(m, acc, cal, *, prompt_tokens, precision, kv_precision, chunk_tokens,
+                      parallel=None, max_gpus=None) -> PoolRate | None:
+    """The prefill instance with the most input tokens/s per GPU (or the pinned one) running steps of
+    ``⌈chunk/P⌉`` prompts per attention rank, each holding the batch's KV; ``None`` when none fits."""
+    p = float(prompt_tokens)
+    best = None
+    for par in _layouts(m, acc, cal, precision, kv_precision, p, parallel, max_gpus):
+        _, pool = _pool_per_gpu(m, acc, cal, par, precision)
+        per_seq = float(kv_bytes_per_seq_per_gpu(m, par, kv_precision, p))
+        seqs_rank = max(1.0, np.ceil(chunk_tokens / p))
+        seqs_rank = min(seqs_rank, np.floor(pool / per_seq) if per_seq > 0 else seqs_rank)
+        if pool <= 0 or seqs_rank < 1:
+            continue
+        seqs = seqs_rank * par.dp * par.pp
+        res = forward_cost(m, acc, cal, par, precision=precision, kv_precision=kv_precision, pre_seqs=seqs,
+                           pre_tokens=p)
+        step = float(res["stage_s"]) * par.pp
+        rate = seqs * p / step / par.gpus
+        if best is None or rate > best.tokens_per_s_per_gpu:
+            best = PoolRate(parallel=par, tokens_per_s_per_gpu=rate, step_s=step, batch=seqs)
+    return best
+
+
+def decode_pool_rate(m, acc, cal, *, prompt_tokens, response_tokens, precision, kv_precision, max_seqs_per_rank,
+                     kv_reservation="current", parallel=None, max_gpus=None) -> PoolRate | None:
+    """The decode instance with the most output tokens/s per GPU (or the pinned one): decode-only steps of ``b``
+    sequences at the mean context ``P + R/2``, ``b`` within the KV pool (reserving the running context, or
+    prompt + whole output with ``kv_reservation="full"``) and ``max_seqs_per_rank`` per attention-DP rank."""
+    p, r = float(prompt_tokens), float(response_tokens)
+    ctx = p + r / 2.0
+    best = None
+    for par in _layouts(m, acc, cal, precision, kv_precision, p + r, parallel, max_gpus):
+        _, pool = _pool_per_gpu(m, acc, cal, par, precision)
+        if pool <= 0:
+            continue
+        per_seq = float(kv_bytes_per_seq_per_gpu(m, par, kv_precision, p + r if kv_reservation == "full" else ctx))
+        b_max = par.dp * min(np.floor(pool / per_seq), float(max_seqs_per_rank))
+        if b_max < 1:
+            continue
+        grid = np.unique(np.concatenate([np.geomspace(1, b_max, 24), [b_max]]))
+        res = forward_cost(m, acc, cal, par, precision=precision, kv_precision=kv_precision, dec_seqs=grid,
+                           dec_ctx=ctx)
+        step = res["stage_s"] * par.pp
+        rate = grid / step / par.gpus
+        i = int(np.argmax(rate))
+        if best is None or rate[i] > best.tokens_per_s_per_gpu:
+            best = PoolRate(parallel=par, tokens_per_s_per_gpu=float(rate[i]), step_s=float(step[i]),
+                            batch=float(grid[i]))
+    return best
+
+
+def kv_transfer_seconds(m, acc, cal, par: Parallelism, kv_precision: str, prompt_tokens: float) -> float:
+    """Seconds to ship one request's ``prompt_tokens`` of KV cache from a prefill instance ``par``: the bytes
+    over the ``pp·s`` GPUs holding distinct shards (``s`` = GQA heads' TP split, 1 for MLA), each on its
+    scale-out NIC at ``scaleout_bandwidth · scaleout_efficiency`` (module docstring)."""
+    senders = par.pp * (1 if m.attention == "mla" else min(par.tp, m.num_kv_heads))
+    nic = acc.scaleout_bytes_per_s * cal.scaleout_efficiency
+    return m.kv_bytes_per_token(kv_precision) * float(prompt_tokens) / (senders * nic)
+
+
+def _engine_caps(engine: str, acc) -> tuple[float, float]:
+    d = engine_defaults(engine)
+    small = acc.hbm_bytes / 2**30 < d["small_gpu_below_gib"]
+    return float(d["max_num_batched_tokens"]), float(d["max_num_seqs_small_gpu"] if small else d["max_num_seqs"])
+
+
+def disaggregated_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, precision="bf16",
+                             kv_precision=None, prefill_gpus=None, prefill_parallel=None, decode_parallel=None,
+                             engine="vllm", kv_reservation="current", theoretical=False) -> DisaggregatedEstimate:
+    """Steady-state output tokens/s of ``gpus`` GPUs split into a prefill and a decode pool (module docstring).
+
+    Parameters
+    ----------
+    model, hw : names or catalog entries.
+    gpus : int [GPUs]                   both pools together.
+    prompt_tokens, response_tokens : [tokens]
+    precision, kv_precision : as :func:`~tcocalc.roofline.serving.generation_throughput`.
+    prefill_gpus : int [GPUs], optional the prefill pool, a multiple of its instance; default: solved for the
+        most output per GPU (every whole number of prefill instances is tried).
+    prefill_parallel, decode_parallel : Parallelism of one instance of each pool; default: searched per pool.
+    engine : "vllm" | "sglang"          whose documented chunk (``max_num_batched_tokens``) sizes the prefill step
+        and whose running cap (``max_num_seqs``, per attention-DP rank) bounds the decode batch.
+    kv_reservation : "current" | "full" as :func:`generation_throughput`.
+
+    Raises
+    ------
+    ScenarioError   a bad argument (names it).
+    InfeasibleError too few GPUs for one instance of each pool, or a pinned pool that leaves none for the other;
+        names the smallest count that works.
+    """
+    g = check_positive("gpus", gpus)
+    if g != int(g):
+        raise ScenarioError("gpus", f"must be a whole number, got {gpus!r}")
+    g = int(g)
+    p = check_positive("prompt_tokens", prompt_tokens)
+    r = check_positive("response_tokens", response_tokens)
+    if kv_reservation not in ("current", "full"):
+        raise ScenarioError("kv_reservation", f"must be 'current' or 'full', got {kv_reservation!r}")
+    m, acc, precision, kv, _ = resolve_inputs(model, hw, precision, kv_precision, None)
+    for name, par in (("prefill_parallel", prefill_parallel), ("decode_parallel", decode_parallel)):
+        if isinstance(par, dict):
+            par = Parallelism(**par)
+        if par is not None:
+            resolve_inputs(m, acc, precision, kv, par)
+        if name == "prefill_parallel":
+            prefill_parallel = par
+        else:
+            decode_parallel = par
+    cal = calibration_for(acc, theoretical=theoretical)
+    chunk, max_seqs = _engine_caps(engine, acc)
+    pre = prefill_pool_rate(m, acc, cal, prompt_tokens=p, precision=precision, kv_precision=kv, chunk_tokens=chunk,
+                            parallel=prefill_parallel, max_gpus=g - 1)
+    dec = decode_pool_rate(m, acc, cal, prompt_tokens=p, response_tokens=r, precision=precision, kv_precision=kv,
+                           max_seqs_per_rank=max_seqs, kv_reservation=kv_reservation, parallel=decode_parallel,
+                           max_gpus=g - 1)
+    if pre is None or dec is None:
+        which = "prefill_parallel" if pre is None else "decode_parallel"
+        if (pre is None and prefill_parallel is not None) or (dec is None and decode_parallel is not None):
+            raise InfeasibleError(f"{m.name} ({precision}) on {acc.name}: the pinned {which} does not hold the "
+                                  f"model and one sequence; leave it unset to search")
+        raise InfeasibleError(f"{m.name} ({precision}) on {g} x {acc.name}: no prefill and decode instance fit "
+                              f"together in {g} GPUs; use more GPUs (gpus) or serve aggregated")
+    a, d = pre.parallel.gpus, dec.parallel.gpus
+    if a + d > g:
+        raise InfeasibleError(f"gpus: {g} GPUs cannot hold a prefill instance ({a} GPUs, {pre.parallel.label()}) "
+                              f"and a decode instance ({d} GPUs, {dec.parallel.label()}); use at least {a + d}",
+                              min_gpus=a + d)
+    if prefill_gpus is not None:
+        n_p = check_positive("prefill_gpus", prefill_gpus)
+        if n_p != int(n_p) or int(n_p) % a:
+            raise ScenarioError("prefill_gpus", f"must be a whole multiple of the prefill instance ({a} GPUs, "
+                                                f"{pre.parallel.label()}), got {prefill_gpus!r}")
+        if g - int(n_p) < d:
+            raise InfeasibleError(f"prefill_gpus: {int(n_p)} of {g} GPUs leave fewer than one decode instance "
+                                  f"({d} GPUs); use at most {(g - d) // a * a}", min_gpus=int(n_p) + d)
+        counts = np.array([int(n_p) // a])
+    else:
+        counts = np.arange(1, (g - d) // a + 1)
+    n_p = counts * a
+    n_d = (g - n_p) // d * d
+    kv_req = m.kv_bytes_per_token(kv) * p
+    nic = acc.scaleout_bytes_per_s * cal.scaleout_efficiency
+    by_pre = n_p * pre.tokens_per_s_per_gpu * r / p
+    by_dec = n_d * dec.tokens_per_s_per_gpu
+    by_nic = np.minimum(n_p, n_d) * nic / kv_req * r  # requests/s the smaller side's NICs carry, in output tokens
+    out = np.minimum(np.minimum(by_pre, by_dec), by_nic)
+    i = int(np.argmax(out))
+    parts = {"prefill pool": by_pre[i], "decode pool": by_dec[i], "kv transfer": by_nic[i]}
+    t_kv = kv_transfer_seconds(m, acc, cal, pre.parallel, kv, p)
+    try:
+        agg = generation_throughput(m, acc, gpus=g, prompt_tokens=p, response_tokens=r, precision=precision,
+                                    kv_precision=kv, kv_reservation=kv_reservation, theoretical=theoretical)
+        agg_rate = agg.output_tokens_per_s_per_gpu
+    except InfeasibleError:
+        agg_rate = None
+    return DisaggregatedEstimate(
+        output_tokens_per_s=float(out[i]), output_tokens_per_s_per_gpu=float(out[i]) / g,
+        input_tokens_per_s=float(out[i]) * p / r, prefill_gpus=int(n_p[i]), decode_gpus=int(n_d[i]),
+        idle_gpus=int(g - n_p[i] - n_d[i]),
+        prefill=pre, decode=dec, kv_bytes_per_request=float(kv_req), kv_transfer_s=t_kv,
+        ttft_s=pre.step_s + t_kv + dec.step_s, tpot_s=dec.step_s, bound=min(parts, key=parts.get),
+        aggregated_output_tokens_per_s_per_gpu=agg_rate, tier=cal.tier)
