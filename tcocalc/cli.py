@@ -333,8 +333,15 @@ def _json_record(run: dict) -> dict:
 def _print_heading(run: dict, solved: bool) -> None:
     scn, met = run["scenario"], run["report"].metrics
     print(f"{scn.name}: {scn.description}" if scn.description else scn.name)
+    pools = ""
+    phases = run["report"].phases
+    if phases is not None and "prefill_gpus" in phases:  # disaggregated: the first phase's pools
+        row = phases.iloc[0]
+        pools = (f" (disaggregated: {row['prefill_gpus']:.0f} prefill GPUs in {row['prefill_instance']} instances, "
+                 f"decode in {row['generator_instance']} instances)")
     print(f"mode {scn.orchestration.mode}; trainer {met['trainer_gpus']:.0f} x {scn.trainer.hardware}, "
-          f"generator {met['generator_gpus']:.0f} x {scn.generator.hardware}" + (" (solved split)" if solved else ""))
+          f"generator {met['generator_gpus']:.0f} x {scn.generator.hardware}{pools}"
+          + (" (solved split)" if solved else ""))
 
 
 def _steps_text(run: dict) -> str:

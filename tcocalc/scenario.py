@@ -101,6 +101,18 @@ class GeneratorSection(_Section):
     gpu_memory_utilization: float | None = Field(None, gt=0.05, le=1.0, description="share of GPU memory the engine "
                                                  "may use for weights, activations and KV cache (vLLM; default: "
                                                  "the calibrated KV budget)")
+    disaggregated: bool = Field(False, description="prefill and decode run on separate pools of the generator's "
+                                "GPUs joined by a KV transfer (docs/rl-modeling.md §4.9)")
+    prefill_gpus: int | None = Field(None, ge=1, le=1_000_000, description="GPUs of the prefill pool, a multiple "
+                                     "of its instance (disaggregated only; default: solved with the split)")
+
+    @model_validator(mode="after")
+    def _prefill_pool(self):
+        if self.prefill_gpus is not None and not self.disaggregated:
+            raise ValueError("prefill_gpus needs disaggregated = true")
+        if self.prefill_gpus is not None and self.prefill_gpus >= self.gpus:
+            raise ValueError(f"prefill_gpus ({self.prefill_gpus}) must leave decode GPUs out of gpus ({self.gpus})")
+        return self
 
 
 class SolveRate(_Section):
@@ -242,6 +254,9 @@ class Scenario(_Section):
             raise ValueError("colocated: generator.gpus must equal trainer.gpus (one shared pool)")
         if self.orchestration.mode == "colocated" and self.generator.hardware != self.trainer.hardware:
             raise ValueError("colocated: generator.hardware must equal trainer.hardware (one shared pool)")
+        if self.orchestration.mode == "colocated" and self.generator.disaggregated:
+            raise ValueError("colocated: generator.disaggregated needs separate generator GPUs; use another mode "
+                             "or disaggregated = false")
         if self.phases and self.phases[0].start_step >= self.workload.steps:
             raise ValueError("the first phase starts after the last step")
         return self

@@ -101,3 +101,91 @@ def test_pinned_prefill_pool_errors_name_the_field():
         tc.disaggregated_throughput("Llama-3.3-70B", "H100", engine="nope", **kw)
     with pytest.raises(tc.ScenarioError, match="gpus"):
         tc.disaggregated_throughput("Llama-3.3-70B", "H100", gpus=-1, prompt_tokens=1, response_tokens=1)
+
+
+# ---------------------------------------------------------------- in the RL scenario (docs/rl-modeling.md §4.9)
+
+def _disaggregated(path, **gen):
+    from tcocalc.scenario import load_scenario
+
+    s = load_scenario(path)
+    return s.model_copy(update={"generator": s.generator.model_copy(update={"disaggregated": True, **gen})})
+
+
+def test_prefill_pool_split_hand_derived():
+    """a = 2-GPU prefill instances at x = 1000 token/s/GPU, d = 4-GPU decode instances each consuming
+    D = 1500 token/s, N_g = 20: balance k = 20·1500/(4·1000 + 1500)/2 = 2.73 instances; 2 instances (4 GPUs)
+    feed floor(4000/1500) = 2 replicas, 3 instances (6 GPUs) feed 4 of which 14 // 4 = 3 exist -> (6, 3)."""
+    from tcocalc.rl.capacity import PrefillPool
+
+    pool = PrefillPool(instance=tc.Parallelism(tp=2), instance_gpus=2, tokens_per_s_per_gpu=1000.0,
+                       demand_per_replica=1500.0, kv_transfer_s=0.0, pinned_gpus=None)
+    n_p, rep = pool.split(np.array([20]), 4)
+    assert (int(n_p[0]), int(rep[0])) == (6, 3)
+    pinned = PrefillPool(instance=tc.Parallelism(tp=2), instance_gpus=2, tokens_per_s_per_gpu=1000.0,
+                         demand_per_replica=1500.0, kv_transfer_s=0.0, pinned_gpus=2)
+    n_p, rep = pinned.split(np.array([20]), 4)
+    assert (int(n_p[0]), int(rep[0])) == (2, 1)  # 2 GPUs feed floor(2000/1500) = 1 of the 4 decode instances
+
+
+def test_disaggregated_scenario_reports_its_pools():
+    """GLM-5 on 32 H200 (shipped scenario), disaggregated: one 8-GPU prefill instance, three 8-GPU decode
+    replicas (the prefill pool could feed about 15), so it delivers less than aggregated on so few GPUs."""
+    from tcocalc.scenario import load_scenario
+
+    base = tc.evaluate(load_scenario("scenarios/glm5_h200_drift.toml"))
+    rep = tc.evaluate(_disaggregated("scenarios/glm5_h200_drift.toml"))
+    row = rep.phases.iloc[0]
+    assert row["prefill_gpus"] == 8 and row["prefill_instance"]
+    assert rep.metrics["useful_samples_per_s"] < base.metrics["useful_samples_per_s"]
+    assert all(np.isfinite(v) for v in rep.metrics.values() if isinstance(v, float))
+
+
+def test_pinned_prefill_gpus_and_bad_keys():
+    rep = tc.evaluate(_disaggregated("scenarios/gb300_agentic_96.toml", prefill_gpus=4))
+    assert rep.phases.iloc[0]["prefill_gpus"] == 4
+    with pytest.raises(tc.ScenarioError, match="prefill_gpus"):
+        tc.evaluate(_disaggregated("scenarios/glm5_h200_drift.toml", prefill_gpus=4))  # its instance: 8 GPUs
+    from tcocalc.scenario import load_scenario, scenario_from_dict
+
+    d = load_scenario("scenarios/default.toml").to_dict()
+    d["generator"]["prefill_gpus"] = 2
+    with pytest.raises(tc.ScenarioError, match="generator.*disaggregated = true"):
+        scenario_from_dict(d)
+    d["generator"].update(disaggregated=True, prefill_gpus=d["generator"]["gpus"])
+    with pytest.raises(tc.ScenarioError, match="must leave decode GPUs"):
+        scenario_from_dict(d)
+
+
+def test_too_small_disaggregated_generator_names_the_smallest():
+    s = _disaggregated("scenarios/glm5_h200_drift.toml")
+    s = s.model_copy(update={"generator": s.generator.model_copy(update={"gpus": 8})})
+    with pytest.raises(tc.InfeasibleError, match="generator.gpus.*16 GPUs") as exc:
+        tc.evaluate(s)
+    assert exc.value.min_gpus == 16
+
+
+def test_solve_split_chooses_the_prefill_pool_per_size():
+    rep = tc.solve_split(_disaggregated("scenarios/gb300_agentic_96.toml"))
+    sw = rep.sweep
+    assert np.all(np.isfinite(sw["useful_samples_per_s"].astype(float).fillna(0)))
+    assert rep.phases.iloc[0]["prefill_gpus"] >= 1
+
+
+def test_colocated_cannot_be_disaggregated():
+    from tcocalc.scenario import load_scenario, scenario_from_dict
+
+    d = load_scenario("scenarios/verl_fully_async_qwen25_7b_h20.toml").to_dict()
+    d["orchestration"]["mode"] = "colocated"
+    d["generator"].update(disaggregated=True, gpus=d["trainer"]["gpus"], hardware=d["trainer"]["hardware"])
+    with pytest.raises(tc.ScenarioError, match="colocated.*disaggregated"):
+        scenario_from_dict(d)
+
+
+def test_simulator_follows_the_disaggregated_generator():
+    """The simulator runs the decode replicas the prefill pool keeps fed and the pool's prefill latency: on the
+    GB300 agentic scenario it agrees with the closed form as the aggregated one does (grid: within 10%)."""
+    s = _disaggregated("scenarios/gb300_agentic_96.toml")
+    a, r = tc.evaluate(s), tc.simulate(s, steps=12, seed=0)
+    assert r.metrics["useful_samples_per_s"] == pytest.approx(a.metrics["useful_samples_per_s"], rel=0.10)
+    assert abs(r.metrics["trainer_idle_fraction"] - a.metrics["trainer_idle_fraction"]) <= 0.05

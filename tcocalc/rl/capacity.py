@@ -21,7 +21,7 @@ import numpy as np
 
 from ..catalog.calibration import calibration_for, rl_calibration
 from ..catalog.models import ModelArch
-from ..errors import InfeasibleError
+from ..errors import InfeasibleError, ScenarioError
 from ..roofline.parallel import Parallelism
 from ..roofline.serving import generation_throughput
 from ..roofline.training import candidate_layouts, training_step
@@ -30,8 +30,44 @@ from .decode_floor import decode_floor_seconds
 from .phases import WorkloadStats
 from .settings import settings
 
-__all__ = ["GeneratorCapacity", "generator_capacity", "trainer_capacity", "trainer_min_gpus", "sample_flops",
-           "trajectory_flops_coefficients", "TrainerRates", "pinned_layout", "smallest_fitting_layout"]
+__all__ = ["GeneratorCapacity", "PrefillPool", "generator_capacity", "trainer_capacity", "trainer_min_gpus",
+           "sample_flops", "trajectory_flops_coefficients", "TrainerRates", "pinned_layout", "smallest_fitting_layout"]
+
+
+@dataclass(frozen=True)
+class PrefillPool:
+    """The prefill pool of a disaggregated generator (docs/rl-modeling.md §4.9): its instance, input tokens/s per
+    GPU at the engine's chunk (:func:`~tcocalc.roofline.disaggregated.prefill_pool_rate`), the prefill tokens/s
+    one decode replica consumes at its steady batch, the KV transfer of one trajectory's prefill [s] and the
+    pinned pool size (``None``: solved for each generator size)."""
+
+    instance: Parallelism
+    instance_gpus: int
+    tokens_per_s_per_gpu: float
+    demand_per_replica: float
+    kv_transfer_s: float
+    pinned_gpus: int | None
+
+    def split(self, n_g, decode_instance_gpus: int) -> tuple[np.ndarray, np.ndarray]:
+        """(prefill GPUs, decode replicas kept busy) for generator sizes ``n_g``. Solved: the whole number of
+        prefill instances nearest the balance ``n_p = n_g·D/(d·x + D)`` (``D`` demand per replica, ``x`` rate
+        per GPU, ``d`` decode instance) that keeps the most replicas fed; a replica counts only when both its
+        decode instance and its share of the prefill pool exist."""
+        n_g = np.asarray(n_g, dtype=int)
+        a, d = self.instance_gpus, decode_instance_gpus
+        x, dem = self.tokens_per_s_per_gpu, self.demand_per_replica
+
+        def fed(k):
+            n_p = k * a
+            return n_p, np.minimum(np.maximum(n_g - n_p, 0) // d, np.floor(n_p * x / dem + 1e-9)).astype(int)
+
+        if self.pinned_gpus is not None:
+            return fed(np.full(n_g.shape, self.pinned_gpus // a))
+        k_f = n_g * dem / (d * x + dem) / a
+        lo, hi = np.maximum(np.floor(k_f), 1).astype(int), np.maximum(np.ceil(k_f), 1).astype(int)
+        (p_lo, r_lo), (p_hi, r_hi) = fed(lo), fed(hi)
+        take_hi = r_hi > r_lo
+        return np.where(take_hi, p_hi, p_lo), np.where(take_hi, r_hi, r_lo)
 
 
 @dataclass(frozen=True)
@@ -49,6 +85,34 @@ class GeneratorCapacity:
     latency_s: float        # one trajectory dispatch -> done, tools included [s]
     weights_per_gpu_bytes: float
     prefill_tokens_per_s: float  # bulk prefill rate of one instance at the running context [token/s]
+    prefill_pool: PrefillPool | None = None  # disaggregated: prompts are prefilled on a pool of their own
+
+    def replicas(self, n_g) -> np.ndarray:
+        """Decode replicas (serving instances) ``n_g`` generator GPUs run; disaggregated, those the prefill pool
+        keeps fed after its own GPUs (:meth:`PrefillPool.split`)."""
+        n_g = np.asarray(n_g, dtype=int)
+        if self.prefill_pool is None:
+            return n_g // self.instance_gpus
+        return self.prefill_pool.split(n_g, self.instance_gpus)[1]
+
+    def prefill_gpus(self, n_g) -> np.ndarray:
+        """GPUs of the prefill pool out of ``n_g`` generator GPUs (0 when aggregated)."""
+        n_g = np.asarray(n_g, dtype=int)
+        if self.prefill_pool is None:
+            return np.zeros_like(n_g)
+        return self.prefill_pool.split(n_g, self.instance_gpus)[0]
+
+    @property
+    def min_gpus(self) -> int:
+        """The fewest generator GPUs that run one replica: one instance, plus, disaggregated, the prefill pool
+        (pinned) or enough prefill instances to feed it."""
+        if self.prefill_pool is None:
+            return self.instance_gpus
+        p = self.prefill_pool
+        if p.pinned_gpus is not None:
+            return p.pinned_gpus + self.instance_gpus
+        k = max(int(np.ceil(p.demand_per_replica / (p.tokens_per_s_per_gpu * p.instance_gpus) - 1e-9)), 1)
+        return k * p.instance_gpus + self.instance_gpus
 
     def step_s(self, b):
         """Decode step time with ``b`` running trajectories [s]."""
@@ -56,11 +120,12 @@ class GeneratorCapacity:
 
 
 def _fit(m, acc, par, kw, generated, ctx, env_s, turns, caching, precision, kv, b_max, weights,
-         engine) -> GeneratorCapacity:
+         engine, prefill_s=None) -> GeneratorCapacity:
     """Step-time line, latency and steady-state rate of one serving instance. ``engine`` is (CUDA graphs,
     largest graphed batch, max_num_seqs, CPU factor): the batch is capped at the engine's maximum concurrent
     sequences, each step pays the decode floor (:func:`~tcocalc.rl.decode_floor.decode_floor_seconds`) and,
-    without async scheduling, its CPU work ``engine_cpu_share`` of the GPU time (docs/rl-modeling.md §4.8)."""
+    without async scheduling, its CPU work ``engine_cpu_share`` of the GPU time (docs/rl-modeling.md §4.8).
+    ``prefill_s``: a trajectory's prefill latency when it is not the instance's own (disaggregated, §4.9)."""
     graphs, graph_max, max_seqs, cpu = engine
     b_max = float(min(b_max, max_seqs))
     inst = par.gpus
@@ -69,7 +134,7 @@ def _fit(m, acc, par, kw, generated, ctx, env_s, turns, caching, precision, kv, 
     floor = decode_floor_seconds(m, acc, par, np.array([1.0, b_max]), cuda_graphs=graphs, graph_max_batch=graph_max)
     t0 = cpu * one.tpot_s + float(floor[0])
     t1 = max((cpu * full.tpot_s + float(floor[1]) - t0) / max(b_max - 1.0, 1.0), 0.0)
-    prefill_s = max(one.ttft_s - one.tpot_s, 0.0)
+    prefill_s = max(one.ttft_s - one.tpot_s, 0.0) if prefill_s is None else prefill_s
     b_op = b_max
     t_llm = prefill_s + generated * (t0 + t1 * b_max)
     if turns > 1 and caching and env_s > 0:
@@ -137,24 +202,61 @@ def _memory_calibration(acc, mem_util: float | None):
 @functools.lru_cache(maxsize=256)
 def _generator_capacity(m, acc, precision, kv, prefill, generated, ctx, env_s, turns,
                         caching, pinned_tp=None, max_gpus=None, engine=(True, 512, 1024, 1.0),
-                        mem_util=None) -> GeneratorCapacity:
+                        mem_util=None, disagg=None) -> GeneratorCapacity:
     """The serving instance: the throughput-best one (highest steady-state output per GPU within KV memory;
     :func:`_best_instance`, ``max_gpus`` the pool when it is smaller than that instance), or the pinned
     tensor-parallel degree. Choosing an instance for latency when a staleness bound caps throughput is a
-    known open item (README, "Assumptions and known limits")."""
+    known open item (README, "Assumptions and known limits"). ``disagg`` = (chunk tokens, pinned prefill GPUs)
+    for a disaggregated generator: decode-only instances and a prefill pool (:func:`_prefill_pool`)."""
     kw = dict(prompt_tokens=max(prefill, 1.0), response_tokens=max(generated, 1.0), precision=precision,
               kv_precision=kv, context_tokens=ctx)
     cal = _memory_calibration(acc, mem_util)
     if cal is not None:
         kw["_calibration"] = cal
+    pool = None
+    if disagg is not None:
+        kw["interleaved_prefill"] = False
+        pool = _prefill_pool(m, acc, cal or calibration_for(acc), precision, kv, prefill, turns, *disagg)
     if pinned_tp is not None:
         par = Parallelism(tp=pinned_tp, ep=pinned_tp if m.is_moe and m.num_experts % pinned_tp == 0 else 1)
         est = generation_throughput(m, acc, gpus=pinned_tp, parallel=par, **kw)
-        return _fit(m, acc, par, kw, generated, ctx, env_s, turns, caching, precision, kv,
-                    est.max_concurrency / est.replicas, est.weights_per_gpu_bytes, engine)
-    best = _best_instance(m, acc, kw, max_gpus)
-    return _fit(m, acc, best.parallel, kw, generated, ctx, env_s, turns, caching, precision, kv,
-                best.max_concurrency / best.replicas, best.weights_per_gpu_bytes, engine)
+        b_max, weights = est.max_concurrency / est.replicas, est.weights_per_gpu_bytes
+    else:
+        best = _best_instance(m, acc, kw, max_gpus)
+        par, b_max, weights = best.parallel, best.max_concurrency / best.replicas, best.weights_per_gpu_bytes
+    cap = _fit(m, acc, par, kw, generated, ctx, env_s, turns, caching, precision, kv, b_max, weights, engine,
+               prefill_s=None if pool is None else pool[1])
+    if pool is None:
+        return cap
+    # one decode replica consumes the prefill of the trajectories it finishes (§4.9)
+    demand = cap.b_op / float(cap.step_s(cap.b_op)) / max(generated, 1.0) * max(prefill, 1.0)
+    return replace(cap, prefill_pool=replace(pool[0], demand_per_replica=demand), prefill_tokens_per_s=demand)
+
+
+def _prefill_pool(m, acc, cal, precision, kv, prefill, turns, chunk, pinned) -> tuple[PrefillPool, float]:
+    """The prefill pool of a disaggregated generator and one trajectory's prefill latency [s]: the throughput-best
+    prefill instance at the engine's chunk (:func:`~tcocalc.roofline.disaggregated.prefill_pool_rate`) for
+    prompts of ``prefill/turns`` tokens (each turn's new tokens are one prefill request), each turn's prefill
+    alone on it plus the KV transfer of all ``prefill`` tokens (:func:`kv_transfer_seconds`; docs §4.9)."""
+    from ..roofline.disaggregated import kv_transfer_seconds, prefill_pool_rate
+    from ..roofline.forward import forward_cost, resolve_inputs
+
+    _, _, precision, kv, _ = resolve_inputs(m, acc, precision, kv, None)  # the KV precision's default
+    per_turn = max(prefill, 1.0) / max(turns, 1)
+    rate = prefill_pool_rate(m, acc, cal, prompt_tokens=per_turn, precision=precision, kv_precision=kv,
+                             chunk_tokens=chunk)
+    if rate is None:
+        raise InfeasibleError(f"generator.disaggregated: no prefill instance of {m.name} ({precision}) on "
+                              f"{acc.name} holds a {per_turn:,.0f}-token prompt")
+    par = rate.parallel
+    if pinned is not None and pinned % par.gpus:
+        raise ScenarioError("generator.prefill_gpus", f"must be a multiple of the prefill instance ({par.gpus} "
+                                                      f"GPUs, {par.label()}), got {pinned}")
+    one = forward_cost(m, acc, cal, par, precision=precision, kv_precision=kv, pre_seqs=1.0, pre_tokens=per_turn)
+    t_kv = kv_transfer_seconds(m, acc, cal, par, kv, max(prefill, 1.0))
+    latency = max(turns, 1) * float(one["stage_s"]) * par.pp + t_kv
+    return PrefillPool(instance=par, instance_gpus=par.gpus, tokens_per_s_per_gpu=rate.tokens_per_s_per_gpu,
+                       demand_per_replica=0.0, kv_transfer_s=t_kv, pinned_gpus=pinned), latency
 
 
 def generator_capacity(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int | None = None) -> GeneratorCapacity:
@@ -169,7 +271,7 @@ def generator_capacity(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int |
     engine = (st.cuda_graphs, graph_max, st.max_num_seqs, cpu)
     args = (cluster.model, cluster.generator, g.precision, g.kv_precision, ws.prefill_tokens, ws.generated_per_kept,
             ws.context_tokens, ws.tool_s + ws.startup_s, ws.turns, scn.workload.prefix_caching, g.tp, None, engine,
-            g.gpu_memory_utilization)
+            g.gpu_memory_utilization, (st.max_num_batched_tokens, g.prefill_gpus) if g.disaggregated else None)
     cap = _generator_capacity(*args)
     if max_gpus is not None and g.tp is None and cap.instance_gpus > max_gpus:
         cap = _generator_capacity(*args[:11], int(max_gpus), *args[12:])

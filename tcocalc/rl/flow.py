@@ -106,7 +106,7 @@ def pool_rates(cluster: Cluster, scn: Scenario, ws: WorkloadStats, gcap: Generat
     gen_per_dispatched = ws.generated_per_dispatched
     tr = trainer_capacity(scn, cluster, ws, n_t)
     mu_t, mfu_busy = tr.samples_per_s, tr.mfu_busy
-    n_rep = n_g // gcap.instance_gpus
+    n_rep = gcap.replicas(n_g)  # disaggregated: the decode replicas its prefill pool keeps fed (§4.9)
     feasible = (mu_t > 0) & (n_rep > 0)
     mu_safe = np.where(feasible, mu_t, 1.0)
     st = settings(scn)

@@ -34,6 +34,7 @@ class Settings:
     trainer_overhead: float      # framework time over the roofline trainer's, forward and backward [1]
     max_num_seqs: int            # per engine instance [sequences]
     cuda_graph_max_batch: int    # larger decode batches run without CUDA graphs [sequences]
+    max_num_batched_tokens: int  # tokens one engine step takes in (the prefill chunk) [tokens]
 
     @property
     def extra_forward_passes(self) -> int:
@@ -78,4 +79,4 @@ def settings(scn: Scenario) -> Settings:
         bucketed_weight_load=_pick(g.bucketed_weight_load, p["bucketed_weight_load"]),
         trainer_overhead=_pick(t.framework_overhead, p["trainer_overhead"]),
         max_num_seqs=_pick(g.max_num_seqs, _engine_max_num_seqs(eng, g.hardware)),
-        cuda_graph_max_batch=eng["cuda_graph_max_batch"])
+        cuda_graph_max_batch=eng["cuda_graph_max_batch"], max_num_batched_tokens=eng["max_num_batched_tokens"])

@@ -160,7 +160,7 @@ def _params(scn: Scenario, ws, gcap, rates: Rates, cluster_model) -> SimParams:
         mode=orch.mode, batch=w.samples_per_step, group_size=w.group_size, eta=orch.max_staleness,
         oversampling=orch.oversampling, partial_rollout=orch.partial_rollout,
         filter_zero_advantage=orch.filter_zero_advantage, keep_estimate=keep_est,
-        n_rep=max(int(rates.n_g[0]) // gcap.instance_gpus, 1), slots=int(max(1, math.floor(float(rates.slots[0])))),
+        n_rep=max(int(gcap.replicas(int(rates.n_g[0]))), 1), slots=int(max(1, math.floor(float(rates.slots[0])))),
         t0=gcap.t0, t1=gcap.t1,
         # a trajectory's prefill, as decode-token equivalents at the steady-state step time (saves an event each)
         prefill_tokens_equiv=gcap.prefill_s / (gcap.t0 + gcap.t1 * float(rates.b_op[0])),

@@ -68,6 +68,13 @@ def _check_sides(scn: Scenario, cluster: Cluster, res: PhaseResult, n_t: int, n_
             f"generator: {n_g} x {scn.generator.hardware} cannot hold {m.name} ({scn.generator.precision}); "
             f"the smallest instance is {gcap.instance_gpus} GPUs ({gcap.instance.label()})",
             min_gpus=gcap.instance_gpus, layout=gcap.instance)
+    if gcap.prefill_pool is not None and int(gcap.replicas(n_g)) < 1:
+        pool = gcap.prefill_pool
+        field = "generator.prefill_gpus" if pool.pinned_gpus is not None else "generator.gpus"
+        raise InfeasibleError(
+            f"{field}: {n_g} disaggregated generator GPUs do not run one fed decode instance ({gcap.instance_gpus} "
+            f"GPUs, {gcap.instance.label()}) next to its prefill pool (instances of {pool.instance_gpus} GPUs, "
+            f"{pool.instance.label()}); the smallest that works is {gcap.min_gpus} GPUs", min_gpus=gcap.min_gpus)
     if not bool(res.feasible[0]) and scn.trainer.pinned_layout:
         _pinned_layout_error(scn, cluster, ws, n_t)
     if not bool(res.feasible[0]):
@@ -100,9 +107,13 @@ def _phase_table(parts: list[tuple], results: list[PhaseResult]):
 
     rows = []
     for (ws, met), res in zip(parts, results, strict=True):
-        rows.append({"phase": ws.phase, "start_step": ws.start_step, "steps": ws.steps,
-                     "duration [h]": ws.steps * met["step_time_s"] / 3600, **met,
-                     "generator_instance": res.generator.instance.label()})
+        row = {"phase": ws.phase, "start_step": ws.start_step, "steps": ws.steps,
+               "duration [h]": ws.steps * met["step_time_s"] / 3600, **met,
+               "generator_instance": res.generator.instance.label()}
+        if res.generator.prefill_pool is not None:  # disaggregated: the prefill pool inside the generator GPUs
+            row["prefill_gpus"] = int(res.generator.prefill_gpus(res.rates.n_g[:1])[0])
+            row["prefill_instance"] = res.generator.prefill_pool.instance.label()
+        rows.append(row)
     return pd.DataFrame(rows)
 
 

@@ -206,7 +206,7 @@ def _cross_node_sends(m: ModelArch, acc: Accelerator, group_gpus: int) -> float:
     """Scale-out copies of one token in an expert-parallel group spanning ``n`` scale-up domains (nodes).
 
     DeepEP's inter-node kernels (deepseek-ai/DeepEP README, "normal kernels"; DeepSeek-V3 technical report
-    arXiv:2412.19437 §3.2.2) send a token once per destination node over RDMA and forward it to the GPUs of its
+    arXiv:2412.19437, section 3.2.2) send a token once per destination node over RDMA and forward it to the GPUs of its
     experts over NVLink, so the scale-out bytes follow the distinct remote nodes its ``k`` experts sit on, not the
     ``k`` experts: ``n·(1 - (1 - 1/n)^k)`` distinct nodes for uniform routing, of which ``(n - 1)/n`` remote. The
     NVLink forwarding is charged as the in-domain fan-out (caller). Group-limited routing (DeepSeek's at most

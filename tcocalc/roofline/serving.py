@@ -103,7 +103,8 @@ def _pool_per_gpu(m, acc, cal, par, precision):
 
 def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, precision="bf16",
                           concurrency=None, parallel=None, kv_precision=None, theoretical=False,
-                          context_tokens=None, kv_reservation="current", _calibration=None) -> GenerationEstimate:
+                          context_tokens=None, kv_reservation="current", interleaved_prefill=True,
+                          _calibration=None) -> GenerationEstimate:
     """Steady-state output tokens/s of ``gpus`` GPUs generating ``response_tokens`` after ``prompt_tokens``.
 
     Parameters
@@ -123,6 +124,9 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
         whole output from admission (TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler, which
         trtllm-bench's batch heuristic also sizes by ISL + OSL; serving-engines.md A.3). For long outputs
         "full" admits about half as many sequences.
+    interleaved_prefill : newcomers' prompts are prefilled inside the decode steps (aggregated serving, the
+        default); ``False`` for a decode instance of a disaggregated deployment, whose prompts arrive prefilled
+        (:mod:`tcocalc.roofline.disaggregated`).
 
     Raises
     ------
@@ -164,7 +168,7 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
         else:
             grid = np.unique(np.concatenate([np.geomspace(1, b_max, 24), [b_max]]))
         res = forward_cost(m, acc, cal, par, precision=precision, kv_precision=kv_precision, dec_seqs=grid,
-                           dec_ctx=ctx, pre_seqs=grid / r, pre_tokens=p)
+                           dec_ctx=ctx, pre_seqs=grid / r if interleaved_prefill else 0.0, pre_tokens=p)
         tpot = res["stage_s"] * par.pp
         rate = grid / tpot
         i = int(np.argmax(rate))
