@@ -55,6 +55,9 @@ def roofline() -> list[tuple[str, float, str]]:
                                                  response_tokens=12000, precision="fp8"))
     gen_dense = _best(lambda: tc.generation_throughput("Llama-3.1-70B", "H100", gpus=64, prompt_tokens=1000,
                                                        response_tokens=4000, precision="fp8"))
+    # issue 13 item 3: both pools' layout searches, the aggregated comparison and the solved split
+    disagg = _best(lambda: tc.disaggregated_throughput("DeepSeek-V3", "H100", gpus=96, prompt_tokens=2000,
+                                                       response_tokens=1000, precision="fp8"))
     trn = _best(lambda: tc.training_throughput("Qwen3-235B-A22B", "H200", gpus=256, seq_tokens=16000,
                                                precision="bf16"))
     # issue 13: uneven stages, interleaving and context parallelism at frontier scale
@@ -70,6 +73,8 @@ def roofline() -> list[tuple[str, float, str]]:
     return [
         ("generation_throughput search, Qwen3-235B on 64 H200 (MoE)", gen, "< 0.05 s"),
         ("generation_throughput search, Llama-3.1-70B on 64 H100 (dense)", gen_dense, "< 0.05 s"),
+        ("disaggregated_throughput search (both pools, split, aggregated), DeepSeek-V3 on 96 H100", disagg,
+         "< 0.05 s"),
         ("training_throughput layout search, Qwen3-235B on 256 H200", trn, "< 0.2 s"),
         ("training_throughput search (uneven PP, VP, CP), Llama-3.1-405B on 16,384 H100, 131k", trn_big, "< 0.2 s"),
         (f"decode_sweep of {n_points:,} (model, hardware, layout, batch) points", sweep, "< 2 s"),
