@@ -164,3 +164,12 @@ def test_context_parallelism_is_searched_for_long_sequences_only():
     assert long.tokens_per_s > best_without > 0
     assert all(p.cp == 1 for p in candidate_layouts(m, acc, 64, 8192))
     assert max(p.cp for p in candidate_layouts(m, acc, 64, 65536)) == 65536 // CP_MIN_TOKENS_PER_RANK
+
+
+def test_context_parallel_degree_must_divide_the_sequence():
+    """Megatron splits a sequence into 2·cp chunks: 10,004 tokens (= 4 x 2,501) take cp = 2 (4 chunks) but not
+    cp = 8 (16 chunks); the error names parallel.cp, the degrees that work and the padded length (10,016)."""
+    with pytest.raises(tc.ScenarioError, match=r"parallel\.cp.*\[1, 2\].*10,016"):
+        tc.training_throughput("Llama-3.1-8B", "H100", gpus=8, seq_tokens=10004, parallel=tc.Parallelism(cp=8))
+    est = tc.training_throughput("Llama-3.1-8B", "H100", gpus=8, seq_tokens=10004, parallel=tc.Parallelism(dp=4, cp=2))
+    assert est.parallel.cp == 2 and est.mfu > 0

@@ -272,6 +272,21 @@ def candidate_layouts(m, acc, gpus: int, seq: float | None = None):
                             yield Parallelism(tp=tp, pp=pp, dp=dp, ep=ep, vp=vp, cp=cp)
 
 
+def _check_cp_divides(par: Parallelism, seq: float) -> None:
+    """Context parallelism splits each sequence into ``2·cp`` chunks (two per rank, for a balanced causal mask:
+    NVIDIA/Megatron-LM megatron/training/utils.py ``get_batch_on_this_cp_rank``), so a fixed ``seq_tokens`` must be
+    a multiple of ``2·cp``; ScenarioError naming ``parallel.cp`` with the degrees that divide it and the padded
+    length otherwise. (RL trajectories of varying length are padded per sequence by the frameworks, so the RL
+    model, which passes a mean length, does not call this.)"""
+    if par.cp <= 1 or seq != int(seq) or int(seq) % (2 * par.cp) == 0:
+        return
+    ok = [c for c in (1, 2, 4, 8, 16, 32) if int(seq) % (2 * c) == 0 or c == 1]
+    padded = -(-int(seq) // (2 * par.cp)) * 2 * par.cp
+    raise ScenarioError("parallel.cp", f"cp={par.cp} splits each sequence into {2 * par.cp} chunks, but seq_tokens = "
+                                       f"{int(seq):,} is not a multiple of {2 * par.cp}; cp in {ok} divides it, or pad "
+                                       f"seq_tokens to {padded:,}")
+
+
 def training_throughput(model, hw, *, gpus, seq_tokens, precision="bf16", parallel=None,
                         global_batch_tokens=None, theoretical=False, optimizer_offload=None,
                         _calibration=None) -> TrainingEstimate:
@@ -302,6 +317,7 @@ def training_throughput(model, hw, *, gpus, seq_tokens, precision="bf16", parall
     if parallel is not None:
         if par0.gpus != gpus:
             raise ScenarioError("parallel", f"tp*pp*dp*cp = {par0.gpus} must equal gpus = {gpus}")
+        _check_cp_divides(par0, seq)
         layouts = [par0]
     else:
         layouts = list(candidate_layouts(m, acc, gpus, seq))
