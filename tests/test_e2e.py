@@ -7,13 +7,19 @@ screenshot docs/plan.png is refreshed deliberately, after a run of this file, wi
 """
 
 import io
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 import tomllib
+import urllib.request
 
 import pandas as pd
 import pytest
 
-from .conftest import ARTIFACTS
+from .conftest import ARTIFACTS, ROOT, _free_port
 
 pytestmark = pytest.mark.e2e
 
@@ -125,6 +131,72 @@ def test_plan_inputs_survive_a_reload_like_a_reconnect(page, app_url):
     _expect(_split_heading(page)).to_have_text("Split 16 trainer : 24 generator GPUs")
     _expect(page.get_by_role("spinbutton", name="Trainer GPUs")).to_have_value("16")
     assert not page.locator('[data-testid="stAlertContentWarning"]').count()
+
+
+def _serve(port: int, log) -> subprocess.Popen:
+    """``streamlit run app.py`` on ``port`` (as conftest's app_url starts it), once it answers its health check."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+         "--server.fileWatcherType", "none"], stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+    deadline = time.time() + 60
+    while time.time() < deadline and proc.poll() is None:
+        try:
+            if urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1).read() == b"ok":
+                return proc
+        except OSError:
+            time.sleep(0.2)
+    _kill(proc)
+    raise RuntimeError(f"streamlit did not become healthy on port {port}")
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """Stop exactly the server we started, at once (as a crash would)."""
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+
+
+def test_plan_inputs_and_the_reconnecting_edit_survive_a_server_restart(page, tmp_path):
+    """A real restart: the tab reconnects to a new server on the same port (a new session). The edit that sends
+    the first rerun after it must win over the page's URL, written before that edit; every other input is kept."""
+    port = _free_port()
+    with open(tmp_path / "server.log", "w") as log:
+        server = _serve(port, log)
+        try:
+            page.goto(f"http://127.0.0.1:{port}/")
+            page.get_by_text("Useful samples/s").first.wait_for()
+            app = page.get_by_test_id("stApp")
+            trainer = page.get_by_role("spinbutton", name="Trainer GPUs")
+            trainer.fill("16")
+            trainer.press("Enter")
+            _expect(_split_heading(page)).to_have_text("Split 16 trainer : 8 generator GPUs")
+            resp = page.get_by_role("spinbutton", name="Mean response [tokens]")
+            resp.fill("6000")
+            resp.press("Enter")
+            _expect(page).to_have_url(re.compile(r"[?&]trainer_gpus=16&resp_mean=6000(&|$)"))
+            _expect(app).to_have_attribute("data-test-script-state", "notRunning")
+            before = _kpi(page, "Run cost")
+            _expect(app).to_have_attribute("data-test-connection-state", "CONNECTED")
+            _kill(server)
+            gen = page.get_by_role("spinbutton", name="Generator GPUs")
+            _expect(app).not_to_have_attribute("data-test-connection-state", "CONNECTED")  # the tab saw it go
+            _expect(gen).to_be_disabled()  # its widgets wait for the reconnect
+            server = _serve(port, log)
+            _expect(app).to_have_attribute("data-test-connection-state", "CONNECTED")  # to the new server
+            _expect(gen).to_be_enabled()
+            gen.fill("24")  # this edit's rerun is the new session's first run
+            gen.press("Enter")
+            _expect(_split_heading(page)).to_have_text("Split 16 trainer : 24 generator GPUs")
+            _expect(page).to_have_url(re.compile(r"[?&]trainer_gpus=16&generator_gpus=24&resp_mean=6000(&|$)"))
+            _expect(app).to_have_attribute("data-test-script-state", "notRunning")
+            _expect(trainer).to_have_value("16")
+            _expect(gen).to_have_value("24")
+            _expect(resp).to_have_value("6000.00")
+            assert _kpi(page, "Run cost") != before  # the page evaluated the edit, not only the browser shows it
+            assert not page.locator('[data-testid="stAlertContentWarning"]').count()
+        finally:
+            _kill(server)
 
 
 def test_solve_and_simulate_agree_on_the_split(page, app_url):
