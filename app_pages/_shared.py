@@ -12,6 +12,7 @@ progress callback draws on the page, which ``st.cache_data`` would record and fa
 from __future__ import annotations
 
 import inspect
+import re
 from collections import OrderedDict
 from pathlib import Path
 
@@ -130,13 +131,16 @@ def error_text(exc: Exception, labels: dict[str, str] | None = None) -> str:
     """A library error as one line; an InfeasibleError adds the smallest GPU count (and layout) that fits.
 
     With ``labels`` (a ScenarioError's field -> the label of the widget on the page) the text is plain: no
-    exception class name, and a field the page shows by its label is named by that label.
+    exception class name, and a field the page shows by its label is named by that label, in the message too
+    (a rule across fields, e.g. "colocated: generator.gpus must equal trainer.gpus").
     """
     if labels is None:
         text = f"{type(exc).__name__}: {exc}"
     else:
         field, message = getattr(exc, "field", None), getattr(exc, "message", None)
         text = f"{labels[field]}: {message}" if field in labels and message else str(exc)
+        for path in sorted(labels, key=len, reverse=True):  # a rule across fields names them in its message too
+            text = re.sub(rf"(?<![\w.]){re.escape(path)}(?![\w.])", f"'{labels[path]}'", text)
     if isinstance(exc, tc.InfeasibleError) and exc.min_gpus is not None:
         layout = f" ({exc.layout.label()})" if exc.layout is not None else ""
         text = f"{text.rstrip('.')}. Smallest that fits: {exc.min_gpus:,} GPUs{layout}."

@@ -34,7 +34,9 @@ LABELS = {"model.name": "Model", "trainer.hardware": "Trainer hardware", "traine
           "workload.group_size": "Group size (samples per prompt)", "workload.prompt_tokens": "Prompt [tokens]",
           "workload.response_tokens_mean": "Mean response [tokens]", "workload.turns": "Turns per trajectory",
           "sandbox.tool_call_s": "Tool call [s]", "economics.usd_per_gpu_hour": "GPU cost [USD/GPU-h]",
-          "orchestration.framework": "Framework preset"}
+          "orchestration.framework": "Framework preset", "generator.disaggregated": "Prefill/decode",
+          "generator.prefill_gpus": "Prefill/decode"}
+SERVING = ("aggregated", "disaggregated")  # the Prefill/decode box: generator.disaggregated false / true
 
 
 def limits(key: str) -> dict:
@@ -139,6 +141,7 @@ start = {
     "resp_mean": float(scn0.workload.response_tokens_mean), "turns": scn0.workload.turns,
     "tool_s": float(scn0.sandbox.tool_call_s), "usd_gpu_h": float(scn0.economics.usd_per_gpu_hour),
     "framework": scn0.orchestration.framework,
+    "serving": SERVING[int(scn0.generator.disaggregated)],
 }
 hw_names = list(ui.hardware_table()["name"])
 models = ui.model_names()
@@ -148,6 +151,7 @@ choices = {
     "mode": list(tc.Scenario.choices("orchestration.mode")),
     "generator_precision": list(tc.Scenario.choices("generator.precision")),
     "framework": list(tc.Scenario.choices("orchestration.framework")),
+    "serving": list(SERVING),
 }
 if scn0.model.config is None:  # a model given by its [model.config] is not chosen from the catalog
     choices["model"] = models if scn0.model.name in models else [scn0.model.name, *models]
@@ -207,7 +211,10 @@ with st.expander("Cluster and workload", expanded=True):
     c3.number_input("GPU cost [USD/GPU-h]", step=0.1, key="usd_gpu_h", **limits("usd_gpu_h"),
                     help="all-in cost per GPU-hour; the Cost page derives one from capex and opex")
     solve = c4.toggle("Find the best split", key="solve", **initial("solve"))
-    c1, _, _, _ = st.columns(4)
+    c1, c2, _, _ = st.columns(4)
+    c2.selectbox("Prefill/decode", choices["serving"], key="serving", **initial("serving"),
+                 help="disaggregated: the generator's GPUs split into a prefill pool and a decode pool joined by a "
+                      "KV transfer, the split solved for each generator size (docs/rl-modeling.md §4.9)")
     c1.selectbox("Framework preset", choices["framework"], key="framework", **initial("framework"),
                  help="sets what differs between RL frameworks: CUDA graphs, colocated offload, log-prob and "
                       "reference passes, weight-sync transport and loading, async scheduling (data/frameworks.toml); "
@@ -228,7 +235,9 @@ try:
         "orchestration.max_staleness": float(ss["max_staleness"]), "workload.prompts_per_step": int(ss["prompts"]),
         "workload.group_size": int(ss["group"]), "workload.prompt_tokens": float(ss["prompt_tokens"]),
         "workload.turns": int(ss["turns"]), "sandbox.tool_call_s": float(ss["tool_s"]),
-        "economics.usd_per_gpu_hour": float(ss["usd_gpu_h"]), "orchestration.framework": ss["framework"]})
+        "economics.usd_per_gpu_hour": float(ss["usd_gpu_h"]), "orchestration.framework": ss["framework"],
+        "generator.disaggregated": ss["serving"] == "disaggregated",
+        **({} if ss["serving"] == "disaggregated" else {"generator.prefill_gpus": None})})
         .with_response_mean(float(ss["resp_mean"]))
         .with_cluster(mode=ss["mode"], trainer_hardware=ss["trainer_hw"], trainer_gpus=int(ss["trainer_gpus"]),
                       generator_hardware=ss["generator_hw"], generator_gpus=int(ss["generator_gpus"])))
@@ -243,6 +252,10 @@ shown, m = report.scenario, report.metrics
 mode = shown.orchestration.mode
 split = ui.split_text(m, mode)
 st.subheader(("" if mode == "colocated" else "Split ") + split + (" (solved)" if solve else ""))
+if report.phases is not None and "prefill_gpus" in report.phases.columns:  # disaggregated: the generator's pools
+    pools = report.phases.iloc[0]
+    st.caption(f"Generator pools: {ui.plural(int(pools['prefill_gpus']), 'prefill GPU')} in "
+               f"{pools['prefill_instance']} instances; decode in {pools['generator_instance']} instances.")
 k = st.columns(4)
 k[0].metric("Useful samples/s", ui.fmt(m["useful_samples_per_s"], "sample/s"),
             help="trajectories with non-zero advantage reaching the trainer")

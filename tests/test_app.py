@@ -412,3 +412,17 @@ def test_plan_names_which_accounting_each_cost_is():
     assert metric(at, "vs Tinker (ours)") == f"{m['cost_ratio_vs_tinker']:.2f}x"
     assert metric(at, "vs Tinker (SemiAnalysis-style)") == f"{m['semianalysis_cost_ratio_vs_tinker']:.2f}x"
     assert metric(at, "Cost per M tokens (SemiAnalysis-style)").startswith(f"{m['semianalysis_usd_per_mtok']:.3g}")
+
+
+def test_plan_disaggregated_generator_shows_its_pools_and_errors_by_label():
+    """Issue 13 item 3 in the app: the Prefill/decode box sets generator.disaggregated; the page names the pools,
+    and a colocated run, which has no separate generator GPUs, is refused naming the boxes, not a field."""
+    at = run("app_pages/plan.py")
+    at.selectbox(key="scenario_file").select("gb300_agentic_96").run()
+    at.selectbox(key="serving").select("disaggregated").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any("prefill GPU" in c.value and "decode in" in c.value for c in at.caption)
+    assert dict(at.query_params).get("serving") == "disaggregated"
+    at.selectbox(key="mode").select("colocated").run()
+    assert at.error and "'Prefill/decode'" in at.error[0].value, at.error[0].value
+    assert "generator.disaggregated" not in at.error[0].value
