@@ -512,6 +512,9 @@ def _infeasible_side(scn: Scenario, sw: _Sweep, j: int) -> str:
     """Which side of candidate ``j`` cannot hold the model (memory)."""
     for res in sw.results:
         if res.rates.n_rep[j] == 0:
+            if res.generator.prefill_pool is not None:
+                return (f"{sw.n_g[j]} generator GPUs cannot run one decode instance next to its prefill pool "
+                        f"(at least {res.generator.min_gpus} GPUs)")
             return (f"{sw.n_g[j]} generator GPUs cannot hold one serving instance "
                     f"({res.generator.instance_gpus} GPUs, {res.generator.instance.label()})")
     return f"{sw.n_t[j]} trainer GPUs cannot hold {scn.model.name} for training (memory)"
