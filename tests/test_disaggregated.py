@@ -90,6 +90,16 @@ def test_too_few_gpus_names_the_smallest_count():
     assert exc.value.min_gpus == 4
 
 
+def test_one_gpu_names_the_smallest_pair_of_instances():
+    """Llama-3.3-70B in bf16 is 141 GB: neither pool fits on one 80 GB H100, so the smallest disaggregated
+    deployment is a 2-GPU prefill instance and a 2-GPU decode instance."""
+    with pytest.raises(tc.InfeasibleError, match="gpus.*at least 4 GPUs") as exc:
+        tc.disaggregated_throughput("Llama-3.3-70B", "H100", gpus=1, prompt_tokens=1000, response_tokens=1000)
+    assert exc.value.min_gpus == 4
+    ok = tc.disaggregated_throughput("Llama-3.3-70B", "H100", gpus=4, prompt_tokens=1000, response_tokens=1000)
+    assert ok.prefill_gpus == 2 and ok.decode_gpus == 2
+
+
 def test_pinned_prefill_pool_errors_name_the_field():
     kw = dict(gpus=16, prompt_tokens=1000, response_tokens=1000, prefill_parallel=tc.Parallelism(tp=2),
               decode_parallel=tc.Parallelism(tp=4))

@@ -212,8 +212,23 @@ def disaggregated_throughput(model, hw, *, gpus, prompt_tokens, response_tokens,
         if (pre is None and prefill_parallel is not None) or (dec is None and decode_parallel is not None):
             raise InfeasibleError(f"{m.name} ({precision}) on {acc.name}: the pinned {which} does not hold the "
                                   f"model and one sequence; leave it unset to search")
-        raise InfeasibleError(f"{m.name} ({precision}) on {g} x {acc.name}: no prefill and decode instance fit "
-                              f"together in {g} GPUs; use more GPUs (gpus) or serve aggregated")
+        def smallest(rate_fn, pinned, seq):
+            """GPUs of the smallest instance of a pool that holds the model and its batch (None: none does)."""
+            for q in sorted(_layouts(m, acc, cal, precision, kv, seq, pinned, None), key=lambda q: (q.gpus, q.pp)):
+                if rate_fn(q) is not None:
+                    return q.gpus
+            return None
+
+        a_min = smallest(lambda q: prefill_pool_rate(m, acc, cal, prompt_tokens=p, precision=precision,
+                                                     kv_precision=kv, chunk_tokens=chunk, parallel=q),
+                         prefill_parallel, p)
+        d_min = smallest(lambda q: decode_pool_rate(m, acc, cal, prompt_tokens=p, response_tokens=r,
+                                                    precision=precision, kv_precision=kv, max_seqs_per_rank=max_seqs,
+                                                    kv_reservation=kv_reservation, parallel=q), decode_parallel, p + r)
+        need = None if a_min is None or d_min is None else a_min + d_min
+        hint = f"use at least {need} GPUs" if need else "use a lower precision or hardware with more memory"
+        raise InfeasibleError(f"gpus: {m.name} ({precision}) on {g} x {acc.name}: no prefill and decode instance "
+                              f"fit together in {g} GPUs; {hint}", min_gpus=need)
     a, d = pre.parallel.gpus, dec.parallel.gpus
     if a + d > g:
         raise InfeasibleError(f"gpus: {g} GPUs cannot hold a prefill instance ({a} GPUs, {pre.parallel.label()}) "
