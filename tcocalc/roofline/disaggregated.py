@@ -32,10 +32,10 @@ from ..catalog.frameworks import engine_defaults
 from ..errors import InfeasibleError, ScenarioError
 from .forward import check_positive, forward_cost, kv_bytes_per_seq_per_gpu, resolve_inputs
 from .parallel import Parallelism
-from .serving import _fewest_stages, _pool_per_gpu, candidate_serving_layouts, generation_throughput
+from .serving import candidate_serving_layouts, fewest_stages, generation_throughput, kv_pool_per_gpu
 
 __all__ = ["DisaggregatedEstimate", "PoolRate", "disaggregated_throughput", "prefill_pool_rate",
-           "decode_pool_rate", "kv_transfer_seconds"]
+           "decode_pool_rate", "kv_transfer_seconds", "engine_caps"]
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ def _layouts(m, acc, cal, precision, kv, seq_tokens, parallel, max_gpus):
     if parallel is not None:
         return [parallel]
     cands = [q for q in candidate_serving_layouts(m, acc) if max_gpus is None or q.gpus <= max_gpus]
-    return _fewest_stages(cands, m, acc, cal, precision, kv, seq_tokens)
+    return fewest_stages(cands, m, acc, cal, precision, kv, seq_tokens)
 
 
 def prefill_pool_rate(m, acc, cal, *, prompt_tokens, precision, kv_precision, chunk_tokens,
@@ -99,7 +99,7 @@ def prefill_pool_rate(m, acc, cal, *, prompt_tokens, precision, kv_precision, ch
     p = float(prompt_tokens)
     best = None
     for par in _layouts(m, acc, cal, precision, kv_precision, p, parallel, max_gpus):
-        _, pool = _pool_per_gpu(m, acc, cal, par, precision)
+        _, pool = kv_pool_per_gpu(m, acc, cal, par, precision)
         per_seq = float(kv_bytes_per_seq_per_gpu(m, par, kv_precision, p))
         seqs_rank = max(1.0, np.ceil(chunk_tokens / p))
         seqs_rank = min(seqs_rank, np.floor(pool / per_seq) if per_seq > 0 else seqs_rank)
@@ -124,7 +124,7 @@ def decode_pool_rate(m, acc, cal, *, prompt_tokens, response_tokens, precision, 
     ctx = p + r / 2.0
     best = None
     for par in _layouts(m, acc, cal, precision, kv_precision, p + r, parallel, max_gpus):
-        _, pool = _pool_per_gpu(m, acc, cal, par, precision)
+        _, pool = kv_pool_per_gpu(m, acc, cal, par, precision)
         if pool <= 0:
             continue
         per_seq = float(kv_bytes_per_seq_per_gpu(m, par, kv_precision, p + r if kv_reservation == "full" else ctx))
@@ -152,10 +152,49 @@ def kv_transfer_seconds(m, acc, cal, par: Parallelism, kv_precision: str, prompt
     return m.kv_bytes_per_token(kv_precision) * float(prompt_tokens) / (senders * nic)
 
 
-def _engine_caps(engine: str, acc) -> tuple[float, float]:
+def engine_caps(engine: str, acc) -> tuple[float, float]:
+    """(tokens per prefill step, sequences per attention-DP rank) of ``engine`` on ``acc`` from its documented
+    defaults (data/frameworks.toml ``max_num_batched_tokens``, ``max_num_seqs``; the small-GPU value below its
+    memory gate)."""
     d = engine_defaults(engine)
     small = acc.hbm_bytes / 2**30 < d["small_gpu_below_gib"]
     return float(d["max_num_batched_tokens"]), float(d["max_num_seqs_small_gpu"] if small else d["max_num_seqs"])
+
+
+def _pinned(m, acc, precision, kv, par):
+    """A pinned instance as a Parallelism, checked against the model (ScenarioError naming the degree)."""
+    if isinstance(par, dict):
+        par = Parallelism(**par)
+    if par is not None:
+        resolve_inputs(m, acc, precision, kv, par)
+    return par
+
+
+def _smallest(rate_fn, m, acc, cal, precision, kv, seq, pinned) -> int | None:
+    """GPUs of the smallest instance of a pool that holds the model and its batch (``None``: none does)."""
+    for q in sorted(_layouts(m, acc, cal, precision, kv, seq, pinned, None), key=lambda q: (q.gpus, q.pp)):
+        if rate_fn(q) is not None:
+            return q.gpus
+    return None
+
+
+def _prefill_counts(prefill_gpus, g: int, pre: Parallelism, d: int) -> np.ndarray:
+    """Prefill instances to try: the pinned pool's (checked: a whole multiple of the instance, leaving a decode
+    instance) or every whole number that leaves one; InfeasibleError when one of each does not fit ``g``."""
+    a = pre.gpus
+    if a + d > g:
+        raise InfeasibleError(f"gpus: {g} GPUs cannot hold a prefill instance ({a} GPUs, {pre.label()}) and a "
+                              f"decode instance ({d} GPUs); use at least {a + d}", min_gpus=a + d)
+    if prefill_gpus is None:
+        return np.arange(1, (g - d) // a + 1)
+    n_p = check_positive("prefill_gpus", prefill_gpus)
+    if n_p != int(n_p) or int(n_p) % a:
+        raise ScenarioError("prefill_gpus", f"must be a whole multiple of the prefill instance ({a} GPUs, "
+                                            f"{pre.label()}), got {prefill_gpus!r}")
+    if g - int(n_p) < d:
+        raise InfeasibleError(f"prefill_gpus: {int(n_p)} of {g} GPUs leave fewer than one decode instance "
+                              f"({d} GPUs); use at most {(g - d) // a * a}", min_gpus=int(n_p) + d)
+    return np.array([int(n_p) // a])
 
 
 def disaggregated_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, precision="bf16",
@@ -191,60 +230,33 @@ def disaggregated_throughput(model, hw, *, gpus, prompt_tokens, response_tokens,
     if kv_reservation not in ("current", "full"):
         raise ScenarioError("kv_reservation", f"must be 'current' or 'full', got {kv_reservation!r}")
     m, acc, precision, kv, _ = resolve_inputs(model, hw, precision, kv_precision, None)
-    for name, par in (("prefill_parallel", prefill_parallel), ("decode_parallel", decode_parallel)):
-        if isinstance(par, dict):
-            par = Parallelism(**par)
-        if par is not None:
-            resolve_inputs(m, acc, precision, kv, par)
-        if name == "prefill_parallel":
-            prefill_parallel = par
-        else:
-            decode_parallel = par
+    prefill_parallel, decode_parallel = (_pinned(m, acc, precision, kv, q) for q in (prefill_parallel, decode_parallel))
     cal = calibration_for(acc, theoretical=theoretical)
-    chunk, max_seqs = _engine_caps(engine, acc)
-    pre = prefill_pool_rate(m, acc, cal, prompt_tokens=p, precision=precision, kv_precision=kv, chunk_tokens=chunk,
-                            parallel=prefill_parallel, max_gpus=g - 1)
-    dec = decode_pool_rate(m, acc, cal, prompt_tokens=p, response_tokens=r, precision=precision, kv_precision=kv,
-                           max_seqs_per_rank=max_seqs, kv_reservation=kv_reservation, parallel=decode_parallel,
-                           max_gpus=g - 1)
+    chunk, max_seqs = engine_caps(engine, acc)
+
+    def pre_rate(par, max_gpus):
+        return prefill_pool_rate(m, acc, cal, prompt_tokens=p, precision=precision, kv_precision=kv,
+                                 chunk_tokens=chunk, parallel=par, max_gpus=max_gpus)
+
+    def dec_rate(par, max_gpus):
+        return decode_pool_rate(m, acc, cal, prompt_tokens=p, response_tokens=r, precision=precision,
+                                kv_precision=kv, max_seqs_per_rank=max_seqs, kv_reservation=kv_reservation,
+                                parallel=par, max_gpus=max_gpus)
+
+    pre, dec = pre_rate(prefill_parallel, g - 1), dec_rate(decode_parallel, g - 1)
     if pre is None or dec is None:
-        which = "prefill_parallel" if pre is None else "decode_parallel"
         if (pre is None and prefill_parallel is not None) or (dec is None and decode_parallel is not None):
+            which = "prefill_parallel" if pre is None else "decode_parallel"
             raise InfeasibleError(f"{m.name} ({precision}) on {acc.name}: the pinned {which} does not hold the "
                                   f"model and one sequence; leave it unset to search")
-        def smallest(rate_fn, pinned, seq):
-            """GPUs of the smallest instance of a pool that holds the model and its batch (None: none does)."""
-            for q in sorted(_layouts(m, acc, cal, precision, kv, seq, pinned, None), key=lambda q: (q.gpus, q.pp)):
-                if rate_fn(q) is not None:
-                    return q.gpus
-            return None
-
-        a_min = smallest(lambda q: prefill_pool_rate(m, acc, cal, prompt_tokens=p, precision=precision,
-                                                     kv_precision=kv, chunk_tokens=chunk, parallel=q),
-                         prefill_parallel, p)
-        d_min = smallest(lambda q: decode_pool_rate(m, acc, cal, prompt_tokens=p, response_tokens=r,
-                                                    precision=precision, kv_precision=kv, max_seqs_per_rank=max_seqs,
-                                                    kv_reservation=kv_reservation, parallel=q), decode_parallel, p + r)
+        a_min = _smallest(lambda q: pre_rate(q, None), m, acc, cal, precision, kv, p, prefill_parallel)
+        d_min = _smallest(lambda q: dec_rate(q, None), m, acc, cal, precision, kv, p + r, decode_parallel)
         need = None if a_min is None or d_min is None else a_min + d_min
         hint = f"use at least {need} GPUs" if need else "use a lower precision or hardware with more memory"
         raise InfeasibleError(f"gpus: {m.name} ({precision}) on {g} x {acc.name}: no prefill and decode instance "
                               f"fit together in {g} GPUs; {hint}", min_gpus=need)
     a, d = pre.parallel.gpus, dec.parallel.gpus
-    if a + d > g:
-        raise InfeasibleError(f"gpus: {g} GPUs cannot hold a prefill instance ({a} GPUs, {pre.parallel.label()}) "
-                              f"and a decode instance ({d} GPUs, {dec.parallel.label()}); use at least {a + d}",
-                              min_gpus=a + d)
-    if prefill_gpus is not None:
-        n_p = check_positive("prefill_gpus", prefill_gpus)
-        if n_p != int(n_p) or int(n_p) % a:
-            raise ScenarioError("prefill_gpus", f"must be a whole multiple of the prefill instance ({a} GPUs, "
-                                                f"{pre.parallel.label()}), got {prefill_gpus!r}")
-        if g - int(n_p) < d:
-            raise InfeasibleError(f"prefill_gpus: {int(n_p)} of {g} GPUs leave fewer than one decode instance "
-                                  f"({d} GPUs); use at most {(g - d) // a * a}", min_gpus=int(n_p) + d)
-        counts = np.array([int(n_p) // a])
-    else:
-        counts = np.arange(1, (g - d) // a + 1)
+    counts = _prefill_counts(prefill_gpus, g, pre.parallel, d)
     n_p = counts * a
     n_d = (g - n_p) // d * d
     kv_req = m.kv_bytes_per_token(kv) * p

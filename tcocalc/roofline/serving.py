@@ -26,7 +26,8 @@ from ..errors import InfeasibleError, ScenarioError
 from .forward import check_positive, forward_cost, inference_memory_per_gpu, kv_bytes_per_seq_per_gpu, resolve_inputs
 from .parallel import Parallelism
 
-__all__ = ["GenerationEstimate", "generation_throughput", "candidate_serving_layouts"]
+__all__ = ["GenerationEstimate", "generation_throughput", "candidate_serving_layouts", "fewest_stages",
+           "kv_pool_per_gpu"]
 
 _POW2 = (1, 2, 4, 8, 16, 32, 64)
 
@@ -81,7 +82,7 @@ def candidate_serving_layouts(m, acc, gpus: int | None = None) -> list[Paralleli
     return out
 
 
-def _fewest_stages(layouts, m, acc, cal, precision, kv_precision, seq_tokens):
+def fewest_stages(layouts, m, acc, cal, precision, kv_precision, seq_tokens):
     """Keep, for each (TP, DP, EP), only the smallest PP that holds the weights and one full sequence:
     serving runtimes add pipeline stages only when a stage cannot hold the model."""
     chosen: dict[tuple[int, int, int], Parallelism] = {}
@@ -89,13 +90,15 @@ def _fewest_stages(layouts, m, acc, cal, precision, kv_precision, seq_tokens):
         key = (par.tp, par.dp, par.ep)
         if key in chosen:
             continue
-        _, pool = _pool_per_gpu(m, acc, cal, par, precision)
+        _, pool = kv_pool_per_gpu(m, acc, cal, par, precision)
         if pool > float(kv_bytes_per_seq_per_gpu(m, par, kv_precision, seq_tokens)):
             chosen[key] = par
     return list(chosen.values())
 
 
-def _pool_per_gpu(m, acc, cal, par, precision):
+def kv_pool_per_gpu(m, acc, cal, par, precision):
+    """(weight bytes, KV pool bytes) on the most loaded GPU of instance ``par``: the pool is ``kv_memory_fraction``
+    of what weights and workspace leave (data/calibration.toml; module docstring)."""
     weights = inference_memory_per_gpu(m, par, precision)
     free = acc.hbm_bytes - weights - cal.inference_workspace_bytes
     return weights, cal.kv_memory_fraction * free
@@ -145,14 +148,14 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
         check_positive("concurrency", concurrency)
     m, acc, precision, kv_precision, par0 = resolve_inputs(model, hw, precision, kv_precision, parallel)
     cal = _calibration or calibration_for(acc, theoretical=theoretical)
-    layouts = [par0] if parallel is not None else _fewest_stages(candidate_serving_layouts(m, acc, gpus), m, acc,
+    layouts = [par0] if parallel is not None else fewest_stages(candidate_serving_layouts(m, acc, gpus), m, acc,
                                                                    cal, precision, kv_precision, p + r)
     if parallel is not None and gpus % par0.gpus:
         raise ScenarioError("gpus", f"{gpus} GPUs cannot be divided into instances of {par0.gpus} ({par0.label()})")
     ctx = p + r / 2.0 if context_tokens is None else check_positive("context_tokens", context_tokens)
     best: GenerationEstimate | None = None
     for par in layouts:
-        weights, pool = _pool_per_gpu(m, acc, cal, par, precision)
+        weights, pool = kv_pool_per_gpu(m, acc, cal, par, precision)
         if pool <= 0:
             continue
         per_seq = float(kv_bytes_per_seq_per_gpu(m, par, kv_precision, p + r if kv_reservation == "full" else ctx))
@@ -194,16 +197,16 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
 
 
 def _fits_one_sequence(m, acc, cal, par, precision, kv_precision, ctx) -> bool:
-    _, pool = _pool_per_gpu(m, acc, cal, par, precision)
+    _, pool = kv_pool_per_gpu(m, acc, cal, par, precision)
     return pool > 0 and pool >= float(kv_bytes_per_seq_per_gpu(m, par, kv_precision, ctx))
 
 
 def _smallest_layout(m, acc, cal, precision, kv_precision, seq_tokens, ctx) -> Parallelism | None:
     """The smallest instance (fewest GPUs, then fewest stages) the automatic search can use: the stages
-    :func:`_fewest_stages` keeps for ``seq_tokens``-token sequences, holding one sequence at the running
+    :func:`fewest_stages` keeps for ``seq_tokens``-token sequences, holding one sequence at the running
     context ``ctx``. :func:`generation_throughput` with ``gpus`` = its size finds a layout and no smaller
     count does; ``None`` when no layout up to the largest searched fits."""
-    kept = _fewest_stages(candidate_serving_layouts(m, acc), m, acc, cal, precision, kv_precision, seq_tokens)
+    kept = fewest_stages(candidate_serving_layouts(m, acc), m, acc, cal, precision, kv_precision, seq_tokens)
     fits = [par for par in kept if _fits_one_sequence(m, acc, cal, par, precision, kv_precision, ctx)]
     return min(fits, key=lambda q: (q.gpus, q.pp), default=None)
 
