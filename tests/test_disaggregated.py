@@ -199,3 +199,19 @@ def test_simulator_follows_the_disaggregated_generator():
     a, r = tc.evaluate(s), tc.simulate(s, steps=12, seed=0)
     assert r.metrics["useful_samples_per_s"] == pytest.approx(a.metrics["useful_samples_per_s"], rel=0.10)
     assert abs(r.metrics["trainer_idle_fraction"] - a.metrics["trainer_idle_fraction"]) <= 0.05
+
+
+def test_advice_says_when_the_other_serving_arrangement_pays():
+    """evaluate and solve_split compare aggregated and disaggregated serving at the split they report: on the GB300
+    agentic scenario disaggregation is 11% better (the line names the pools); disaggregated GLM-5 at its shipped
+    96:32 split is worse than aggregated, and the report says so the other way round."""
+    from tcocalc.scenario import load_scenario
+
+    base = tc.evaluate(load_scenario("scenarios/gb300_agentic_96.toml"))
+    line = next(a for a in base.advice if a.startswith("Disaggregated prefill/decode"))
+    alt = tc.evaluate(_disaggregated("scenarios/gb300_agentic_96.toml"))
+    gain = alt.metrics["useful_samples_per_s"] / base.metrics["useful_samples_per_s"] - 1
+    assert f"(+{gain:.0%})" in line and "prefilling in" in line
+    glm = tc.evaluate(_disaggregated("scenarios/glm5_h200_drift.toml"))
+    assert any(a.startswith("Aggregated serving (generator.disaggregated = false)") for a in glm.advice)
+    assert not any("prefill/decode" in a for a in tc.evaluate(load_scenario("scenarios/default.toml")).advice)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..economics.tco import gpus_paid
-from ..errors import InfeasibleError, ScenarioError
+from ..errors import InfeasibleError, ScenarioError, TcocalcError
 from ..scenario import GeneratorSection, Scenario, TrainerSection
 from .capacity import pinned_layout, smallest_fitting_layout, trainer_min_gpus
 from .cluster import Cluster, resolve
@@ -162,8 +162,10 @@ def evaluate(scenario: Scenario) -> RLReport:
     (``min_gpus``, and ``layout`` where a serving instance is meant).
     """
     scn = scenario
-    a = _assess(scn, resolve(scn))
+    cluster = resolve(scn)
+    a = _assess(scn, cluster)
     advice = [w["message"] for w in a.details["warnings"]] + _limit_advice(scn, a, solved=False)
+    advice += _serving_advice(scn, cluster, a.metrics)
     return RLReport(scenario=scn, metrics=a.metrics, details=a.details, phases=a.phases,
                     advice=tuple(advice + _general_advice(scn, a.metrics)))
 
@@ -262,6 +264,34 @@ def _limit_line(scn: Scenario, a: _Assessed, kind: str, where: str, solved: bool
     return (f"Generation-bound{where}: the trainer waits {ti:.0%} of the time. Move GPUs from the trainer to the "
             f"generator (a solved split finds the balance), cut response length or oversampling, or raise "
             f"generator precision/KV capacity.") if ti > 0.1 else None
+
+
+def _serving_advice(scn: Scenario, cluster: Cluster, metrics: dict) -> list[str]:
+    """A line when the other prefill/decode arrangement (docs/rl-modeling.md §4.9) would deliver more useful
+    samples/s at this split than :data:`SPLIT_TOLERANCE` more; nothing where it does not fit or gains less."""
+    g = scn.generator
+    if scn.orchestration.mode == "colocated":
+        return []
+    other = scn.model_copy(update={"generator": g.model_copy(update={"disaggregated": not g.disaggregated,
+                                                                     "prefill_gpus": None})})
+    try:
+        results = phase_results(other, cluster, [scn.trainer.gpus], [g.gpus])
+        if not all(bool(r.feasible[0]) for r in results):
+            return []
+        x1 = float(combine_phases(other, [(r.workload, r.metrics) for r in results])["useful_samples_per_s"][0])
+    except TcocalcError:
+        return []
+    x0 = metrics["useful_samples_per_s"]
+    if not (x0 > 0 and np.isfinite(x1) and x1 > x0 * (1.0 + SPLIT_TOLERANCE)):
+        return []
+    change = f"useful samples/s {x0:.3g} -> {x1:.3g} (+{x1 / x0 - 1:.0%}) at this split"
+    if g.disaggregated:
+        return [f"Aggregated serving (generator.disaggregated = false) would raise {change}: the prefill pool "
+                f"takes more decode replicas than its shorter steps give back."]
+    gen = results[0].generator
+    return [f"Disaggregated prefill/decode (generator.disaggregated = true) would raise {change}: "
+            f"{int(gen.prefill_gpus(g.gpus))} of the {g.gpus} generator GPUs prefilling in "
+            f"{gen.prefill_pool.instance.label()} instances, decode in {gen.instance.label()} instances."]
 
 
 def _general_advice(scn: Scenario, metrics: dict) -> list[str]:
@@ -464,6 +494,7 @@ def solve_split(scenario: Scenario, objective: str = "usd_per_useful_sample", *,
         advice.append(_split_line(scn, sw, score, objective, given, chosen, best, a.metrics))
         advice += _limit_advice(scn, a, solved=True)
         advice.append(_neighbour_line(scn, cluster, sw, score, objective, g, chosen, cons))
+        advice += _serving_advice(chosen_scn, cluster, a.metrics)
     advice += _sizing_advice(sizing, a.metrics) + _general_advice(scn, a.metrics)
     phases_df = a.phases
     if len(sw.results) > 1:
