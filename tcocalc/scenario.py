@@ -106,13 +106,17 @@ class GeneratorSection(_Section):
     prefill_gpus: int | None = Field(None, ge=1, le=1_000_000, description="GPUs of the prefill pool, a multiple "
                                      "of its instance (disaggregated only; default: solved with the split)")
 
-    @model_validator(mode="after")
-    def _prefill_pool(self):
-        if self.prefill_gpus is not None and not self.disaggregated:
-            raise ValueError("prefill_gpus needs disaggregated = true")
-        if self.prefill_gpus is not None and self.prefill_gpus >= self.gpus:
-            raise ValueError(f"prefill_gpus ({self.prefill_gpus}) must leave decode GPUs out of gpus ({self.gpus})")
-        return self
+    @field_validator("prefill_gpus")
+    @classmethod
+    def _prefill_pool(cls, v, info):
+        if v is None:
+            return v
+        if not info.data.get("disaggregated", False):
+            raise ValueError("needs disaggregated = true (a prefill pool exists only in a disaggregated generator)")
+        gpus = info.data.get("gpus")
+        if gpus is not None and v >= gpus:
+            raise ValueError(f"{v} must leave decode GPUs out of generator.gpus ({gpus}); at most {gpus - 1}")
+        return v
 
 
 class SolveRate(_Section):

@@ -182,6 +182,15 @@ def corpus() -> dict[str, str]:
     c["colocated_huge_model"] = edits(("orchestration", "mode", '"colocated"'), ("model", "name", '"GLM-5"'))
     for mode in ("sync", "one_step_off", "inflight"):
         c[f"mode_{mode}_one_generator_gpu"] = edits(("orchestration", "mode", f'"{mode}"'), ("generator", "gpus", "1"))
+    # prefill/decode disaggregation (issue 13): a pool too small, a pinned pool that is not whole, the key alone
+    c["disaggregated_one_generator_gpu"] = edits(("generator", "disaggregated", "true"), ("generator", "gpus", "1"))
+    c["disaggregated_prefill_all_gpus"] = edits(("generator", "disaggregated", "true"),
+                                                ("generator", "prefill_gpus", "8"))
+    c["disaggregated_prefill_not_whole"] = edits(("generator", "disaggregated", "true"),
+                                                 ("generator", "prefill_gpus", "3"))
+    c["prefill_gpus_without_disaggregated"] = with_key("generator", "prefill_gpus", "2")
+    c["disaggregated_colocated"] = edits(("generator", "disaggregated", "true"),
+                                         ("orchestration", "mode", '"colocated"'), ("generator", "gpus", "8"))
     # missing sections, phases, empty and junk files
     for section in ("model", "trainer", "generator", "workload", "workload.solve_rate"):
         c[f"missing_{section}"] = without_section(section)
