@@ -111,7 +111,7 @@ def prefill_pool_rate(m, acc, cal, *, prompt_tokens, precision, kv_precision, ch
         step = float(res["stage_s"]) * par.pp
         rate = seqs * p / step / par.gpus
         if best is None or rate > best.tokens_per_s_per_gpu:
-            best = PoolRate(parallel=par, tokens_per_s_per_gpu=rate, step_s=step, batch=seqs)
+            best = PoolRate(parallel=par, tokens_per_s_per_gpu=float(rate), step_s=step, batch=float(seqs))
     return best
 
 
