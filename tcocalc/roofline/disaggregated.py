@@ -30,7 +30,7 @@ import numpy as np
 from ..catalog.calibration import calibration_for
 from ..catalog.frameworks import engine_defaults
 from ..errors import InfeasibleError, ScenarioError
-from .forward import check_positive, forward_cost, kv_bytes_per_seq_per_gpu, resolve_inputs
+from .forward import check_positive, check_whole, forward_cost, kv_bytes_per_seq_per_gpu, resolve_inputs
 from .parallel import Parallelism
 from .serving import candidate_serving_layouts, fewest_stages, generation_throughput, kv_pool_per_gpu
 
@@ -221,10 +221,7 @@ def disaggregated_throughput(model, hw, *, gpus, prompt_tokens, response_tokens,
     InfeasibleError too few GPUs for one instance of each pool, or a pinned pool that leaves none for the other;
         names the smallest count that works.
     """
-    g = check_positive("gpus", gpus)
-    if g != int(g):
-        raise ScenarioError("gpus", f"must be a whole number, got {gpus!r}")
-    g = int(g)
+    g = check_whole("gpus", gpus)
     p = check_positive("prompt_tokens", prompt_tokens)
     r = check_positive("response_tokens", response_tokens)
     if kv_reservation not in ("current", "full"):

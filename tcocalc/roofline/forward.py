@@ -35,7 +35,8 @@ from ..errors import ScenarioError
 from ..units import bytes_per_element
 from .parallel import Parallelism
 
-__all__ = ["KernelTime", "prefill", "decode", "forward_cost", "inference_memory_per_gpu", "kv_bytes_per_seq_per_gpu"]
+__all__ = ["KernelTime", "prefill", "decode", "forward_cost", "inference_memory_per_gpu", "kv_bytes_per_seq_per_gpu",
+           "check_positive", "check_whole", "resolve_inputs"]
 
 ACT_BYTES = 2.0  # activations travel in bf16 between kernels
 ELEMENTWISE_HIDDEN_PASSES = 10.0  # hidden-sized reads + writes per token and layer (norms, residuals); see op 4
@@ -303,6 +304,14 @@ def check_positive(name: str, value, *, allow_zero: bool = False) -> float:
     if not np.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
         raise ScenarioError(name, f"must be {'≥' if allow_zero else '>'} 0 and finite, got {value!r}")
     return v
+
+
+def check_whole(name: str, value) -> int:
+    """``value`` as a whole number > 0, else ScenarioError naming ``name``."""
+    v = check_positive(name, value)
+    if v != int(v):
+        raise ScenarioError(name, f"must be a whole number, got {value!r}")
+    return int(v)
 
 
 def resolve_inputs(model_, hw, precision, kv_precision, parallel):

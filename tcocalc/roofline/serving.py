@@ -23,7 +23,14 @@ import numpy as np
 
 from ..catalog.calibration import calibration_for
 from ..errors import InfeasibleError, ScenarioError
-from .forward import check_positive, forward_cost, inference_memory_per_gpu, kv_bytes_per_seq_per_gpu, resolve_inputs
+from .forward import (
+    check_positive,
+    check_whole,
+    forward_cost,
+    inference_memory_per_gpu,
+    kv_bytes_per_seq_per_gpu,
+    resolve_inputs,
+)
 from .parallel import Parallelism
 
 __all__ = ["GenerationEstimate", "generation_throughput", "candidate_serving_layouts", "fewest_stages",
@@ -138,10 +145,7 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
     """
     if kv_reservation not in ("current", "full"):
         raise ScenarioError("kv_reservation", f"must be 'current' or 'full', got {kv_reservation!r}")
-    gpus_f = check_positive("gpus", gpus)
-    if gpus_f != int(gpus_f):
-        raise ScenarioError("gpus", f"must be a whole number, got {gpus!r}")
-    gpus = int(gpus_f)
+    gpus = check_whole("gpus", gpus)
     p = check_positive("prompt_tokens", prompt_tokens)
     r = check_positive("response_tokens", response_tokens)
     if concurrency is not None:

@@ -47,6 +47,7 @@ from .forward import (
     ELEMENTWISE_HIDDEN_PASSES,
     SWIGLU_PASSES,
     check_positive,
+    check_whole,
     gemm_efficiency,
     link_rate,
     resolve_inputs,
@@ -305,10 +306,7 @@ def training_throughput(model, hw, *, gpus, seq_tokens, precision="bf16", parall
     Raises ScenarioError for bad arguments and InfeasibleError (with the smallest GPU count that fits)
     when no layout holds the model.
     """
-    gpus_f = check_positive("gpus", gpus)
-    if gpus_f != int(gpus_f):
-        raise ScenarioError("gpus", f"must be a whole number, got {gpus!r}")
-    gpus = int(gpus_f)
+    gpus = check_whole("gpus", gpus)
     seq = check_positive("seq_tokens", seq_tokens)
     m, acc, precision, _, par0 = resolve_inputs(model, hw, precision, None, parallel)
     cal = _calibration or calibration_for(acc, theoretical=theoretical)
