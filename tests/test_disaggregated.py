@@ -215,3 +215,20 @@ def test_advice_says_when_the_other_serving_arrangement_pays():
     glm = tc.evaluate(_disaggregated("scenarios/glm5_h200_drift.toml"))
     assert any(a.startswith("Aggregated serving (generator.disaggregated = false)") for a in glm.advice)
     assert not any("prefill/decode" in a for a in tc.evaluate(load_scenario("scenarios/default.toml")).advice)
+
+
+@pytest.mark.parametrize("args, text", [
+    (dict(model="DeepSeek-V3", hw="H100", gpus=96, prompt_tokens=2000, response_tokens=1000, precision="fp8"),
+     "DeepSeek-V3 FP8 on 96 H100 at 2,000/1,000 tokens: {:.2f}x"),
+    (dict(model="Llama-3.3-70B", hw="H100", gpus=64, prompt_tokens=4000, response_tokens=1000),
+     "Llama-3.3-70B on 64 H100 at\n4,000/1,000: {:.2f}x"),
+    (dict(model="Qwen3-235B-A22B", hw="GB200", gpus=72, prompt_tokens=8000, response_tokens=2000, precision="fp4"),
+     "Qwen3-235B FP4 on 72 GB200 at 8,000/2,000: {:.2f}x"),
+])
+def test_readme_speedups_come_from_the_code(args, text):
+    """The README's "where disaggregation pays" figures are what the code gives (issue 16: no stale figures)."""
+    from pathlib import Path
+
+    e = tc.disaggregated_throughput(**args)
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert text.format(e.speedup_vs_aggregated) in readme
