@@ -232,3 +232,19 @@ def test_readme_speedups_come_from_the_code(args, text):
     e = tc.disaggregated_throughput(**args)
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     assert text.format(e.speedup_vs_aggregated) in readme
+
+
+def test_readme_glm5_figures_come_from_the_code():
+    """README: disaggregated GLM-5 on its shipped 32 generator GPUs -12%; at the solved 32:96 split +18%."""
+    from pathlib import Path
+
+    from tcocalc.scenario import load_scenario
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    base = load_scenario("scenarios/glm5_h200_drift.toml")
+    for scn, text in ((base, "the GLM-5 scenario on 32 H200: {:+.0%} useful samples/s"),
+                      (base.with_split(32, 96), "GLM-5 at its solved 32:96 split {:+.0%} disaggregated")):
+        agg = tc.evaluate(scn).metrics["useful_samples_per_s"]
+        dis = tc.evaluate(scn.with_values({"generator.disaggregated": True})).metrics["useful_samples_per_s"]
+        assert text.format(dis / agg - 1) in readme.replace("\n", " ")
+    assert tc.solve_split(base).scenario.generator.gpus == 96
