@@ -76,6 +76,9 @@ def _f(x, half):
     return x / (x + half) if half else np.ones_like(x)
 
 
+_SCALAR = (int, float, np.float64)
+
+
 def gemm_efficiency(cal: Calibration, precision: str, m, n, k):
     """η_gemm = η_max · m/(m + min(m, tile)/2) · f(n) · f(k).
 
@@ -84,6 +87,11 @@ def gemm_efficiency(cal: Calibration, precision: str, m, n, k):
     tile, kernels pick smaller tiles (or swap operands), so the waste shrinks with ``m``. Columns and
     depth: small matrices fill the GPU's waves poorly, ``f(x) = x/(x + x_half)`` with ``x_half`` fitted.
     """
+    if type(m) in _SCALAR and type(n) in _SCALAR and type(k) in _SCALAR:  # the same arithmetic without numpy's
+        tile, half = cal.gemm_tile_rows, cal.gemm_half_dim                 # per-call cost (layout searches)
+        rows_s = m / (m + min(m, tile) / 2.0) if tile else 1.0
+        return (cal.gemm_efficiency(precision) * rows_s * (n / (n + half) if half else 1.0)
+                * (k / (k + half) if half else 1.0))
     m = np.asarray(m, dtype=float)
     rows = m / (m + np.minimum(m, cal.gemm_tile_rows) / 2.0) if cal.gemm_tile_rows else np.ones_like(m)
     return cal.gemm_efficiency(precision) * rows * _f(n, cal.gemm_half_dim) * _f(k, cal.gemm_half_dim)
