@@ -291,7 +291,7 @@ class ModelArch(BaseModel):
     def value_head_dim(self) -> int:
         return self.v_head_dim if self.attention == "mla" else self.head_dim
 
-    @property
+    @functools.cached_property
     def attention_params_per_layer(self) -> float:
         """Attention weights of one layer, including its pre-attention norm [params]."""
         h, nq = self.hidden_size, self.num_attention_heads
@@ -314,7 +314,7 @@ class ModelArch(BaseModel):
             p += self.indexer_params_per_layer
         return float(p + h)
 
-    @property
+    @functools.cached_property
     def indexer_params_per_layer(self) -> float:
         """DeepSeek Sparse Attention "lightning indexer" weights per layer (0 without DSA) [params]."""
         if not self.index_n_heads:
@@ -323,33 +323,33 @@ class ModelArch(BaseModel):
         q_in = self.q_lora_rank or h
         return float(q_in * n * d + h * d + h * n + 2 * d)
 
-    @property
+    @functools.cached_property
     def dense_mlp_params(self) -> float:
         """One dense SwiGLU MLP plus its pre-MLP norm [params]."""
         return float(3 * self.hidden_size * self.intermediate_size + self.hidden_size)
 
-    @property
+    @functools.cached_property
     def expert_params(self) -> float:
         """One routed (or shared) expert [params]."""
         return float(3 * self.hidden_size * self.moe_intermediate_size)
 
-    @property
+    @functools.cached_property
     def moe_always_on_params_per_layer(self) -> float:
         """Per MoE layer: router, shared experts and norm, touched by every token [params]."""
         return float(self.hidden_size * self.num_experts + self.num_shared_experts * self.expert_params
                      + self.hidden_size)
 
-    @property
+    @functools.cached_property
     def embedding_params(self) -> float:
         """Input embedding [params]."""
         return float(self.vocab_size * self.hidden_size)
 
-    @property
+    @functools.cached_property
     def lm_head_params(self) -> float:
         """Output projection (also paid in FLOPs when tied) [params]."""
         return float(self.vocab_size * self.hidden_size)
 
-    @property
+    @functools.cached_property
     def routed_expert_params_total(self) -> float:
         """All routed experts over all MoE layers [params]."""
         return self.num_moe_layers * self.num_experts * self.expert_params
@@ -361,12 +361,12 @@ class ModelArch(BaseModel):
         head = 0.0 if self.tie_word_embeddings else self.lm_head_params
         return self.embedding_params + head + layers + self.hidden_size
 
-    @property
+    @functools.cached_property
     def params_total(self) -> float:
         """Total parameters, MTP layers excluded [params]."""
         return self._params(self.num_experts)
 
-    @property
+    @functools.cached_property
     def params_active(self) -> float:
         """Parameters a token touches (``k`` of ``E`` routed experts), embeddings included [params]."""
         return self._params(self.experts_per_token)
