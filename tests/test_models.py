@@ -256,3 +256,15 @@ def test_from_hf_config_is_unchanged_for_every_catalog_model(root):
         cat = tc.model(raw["name"])
         assert built.summary() == cat.summary(), path.name
         assert built.forward_flops_per_token(8192) == cat.forward_flops_per_token(8192)
+
+
+def test_cached_parameter_counts_follow_a_copy_with_changes():
+    """The derived counts are cached per instance; a copy with changed fields recomputes them (a notebook what-if:
+    Qwen3-235B-A22B with 64 experts instead of 128), equal to a model built from the same fields."""
+    m = tc.model("Qwen3-235B-A22B")
+    before = m.params_total
+    fewer = m.model_copy(update={"num_experts": 64})
+    fresh = tc.ModelArch.model_validate({**m.model_dump(), "num_experts": 64})
+    assert fewer.params_total == fresh.params_total < before
+    assert fewer.routed_expert_params_total == pytest.approx(m.routed_expert_params_total / 2)
+    assert m.params_total == before and fewer == fresh

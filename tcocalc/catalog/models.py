@@ -107,6 +107,12 @@ class _HFConfig:
         return value
 
 
+#: ModelArch's derived parameter counts, cached per instance (functools.cached_property) for the layout searches.
+_CACHED_COUNTS = ("attention_params_per_layer", "indexer_params_per_layer", "dense_mlp_params", "expert_params",
+                  "moe_always_on_params_per_layer", "embedding_params", "lm_head_params", "routed_expert_params_total",
+                  "params_total", "params_active")
+
+
 class ModelArch(BaseModel):
     """A transformer's shape, validated and frozen. Build it with :meth:`from_hf_config`.
 
@@ -114,6 +120,14 @@ class ModelArch(BaseModel):
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def model_copy(self, *, update=None, deep: bool = False) -> ModelArch:
+        """A copy (pydantic's), without the parameter counts cached on this instance: with ``update`` they would
+        describe the original model."""
+        copied = super().model_copy(update=update, deep=deep)
+        for name in _CACHED_COUNTS:
+            copied.__dict__.pop(name, None)
+        return copied
 
     name: str = Field(min_length=1)
     hidden_size: int = Field(gt=0)
