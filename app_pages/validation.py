@@ -14,24 +14,35 @@ def _table():
     return tc.validation_table()
 
 
+def _kpis(*pairs: tuple[str, str]) -> None:
+    """One row of headline figures: (label, value text) each."""
+    for col, (label, value) in zip(st.columns(len(pairs)), pairs, strict=True):
+        col.metric(label, value)
+
+
+def _misses(table, heading: str | None = None) -> None:
+    """Each known miss of a validation table with its error and cause, under ``heading`` when there is one."""
+    misses = table[table["known_miss"] != ""]
+    if misses.empty:
+        return
+    if heading:
+        st.subheader(heading)
+    for _, r in misses.iterrows():
+        st.markdown(f"- **{r['id']}** ({error_text(r['error [%]'])}): {r['known_miss']}")
+
+
 st.title("Validation")
 st.caption("Published throughput and latency measurements (TensorRT-LLM, Megatron-Bridge, aiconfigurator, "
            "DeepSeek) against our predictions. Known misses are kept and explained.")
 with st.spinner("Running the validation cases…"):
     table = _table()
 err = table["error [%]"].abs()
-k = st.columns(3)
-k[0].metric("Cases", f"{len(table)}")
-k[1].metric("Median |error|", f"{err.median():.1f} %")
-k[2].metric("Within tolerance", f"{int(table['within'].sum())} of {len(table)}")
+_kpis(("Cases", f"{len(table)}"), ("Median |error|", f"{err.median():.1f} %"),
+      ("Within tolerance", f"{int(table['within'].sum())} of {len(table)}"))
 st.plotly_chart(validation_figure(table), key="validation_chart")
 st.dataframe(table, hide_index=True)
 st.download_button("Download validation (CSV)", to_csv_text(table), "validation.csv", "text/csv", key="dl_val")
-misses = table[table["known_miss"] != ""]
-if not misses.empty:
-    st.subheader("Known misses")
-    for _, r in misses.iterrows():
-        st.markdown(f"- **{r['id']}** ({r['error [%]']:+.0f}%): {r['known_miss']}")
+_misses(table, "Known misses")
 
 
 @st.cache_data(show_spinner=False)
@@ -44,10 +55,8 @@ st.caption("131 rows from four versions of TensorRT-LLM's performance overview (
            "each at its published layout; rows on hardware outside the catalog are kept and marked.")
 lo = _long_output()
 lo_err = lo["error [%]"].dropna().abs()
-k = st.columns(3)
-k[0].metric("Rows modelled", f"{len(lo_err)} of {len(lo)}")
-k[1].metric("Median |error|", f"{lo_err.median():.1f} %")
-k[2].metric("Within ±25%", f"{100 * (lo_err <= 25).mean():.0f} %")
+_kpis(("Rows modelled", f"{len(lo_err)} of {len(lo)}"), ("Median |error|", f"{lo_err.median():.1f} %"),
+      ("Within ±25%", f"{100 * (lo_err <= 25).mean():.0f} %"))
 st.dataframe(lo, hide_index=True)
 st.download_button("Download long-output validation (CSV)", to_csv_text(lo), "long_output_validation.csv",
                    "text/csv", key="dl_lo")
@@ -67,10 +76,9 @@ st.caption("NVIDIA NeMo RL's 52 published step times (v0.4-v0.6 recipes: on-poli
 with st.spinner("Evaluating the published RL runs…"):
     rl_table, pairs = _rl_tables()
 summary = tc.rl_validation_summary(rl_table, pairs)
-k = st.columns(3)
-k[0].metric("NeMo RL median |error|", f"{summary['nemo_median_abs_error_pct']:.1f} %")
-k[1].metric("Within ±25%", f"{100 * summary['nemo_within_share']:.0f} % of {summary['nemo_rows']}")
-k[2].metric("Speed-up pairs on the right side", f"{summary['pairs_right_side']} of {summary['pairs']}")
+_kpis(("NeMo RL median |error|", f"{summary['nemo_median_abs_error_pct']:.1f} %"),
+      ("Within ±25%", f"{100 * summary['nemo_within_share']:.0f} % of {summary['nemo_rows']}"),
+      ("Speed-up pairs on the right side", f"{summary['pairs_right_side']} of {summary['pairs']}"))
 st.plotly_chart(rl_validation_figure(rl_table), key="rl_validation_chart")
 st.dataframe(rl_table, hide_index=True)
 st.download_button("Download RL validation (CSV)", to_csv_text(rl_table), "rl_validation.csv", "text/csv",
@@ -78,15 +86,10 @@ st.download_button("Download RL validation (CSV)", to_csv_text(rl_table), "rl_va
 st.subheader("On-policy vs off-policy: which mode wins")
 st.plotly_chart(speedup_figure(pairs), key="speedup_chart")
 st.dataframe(pairs, hide_index=True)
-rl_misses = rl_table[rl_table["known_miss"] != ""]
-if not rl_misses.empty:
-    st.subheader("RL known misses")
-    for _, r in rl_misses.iterrows():
-        st.markdown(f"- **{r['id']}** ({error_text(r['error [%]'])}): {r['known_miss']}")
+_misses(rl_table, "RL known misses")
 st.subheader("Weight sync and refit timings")
 st.caption("Published trainer-to-generator transfers (NeMo RL, miles, verl) and colocated refits beside the "
            "model; rows marked fit calibrated a constant, the others only check it.")
 refit = tc.rl_refit_table()
 st.dataframe(refit, hide_index=True)
-for _, r in refit[refit["known_miss"] != ""].iterrows():
-    st.markdown(f"- **{r['id']}** ({error_text(r['error [%]'])}): {r['known_miss']}")
+_misses(refit)

@@ -248,3 +248,28 @@ def test_readme_glm5_figures_come_from_the_code():
         dis = tc.evaluate(scn.with_values({"generator.disaggregated": True})).metrics["useful_samples_per_s"]
         assert text.format(dis / agg - 1) in readme.replace("\n", " ")
     assert tc.solve_split(base).scenario.generator.gpus == 96
+
+
+def test_rl_prefill_latency_is_each_turn_alone_plus_the_kv_transfer():
+    """docs/rl-modeling.md §4.9: a trajectory's prefill = turns x (one turn's new tokens alone on the prefill
+    instance, tc.prefill) + the KV transfer of all its prefilled tokens (kv/token x tokens / (senders x NIC))."""
+    from tcocalc.rl.capacity import generator_capacity
+    from tcocalc.rl.cluster import resolve
+    from tcocalc.rl.phases import phase_list, workload_stats
+
+    s = _disaggregated("scenarios/gb300_agentic_96.toml")
+    name, start, steps, over = phase_list(s)[0]
+    ws = workload_stats(s, over, name, start, steps)
+    cl = resolve(s)
+    gcap = generator_capacity(s, cl, ws)
+    pool = gcap.prefill_pool
+    per_turn = ws.prefill_tokens / ws.turns
+    one = tc.prefill(cl.model, cl.generator, parallel=pool.instance, batch=1, prompt_tokens=per_turn,
+                     precision=s.generator.precision)
+    kv = s.generator.kv_precision or s.generator.precision
+    senders = pool.instance.pp * (1 if cl.model.attention == "mla" else min(pool.instance.tp, cl.model.num_kv_heads))
+    cal = calibration_for(cl.generator)
+    t_kv = cl.model.kv_bytes_per_token(kv) * ws.prefill_tokens / (
+        senders * cl.generator.scaleout_bytes_per_s * cal.scaleout_efficiency)
+    assert pool.kv_transfer_s == pytest.approx(t_kv, rel=1e-9)
+    assert gcap.prefill_s == pytest.approx(ws.turns * one.seconds + t_kv, rel=1e-9)

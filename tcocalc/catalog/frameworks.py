@@ -90,3 +90,12 @@ def engine_defaults(engine: str) -> dict:
         from ..errors import ScenarioError
         raise ScenarioError("engine", f"unknown engine {engine!r}; known: {', '.join(sorted(engines))}")
     return dict(engines[engine])
+
+
+def engine_max_num_seqs(engine: str, acc) -> int:
+    """The engine's default sequences per instance on accelerator ``acc``: vLLM gives 1024 on GPUs of 70 GiB or
+    more whose name lacks "a100", 256 otherwise (serving-engines.md A.1). The datasheet capacity is read as GiB,
+    as vLLM reads the device (an "80 GB" H100 reports 79.19 GiB)."""
+    eng = engine_defaults(engine)
+    small = acc.hbm_bytes / 1e9 < eng["small_gpu_below_gib"] or "a100" in acc.name.lower()
+    return eng["max_num_seqs_small_gpu"] if small else eng["max_num_seqs"]

@@ -117,20 +117,13 @@ def check_entry(file: str, entry: str, record, *, require: Iterable[str] = ("sou
         what = "missing" if _missing(record.get("kind")) else f"unknown kind {record['kind']!r}"
         raise DataFileError(file, entry, pre + "kind", f"{what}; expected one of {list(kinds)}")
     numbers: dict[str, float | None] = {}
-    for name in value_fields:
-        if _missing(record.get(name)):
-            raise DataFileError(file, entry, pre + name, "missing")
-        numbers[name] = _number(file, entry, pre + name, record[name])
-    for name in optional_values:
-        value = record.get(name)
-        numbers[name] = None if _missing(value) else _number(file, entry, pre + name, value)
-    for name in whole_fields:
-        if _missing(record.get(name)):
-            raise DataFileError(file, entry, pre + name, "missing")
-        numbers[name] = _whole(file, entry, pre + name, record[name])
-    for name in optional_wholes:
-        value = record.get(name)
-        numbers[name] = None if _missing(value) else _whole(file, entry, pre + name, value)
+    for names, parse, required in ((value_fields, _number, True), (optional_values, _number, False),
+                                   (whole_fields, _whole, True), (optional_wholes, _whole, False)):
+        for name in names:
+            value = record.get(name)
+            if _missing(value) and required:
+                raise DataFileError(file, entry, pre + name, "missing")
+            numbers[name] = None if _missing(value) else parse(file, entry, pre + name, value)
     for name in date_fields:
         if _missing(record.get(name)):
             raise DataFileError(file, entry, pre + name, "missing")

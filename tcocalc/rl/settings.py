@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..catalog.accelerators import hardware
-from ..catalog.frameworks import engine_defaults, framework_presets
+from ..catalog.frameworks import engine_defaults, engine_max_num_seqs, framework_presets
 from ..errors import ScenarioError
 from ..scenario import Scenario
 
@@ -46,15 +46,14 @@ def _pick(explicit, preset):
     return preset if explicit is None else explicit
 
 
-def _engine_max_num_seqs(eng: dict, hardware_name: str) -> int:
-    """The engine's default sequences per instance on this GPU: vLLM gives 1024 on GPUs of 70 GiB or more whose
-    name lacks "a100", 256 otherwise (serving-engines.md A.1; the capacity read as GiB, as vLLM reads it)."""
+def _engine_max_num_seqs(engine: str, hardware_name: str) -> int:
+    """:func:`~tcocalc.catalog.frameworks.engine_max_num_seqs` on the named GPU; the large-GPU default while the
+    name is unknown (the cluster stage resolves and names it)."""
     try:
         acc = hardware(hardware_name)
-    except KeyError:  # resolved (and named) by the cluster stage; the large-GPU default until then
-        return eng["max_num_seqs"]
-    small = acc.hbm_bytes / 1e9 < eng["small_gpu_below_gib"] or "a100" in acc.name.lower()
-    return eng["max_num_seqs_small_gpu"] if small else eng["max_num_seqs"]
+    except KeyError:
+        return engine_defaults(engine)["max_num_seqs"]
+    return engine_max_num_seqs(engine, acc)
 
 
 def settings(scn: Scenario) -> Settings:
@@ -78,5 +77,5 @@ def settings(scn: Scenario) -> Settings:
         async_scheduling=_pick(g.async_scheduling, p["async_scheduling"]),
         bucketed_weight_load=_pick(g.bucketed_weight_load, p["bucketed_weight_load"]),
         trainer_overhead=_pick(t.framework_overhead, p["trainer_overhead"]),
-        max_num_seqs=_pick(g.max_num_seqs, _engine_max_num_seqs(eng, g.hardware)),
+        max_num_seqs=_pick(g.max_num_seqs, _engine_max_num_seqs(engine, g.hardware)),
         cuda_graph_max_batch=eng["cuda_graph_max_batch"], max_num_batched_tokens=eng["max_num_batched_tokens"])

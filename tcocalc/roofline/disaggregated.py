@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..catalog.calibration import calibration_for
-from ..catalog.frameworks import engine_defaults
+from ..catalog.frameworks import engine_defaults, engine_max_num_seqs
 from ..errors import InfeasibleError, ScenarioError
 from .forward import check_positive, check_whole, forward_cost, kv_bytes_per_seq_per_gpu, resolve_inputs
 from .parallel import Parallelism
@@ -119,27 +119,21 @@ def decode_pool_rate(m, acc, cal, *, prompt_tokens, response_tokens, precision, 
                      kv_reservation="current", parallel=None, max_gpus=None) -> PoolRate | None:
     """The decode instance with the most output tokens/s per GPU (or the pinned one): decode-only steps of ``b``
     sequences at the mean context ``P + R/2``, ``b`` within the KV pool (reserving the running context, or
-    prompt + whole output with ``kv_reservation="full"``) and ``max_seqs_per_rank`` per attention-DP rank."""
+    prompt + whole output with ``kv_reservation="full"``) and ``max_seqs_per_rank`` per attention-DP rank
+    (:func:`~tcocalc.roofline.serving.generation_throughput` with ``interleaved_prefill=False`` per instance)."""
     p, r = float(prompt_tokens), float(response_tokens)
-    ctx = p + r / 2.0
     best = None
     for par in _layouts(m, acc, cal, precision, kv_precision, p + r, parallel, max_gpus):
-        _, pool = kv_pool_per_gpu(m, acc, cal, par, precision)
-        if pool <= 0:
+        try:
+            est = generation_throughput(m, acc, gpus=par.gpus, prompt_tokens=p, response_tokens=r,
+                                        precision=precision, kv_precision=kv_precision, parallel=par,
+                                        kv_reservation=kv_reservation, interleaved_prefill=False,
+                                        max_seqs_per_rank=max_seqs_per_rank, _calibration=cal)
+        except InfeasibleError:  # not even one sequence fits this instance
             continue
-        per_seq = float(kv_bytes_per_seq_per_gpu(m, par, kv_precision, p + r if kv_reservation == "full" else ctx))
-        b_max = par.dp * min(np.floor(pool / per_seq), float(max_seqs_per_rank))
-        if b_max < 1:
-            continue
-        grid = np.unique(np.concatenate([np.geomspace(1, b_max, 24), [b_max]]))
-        res = forward_cost(m, acc, cal, par, precision=precision, kv_precision=kv_precision, dec_seqs=grid,
-                           dec_ctx=ctx)
-        step = res["stage_s"] * par.pp
-        rate = grid / step / par.gpus
-        i = int(np.argmax(rate))
-        if best is None or rate[i] > best.tokens_per_s_per_gpu:
-            best = PoolRate(parallel=par, tokens_per_s_per_gpu=float(rate[i]), step_s=float(step[i]),
-                            batch=float(grid[i]))
+        if best is None or est.output_tokens_per_s_per_gpu > best.tokens_per_s_per_gpu:
+            best = PoolRate(parallel=par, tokens_per_s_per_gpu=est.output_tokens_per_s_per_gpu, step_s=est.tpot_s,
+                            batch=est.concurrency)
     return best
 
 
@@ -154,11 +148,9 @@ def kv_transfer_seconds(m, acc, cal, par: Parallelism, kv_precision: str, prompt
 
 def engine_caps(engine: str, acc) -> tuple[float, float]:
     """(tokens per prefill step, sequences per attention-DP rank) of ``engine`` on ``acc`` from its documented
-    defaults (data/frameworks.toml ``max_num_batched_tokens``, ``max_num_seqs``; the small-GPU value below its
-    memory gate)."""
-    d = engine_defaults(engine)
-    small = acc.hbm_bytes / 2**30 < d["small_gpu_below_gib"]
-    return float(d["max_num_batched_tokens"]), float(d["max_num_seqs_small_gpu"] if small else d["max_num_seqs"])
+    defaults: data/frameworks.toml ``max_num_batched_tokens`` and
+    :func:`~tcocalc.catalog.frameworks.engine_max_num_seqs`."""
+    return float(engine_defaults(engine)["max_num_batched_tokens"]), float(engine_max_num_seqs(engine, acc))
 
 
 def _pinned(m, acc, precision, kv, par):

@@ -114,7 +114,7 @@ def kv_pool_per_gpu(m, acc, cal, par, precision):
 def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, precision="bf16",
                           concurrency=None, parallel=None, kv_precision=None, theoretical=False,
                           context_tokens=None, kv_reservation="current", interleaved_prefill=True,
-                          _calibration=None) -> GenerationEstimate:
+                          max_seqs_per_rank=None, _calibration=None) -> GenerationEstimate:
     """Steady-state output tokens/s of ``gpus`` GPUs generating ``response_tokens`` after ``prompt_tokens``.
 
     Parameters
@@ -137,6 +137,8 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
     interleaved_prefill : newcomers' prompts are prefilled inside the decode steps (aggregated serving, the
         default); ``False`` for a decode instance of a disaggregated deployment, whose prompts arrive prefilled
         (:mod:`tcocalc.roofline.disaggregated`).
+    max_seqs_per_rank : the engine's cap on running sequences per attention-DP rank (``max_num_seqs``); default:
+        KV memory alone bounds the batch.
 
     Raises
     ------
@@ -163,7 +165,8 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
         if pool <= 0:
             continue
         per_seq = float(kv_bytes_per_seq_per_gpu(m, par, kv_precision, p + r if kv_reservation == "full" else ctx))
-        b_max = par.dp * np.floor(pool / per_seq)  # per_seq already spans the pp stages
+        per_rank = np.floor(pool / per_seq)  # per_seq already spans the pp stages
+        b_max = par.dp * (per_rank if max_seqs_per_rank is None else min(per_rank, float(max_seqs_per_rank)))
         replicas = gpus // par.gpus
         if b_max < 1:
             continue

@@ -48,14 +48,13 @@ def predict_case(case: dict, *, calibration=None) -> float:
 def _predict_pool(case: dict, par, calibration) -> float:
     """One pool of a disaggregated deployment at its published instance: input tokens/s per GPU of a prefill
     instance, output tokens/s per GPU of a decode instance (:mod:`tcocalc.roofline.disaggregated`)."""
-    from ..catalog.accelerators import hardware
     from ..catalog.calibration import calibration_for
     from .disaggregated import decode_pool_rate, engine_caps, prefill_pool_rate
     from .forward import resolve_inputs
 
     m, acc, precision, kv, par = resolve_inputs(case["model"], case["hardware"], case["precision"],
                                                 case.get("kv_precision"), par)
-    cal = calibration or calibration_for(hardware(acc))
+    cal = calibration or calibration_for(acc)
     chunk, max_seqs = engine_caps(case.get("engine", "vllm"), acc)
     if case["kind"] == "prefill_pool":
         rate = prefill_pool_rate(m, acc, cal, prompt_tokens=case["prompt_tokens"], precision=precision,
