@@ -181,6 +181,10 @@ class Orchestration(_Section):
     sync_blocks_trainer: bool | None = Field(None, description="async modes: the trainer waits while it pushes "
                                              "weights (NCCL broadcast, slime/verl); false when the generator "
                                              "reloads a checkpoint on its own (Prime RL); default: preset")
+    stream_minibatches: bool | None = Field(None, description="async modes: the trainer takes each optimizer "
+                                            "mini-batch from the queue as soon as it is full (verl fully-async); "
+                                            "with partial rollout the staleness bound only limits admission; "
+                                            "default: preset")
     filter_zero_advantage: bool = Field(False, description="drop groups whose rewards are all equal and generate "
                                         "more (DAPO dynamic sampling); default false: plain GRPO trains every group")
     framework: Literal["generic", "nemo-rl", "verl-fsdp", "verl-megatron", "slime", "areal", "prime-rl"] = Field(

@@ -10,17 +10,17 @@ import pandas as pd
 import pytest
 
 import tcocalc as tc
+from tcocalc.rl.flow import streamed
 from tests.golden import SCENARIOS, golden_path
 
-FRACTIONAL_BOUND = ("fractional (verl-style) staleness bound with partial rollout: the simulator's trainer waits "
-                    "for every trajectory dispatched before the current version, the closed form lets the tail run "
-                    "(eta + 1) steps; which one verl does is the RL-fidelity issue's question")
 HELD_SLOTS = ("GLM-5 is held by its staleness bound: in the simulator a finished trajectory keeps its AReaL "
               "admission slot until its group's slowest member (30 turns of tool calls) finishes, so fewer "
               "trajectories run (406 live sandboxes, not 638) and 12% fewer useful samples arrive; the closed form "
               "counts the mean trajectory's latency in Little's law (docs/rl-modeling.md §5.4)")
-KNOWN = {("verl_fully_async_qwen25_7b_h20_64x64", "flow"): FRACTIONAL_BOUND,
-         ("glm5_h200_drift", "flow"): HELD_SLOTS, ("glm5_h200_drift", "sandboxes"): HELD_SLOTS}
+KNOWN = {("glm5_h200_drift", "flow"): HELD_SLOTS, ("glm5_h200_drift", "sandboxes"): HELD_SLOTS}
+# verl 64:64 (fractional bound with partial rollout) agrees since its trainer streams mini-batches in both models
+# (docs/rl-modeling.md §5.6): the simulator's trainer used to wait for every trajectory dispatched before the
+# current version, the closed form let the tail run (eta + 1) steps; verl does neither
 # verl 64:64's resumed-lag overrun and default's bound overrun are gone since issue 12's admission fix
 # (finished members waiting for their group's slowest now count against AReaL's admission bound in the
 # simulator; they were counted nowhere, so admission leaked)
@@ -54,10 +54,17 @@ def test_live_sandboxes_and_stale_environments_agree(path):
 
 @pytest.mark.parametrize("path", _cases("bound"))
 def test_simulated_staleness_never_exceeds_the_bound(path):
-    """Streaming modes bound the policy lag by max_staleness, plus g - 1 from g optimizer updates per step."""
+    """Streaming modes bound the policy lag by max_staleness, plus g - 1 from g optimizer updates per step; a
+    streamed step with partial rollout bounds the share of samples an older version started."""
     scn = tc.load_scenario(path)
     if scn.orchestration.mode not in ("async", "inflight"):
         pytest.skip("synchronous modes have no staleness bound to keep")
+    if streamed(scn):
+        # verl: the bound only limits admission, (eta + 1)·B per version, so at most eta·B of a step's B samples
+        # were started by an older version (§5.6); a long trajectory itself runs on across pushes
+        lags = tc.simulate(scn, steps=20, seed=0).details["staleness"]
+        assert lags[lags.index >= 1].sum() / lags.sum() <= min(scn.orchestration.max_staleness, 1.0)
+        return
     _, s = _pair(path)
     bound = scn.orchestration.max_staleness + scn.trainer.minibatches_per_step - 1
     assert s["max_staleness_steps"] <= math.ceil(bound)

@@ -21,7 +21,7 @@ __all__ = ["FRAMEWORK_KEYS", "ENGINE_KEYS", "framework_presets", "engine_default
 FRAMEWORK_KEYS: dict[str, type] = {
     "engine": str, "cuda_graphs": bool, "colocated_offload": bool, "old_logprob_pass": bool,
     "reference_model": bool, "weight_sync": str, "sync_blocks_trainer": bool, "async_scheduling": bool,
-    "bucketed_weight_load": bool, "trainer_overhead": float,
+    "bucketed_weight_load": bool, "trainer_overhead": float, "stream_minibatches": bool,
 }
 #: engine key -> type
 ENGINE_KEYS: dict[str, type] = {"max_num_seqs": int, "max_num_batched_tokens": int, "cuda_graph_max_batch": int,

@@ -13,6 +13,9 @@ Stage 2, a step model from :data:`STEP_MODELS` keyed by ``orchestration.mode`` (
 * :func:`async_step` (``async``, ``inflight``): ``X = min(λ_g·(1 − t_sync·X/B), μ_eff, keep·((η+1)·B − Q)/W_gen,
   (η+½)·B/T_tail)`` (AReaL's admission rule through Little's law, §5.4), solved as a fixed point over the
   decoding batch, since a throttled generator finishes each trajectory sooner;
+  with the trainer streaming mini-batches and partial rollout (verl fully-async, §5.6) the bound only limits
+  admission and the last two terms give way to the window cap ``B/(t_sync + T_fill + t_train/g)``
+  (:func:`streamed_window_fill_s`);
 * :func:`periodic_step` (``periodic``, arXiv 2511.18871, §5.5): the synchronous batch, with the trainer
   consuming groups as they finish: ``T = max_t [t + t_train·(1 − F(t⁻))] + t_sync``.
 
@@ -44,7 +47,7 @@ from .switching import checkpoint_tensors, colocated_switch_seconds, per_tensor_
 from .weight_sync import weight_sync_seconds
 
 __all__ = ["Rates", "Flow", "pool_rates", "sync_step", "async_step", "periodic_step", "STEP_MODELS", "SYNC_MODES",
-           "sandbox_attempts"]
+           "sandbox_attempts", "streamed", "streamed_window_fill_s"]
 
 SYNC_MODES = ("colocated", "sync", "one_step_off")
 
@@ -159,15 +162,47 @@ def _sync_env_s(scn: Scenario, ws: WorkloadStats, n_disp: float, startup: float)
     return ws.tool_s + startup
 
 
+def _batch_decode_s(gcap: GeneratorCapacity, per_rep, slots, longest, work):
+    """Decode time of ``per_rep`` trajectories put on a replica at once until the longest has ``longest`` tokens,
+    ``work`` tokens decoded in all (§4.5): ``longest·t0 + t1·work`` when all fit the ``slots`` (every running
+    sequence advances once per step), ``work/S·t(S) + ½·longest·t0`` beyond (Graham's list scheduling)."""
+    return np.where(per_rep <= slots, longest * gcap.t0 + gcap.t1 * work,
+                    work * (gcap.t0 + gcap.t1 * slots) / slots + 0.5 * longest * gcap.t0)
+
+
+def streamed_window_fill_s(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates):
+    """Time from a weight push until a streamed step's last mini-batch is in (§5.6) [s, per split].
+
+    The trainer takes each of the step's ``g`` mini-batches as soon as the queue holds it (verl fully-async)
+    and, with partial rollout, never waits for running trajectories: the staleness bound ``η`` only admits
+    ``(η + 1)·B`` samples per version (AReaL's rule; verl's ``staleness_threshold`` resets its count to the
+    samples in flight and queued at each push, the same bound). A version's samples are therefore on the
+    generator together once it goes live, ``(η+1)·B/keep`` dispatched for ``B/keep`` needed (a dropped group
+    frees its admission places), and the step's last mini-batch is in when the first needed groups have
+    finished: the oversampling cut of §4.6 with ``α = η``, ``τ = exp(μ + σ·z)``, ``Φ(z)^G = 1/(1+η)``
+    (for ``η = 0`` the batch's longest, ``E[max R]``). Decoding to ``τ`` takes :func:`_batch_decode_s` with every
+    trajectory's tokens up to ``τ``, ``E[min(R, τ)]``; prefill and tool time add once."""
+    eta = scn.orchestration.max_staleness
+    keep, B, rep = r.keep, r.batch, np.maximum(r.n_rep, 1)
+    if eta > 0:
+        tau = math.exp(ws.mu + ws.sigma * group_quantile_z(eta, ws.group_size))
+        tau = min(tau, ws.cap) if ws.cap is not None else tau
+    else:
+        tau = float(expected_max(B / keep, ws.mu, ws.sigma, ws.cap))
+    per_rep = (1.0 + eta) * B / keep / rep
+    decoded = capped_moment(1, ws.mu, ws.sigma, tau)
+    step_op = gcap.t0 + gcap.t1 * r.b_op
+    w_env = r.rollout_latency_s - gcap.prefill_s - r.generated_per_dispatched * step_op
+    return gcap.prefill_s + np.maximum(w_env, 0.0) + _batch_decode_s(gcap, per_rep, r.slots, tau, per_rep * decoded)
+
+
 def _sync_generation(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates):
     """(t_gen, dispatched trajectories, trajectories per replica, longest tokens) of a synchronous batch (§4.5)."""
     keep, sb = r.keep, scn.sandbox
     n_disp = _sync_dispatched(ws, keep)
     per_rep = n_disp / np.maximum(r.n_rep, 1)
     longest = _longest_tokens(scn, ws, n_disp, keep) * np.ones_like(per_rep)
-    work = per_rep * r.generated_per_dispatched
-    t_dec = np.where(per_rep <= r.slots, longest * gcap.t0 + gcap.t1 * work,
-                     work * (gcap.t0 + gcap.t1 * r.slots) / r.slots + 0.5 * longest * gcap.t0)
+    t_dec = _batch_decode_s(gcap, per_rep, r.slots, longest, per_rep * r.generated_per_dispatched)
     t_gen = t_dec + _sync_env_s(scn, ws, n_disp, r.startup_s)
     if ws.uses_sandbox and sb.max_concurrency > 0 and n_disp > sb.max_concurrency:
         t_gen = t_gen * n_disp / sb.max_concurrency
@@ -196,6 +231,12 @@ def sync_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rate
                 discarded_fraction=np.full_like(step, 1.0 - keep), sandbox_share=hold)
 
 
+def streamed(scn: Scenario) -> bool:
+    """An async step whose trainer streams its mini-batches with partial rollout (§5.6)."""
+    return (scn.orchestration.mode == "async" and scn.orchestration.partial_rollout
+            and scn.trainer.minibatches_per_step > 1 and settings(scn).stream_minibatches)
+
+
 def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
     """The fixed point of :func:`async_step`: (X, W_gen, generator rate with pauses) per split."""
     B, keep, sb, orch = r.batch, r.keep, scn.sandbox, scn.orchestration
@@ -215,6 +256,12 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
         tail_tokens = min(tail_tokens, ws.tau)
     b = np.array(r.b_op, dtype=float)
     caps: dict = {}
+    # a trainer that streams mini-batches with partial rollout never waits for running trajectories: the step is
+    # held only by its window (§5.6), not by the in-flight count or the tail
+    window_cap = None
+    if streamed(scn):
+        window_cap = B / (r.t_sync + streamed_window_fill_s(scn, ws, gcap, r)
+                          + r.t_train / scn.trainer.minibatches_per_step)
     for _ in range(80):
         w = gcap.prefill_s + r.generated_per_dispatched * (gcap.t0 + gcap.t1 * b) + w_env
         if reprefill:
@@ -226,8 +273,9 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
         t_tail = gcap.prefill_s + tail_tokens * (gcap.t0 + gcap.t1 * b) + w_env
         # half a batch waits in the buffer on average while the next one assembles (Q = B/2)
         caps = {"generator": lam_paused, "trainer": mu_eff,
-                "staleness": np.minimum(keep * staleness_throughput_cap(eta, B, w, queued=B / 2.0),
-                                        staleness_throughput_cap(eta - tail_slack, B, t_tail))}
+                "staleness": window_cap if window_cap is not None else
+                np.minimum(keep * staleness_throughput_cap(eta, B, w, queued=B / 2.0),
+                           staleness_throughput_cap(eta - tail_slack, B, t_tail))}
         x = np.minimum(np.minimum(lam_paused, mu_eff), caps["staleness"])
         if ws.uses_sandbox and sb.max_concurrency > 0:
             caps["sandbox_concurrency"] = keep * sb.max_concurrency / w

@@ -81,6 +81,8 @@ class SimParams:
     trainer_flops_per_s: float  # the trainer's FLOP rate while training [FLOP/s]
     t_sync: float               # weight push [s]
     sync_blocks_trainer: bool
+    minibatches: int = 1        # optimizer updates per step (per weight push)
+    stream_minibatches: bool = False  # streaming modes: the trainer takes each mini-batch as it fills (verl)
 
 
 class _Group:
@@ -143,6 +145,9 @@ class Engine:
         self.gen_busy_at_step: list = []
         # periodic: samples accepted and trained this iteration, the step's training time and staleness sums
         self.periodic = p.mode == "periodic"
+        # verl fully-async: the trainer fetches each mini-batch from the queue as soon as it holds one and
+        # pushes the weights after ``minibatches`` updates (one version per push, as the other modes)
+        self.streamed = self.streaming and p.stream_minibatches and p.minibatches > 1
         self.step_accepted = self.step_trained = 0
         self.step_sums = [0, 0, 0.0, 0.0, 0]
 
@@ -242,6 +247,11 @@ class Engine:
         self.trainer_busy = False
         if self.periodic:
             return None  # a micro-batch ended; the policy pushes the weights once the batch is done
+        if self.streamed and self.step_trained < self.p.batch:
+            return None  # a mini-batch ended; the next one is taken when the queue holds it
+        if self.streamed:
+            self.step_staleness.append(tuple(self.step_sums))
+            self.step_sums = [0, 0, 0.0, 0.0, 0]
         self._push_weights()
 
     def _push_weights(self) -> None:
@@ -263,6 +273,8 @@ class Engine:
         self.records.append((start, self.now, self.train_dur, self.gen_tokens))
         if self.periodic:
             self.gen_open, self.step_accepted, self.step_trained, self.train_dur = True, 0, 0, 0.0
+        elif self.streamed:
+            self.step_trained, self.train_dur = 0, 0.0
         self.running_at_step.append(self.running)
         self.gen_busy_at_step.append(self.gen_busy)
         self.queued_at_step.append(len(self.buffer))
@@ -446,6 +458,13 @@ class Engine:
             return
         take = self.buffer[:p.batch - self.step_trained]
         del self.buffer[:len(take)]
+        self._train_part(take, midpoint=False)
+
+    def _train_part(self, take: list, midpoint: bool) -> None:
+        """Train ``take`` as one part of the step (periodic gradient accumulation, a streamed mini-batch): its
+        lags into the step's sums (``midpoint``: token lag from the middle of each trajectory's versions and the
+        env-state count, as :meth:`_start_training`), its FLOPs on the trainer."""
+        p = self.p
         self.trained += len(take)
         self.step_trained += len(take)
         v, counts, sums = self.version, self.stale_counts, self.step_sums
@@ -454,18 +473,41 @@ class Engine:
             counts[lag] = counts.get(lag, 0) + 1
             sums[0] += lag
             sums[1] = max(sums[1], lag)
-            sums[2] += tr.tokens * lag
+            sums[2] += tr.tokens * ((v - 0.5 * (tr.v_start + tr.v_end)) if midpoint else lag)
             sums[3] += tr.tokens
+            sums[4] += 1 if midpoint and p.uses_sandbox and tr.v_end != tr.v_start else 0
         f = sum(p.flops_linear * (p.fixed_tokens + tr.tokens) + p.flops_square * (p.fixed_tokens + tr.tokens) ** 2
                 for tr in take)
         self.train_dur += f / p.trainer_flops_per_s
         self.trainer_busy = True
         self.push(self.now + f / p.trainer_flops_per_s, Ev.TRAIN_DONE)
 
+    def _streamed_train(self) -> None:
+        """verl fully-async: train the next mini-batch once the queue holds it (oldest policy first)."""
+        p = self.p
+        if self.trainer_busy or self.syncing:
+            return
+        size = min(-(-p.batch // p.minibatches), p.batch - self.step_trained)
+        if len(self.buffer) < size:
+            return
+        # With partial rollout the rollouter pauses running trajectories across the weight push and resumes them
+        # (verl's sleep/resume), so the bound only limits admission; without it a version may not leave a running
+        # trajectory more than η behind, as in :meth:`_maybe_train`.
+        if (self.step_trained == 0 and not p.partial_rollout and self.running_by_version
+                and min(self.running_by_version) < self.version + self.horizon - p.eta):
+            return
+        self.buffer.sort(key=_v_start)
+        take = self.buffer[:size]
+        del self.buffer[:size]
+        self._train_part(take, midpoint=True)
+
     def _maybe_train(self) -> None:
         p = self.p
         if self.periodic:
             self._periodic_train()
+            return
+        if self.streamed:
+            self._streamed_train()
             return
         if self.trainer_busy or self.syncing or len(self.buffer) < p.batch:
             return

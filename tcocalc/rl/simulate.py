@@ -171,7 +171,8 @@ def _params(scn: Scenario, ws, gcap, rates: Rates, cluster_model) -> SimParams:
         cap=ws.cap, solve_never=sr.never, solve_always=sr.always, beta_a=sr.beta_a, beta_b=sr.beta_b,
         flops_linear=linear, flops_square=square,
         trainer_flops_per_s=float(rates.trainer_samples_per_s[0]) * flops_mean, t_sync=float(rates.t_sync[0]),
-        sync_blocks_trainer=settings(scn).sync_blocks_trainer)
+        sync_blocks_trainer=settings(scn).sync_blocks_trainer, minibatches=scn.trainer.minibatches_per_step,
+        stream_minibatches=settings(scn).stream_minibatches)
 
 
 def flow_from_run(eng: Engine, p: SimParams, gcap, analytical: Flow, minibatches: int,

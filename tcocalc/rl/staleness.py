@@ -4,7 +4,8 @@
   before (``one_step_off``: 1);
 * asynchronous modes: Little's law on the samples in flight ``C`` and queued ``Q``
   (:func:`~tcocalc.rl.rollouts.staleness_means`), capped by the bound ``η``; the longest trajectory sets the
-  maximum;
+  maximum (capped by ``η`` too, except in a streamed step with partial rollout, whose bound only limits
+  admission, §5.6);
 * partial rollout carries the tail over step boundaries (§4.6); several optimizer updates per step add
   the intra-step lag ``(g−1)/2`` (mean) and ``g−1`` (max) (:func:`~tcocalc.rl.rollouts.intra_step_lag`).
 """
@@ -18,7 +19,7 @@ import numpy as np
 
 from ..scenario import Scenario
 from .capacity import GeneratorCapacity
-from .flow import Flow
+from .flow import Flow, streamed
 from .phases import WorkloadStats
 from .rollouts import (
     Z99,
@@ -80,7 +81,9 @@ def _streaming(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, flow: 
         s_tok = np.minimum(eta, lag["token"]) + carry_lag
     # the longest trajectory: the cap, or (uncapped) the lognormal's p99 relative to its mean
     longest = gcap.latency_s * (ws.cap / ws.response_mean if ws.cap else math.exp(Z99 * ws.sigma))
-    s_max = np.minimum(eta, np.ceil(longest / step + flow.queued / B))
+    s_max = np.ceil(longest / step + flow.queued / B)
+    if not streamed(scn):  # a streamed step's bound only limits admission: the longest runs on (§5.6)
+        s_max = np.minimum(eta, s_max)
     spans = np.minimum(1.0, flow.rollout_latency_s / step)
     env = np.where(ws.uses_sandbox and scn.orchestration.mode == "inflight", spans, 0.0) + (
         tail_share if ws.uses_sandbox else 0.0)
