@@ -33,7 +33,7 @@ def scenarios(draw, modes=("colocated", "sync", "one_step_off", "async", "inflig
         "name": "prop",
         "model": {"name": draw(st.sampled_from(MODELS)), "precision": "bf16"},
         "trainer": {"hardware": draw(st.sampled_from(HARDWARE)), "gpus": n_t,
-                    "old_logprob_pass": draw(st.booleans())},
+                    "old_logprob_pass": draw(st.booleans()), "minibatches_per_step": draw(st.sampled_from([1, 1, 4]))},
         "generator": {"hardware": draw(st.sampled_from(HARDWARE)), "gpus": n_g,
                       "precision": draw(st.sampled_from(["bf16", "fp8"]))},
         "workload": {"prompts_per_step": draw(st.sampled_from([8, 32, 64])), "group_size": draw(st.sampled_from(
@@ -41,9 +41,10 @@ def scenarios(draw, modes=("colocated", "sync", "one_step_off", "async", "inflig
             "response_tokens_sigma": sigma, "response_tokens_max": draw(st.sampled_from([16384.0, 32768.0])),
             "turns": turns, "observation_tokens_per_turn": 200.0 if turns > 1 else 0.0, "steps": 100,
             "solve_rate": {"never": never, "always": always}},
-        "orchestration": {"mode": mode, "max_staleness": draw(st.sampled_from([0.0, 1.0, 2.0, 4.0])),
+        "orchestration": {"mode": mode, "max_staleness": draw(st.sampled_from([0.0, 0.5, 1.0, 2.0, 4.0])),
                           "oversampling": 0.0 if mode in ("async", "inflight") else draw(st.sampled_from(
-                              [0.0, 0.25, 0.5])), "partial_rollout": draw(st.booleans())},
+                              [0.0, 0.25, 0.5])), "partial_rollout": draw(st.booleans()),
+                          "stream_minibatches": draw(st.booleans())},
         "sandbox": {"tool_call_s": 3.0 if turns > 1 else 0.0, "startup_s": 1.0},
         "economics": {"usd_per_gpu_hour": draw(st.floats(0.5, 10.0))},
     }
