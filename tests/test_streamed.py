@@ -77,3 +77,23 @@ def test_the_simulator_streams_and_agrees_where_a_whole_batch_trainer_waits():
     assert sim == pytest.approx(ana, rel=0.10)
     whole = tc.simulate(scn.with_values({"orchestration.stream_minibatches": False}), steps=20, seed=0)
     assert whole.metrics["useful_samples_per_s"] < 0.8 * sim
+
+
+def test_a_whole_bound_gives_the_last_samples_that_many_more_steps():
+    """η = 2: a step's last samples are admitted two versions ahead, so the window cap is
+    ``3·B/(t_sync + T_fill + t_train/g)``, T_fill decoding the batch's longest (α = 0) with (1+η)·B/keep
+    trajectories on the replicas (§5.6)."""
+    from tcocalc.rl import flow
+
+    scn = tc.load_scenario(VERL).with_values({"orchestration.max_staleness": 2.0})
+    ws, gcap, r = _stages(scn)
+    n = 3 * 8192 / r.keep / 64
+    tau = float(wl.expected_max(8192 / r.keep, ws.mu, ws.sigma, ws.cap))
+    decode = (tau * gcap.t0 + gcap.t1 * n * wl.capped_moment(1, ws.mu, ws.sigma, tau) if n <= float(r.slots[0])
+              else n * wl.capped_moment(1, ws.mu, ws.sigma, tau) * (gcap.t0 + gcap.t1 * float(r.slots[0]))
+              / float(r.slots[0]) + 0.5 * tau * gcap.t0)
+    fill = gcap.prefill_s + decode
+    assert float(streamed_window_fill_s(scn, ws, gcap, r)[0]) == pytest.approx(fill, rel=1e-3)
+    *_, caps = flow._async_throughput(scn, ws, gcap, r, 8192 / (r.t_train + r.t_sync))
+    expected = 3 * 8192 / (float(r.t_sync[0]) + fill + float(r.t_train[0]) / 16)
+    assert float(caps["staleness"][0]) == pytest.approx(expected, rel=1e-3)

@@ -176,20 +176,21 @@ def streamed_window_fill_s(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapa
     The trainer takes each of the step's ``g`` mini-batches as soon as the queue holds it (verl fully-async)
     and, with partial rollout, never waits for running trajectories: the staleness bound ``η`` only admits
     ``(η + 1)·B`` samples per version (AReaL's rule; verl's ``staleness_threshold`` resets its count to the
-    samples in flight and queued at each push, the same bound). A version's samples are therefore on the
-    generator together once it goes live, ``(η+1)·B/keep`` dispatched for ``B/keep`` needed (a dropped group
-    frees its admission places), and the step's last mini-batch is in when the first needed groups have
-    finished: the oversampling cut of §4.6 with ``α = η``, ``τ = exp(μ + σ·z)``, ``Φ(z)^G = 1/(1+η)``
-    (for ``η = 0`` the batch's longest, ``E[max R]``). Decoding to ``τ`` takes :func:`_batch_decode_s` with every
-    trajectory's tokens up to ``τ``, ``E[min(R, τ)]``; prefill and tool time add once."""
-    eta = scn.orchestration.max_staleness
+    samples in flight and queued at each push, the same bound). The last samples of step ``v`` are admitted
+    when version ``v − ⌊η⌋`` goes live (the caller divides by ``1 + ⌊η⌋``, the steps they have); they share the
+    replicas with everything the bound lets in, ``(η+1)·B/keep`` dispatched, and the step's last mini-batch is in
+    when the first needed groups of its admission have finished: the oversampling cut of §4.6 with ``α`` the
+    fractional part of ``η``, ``τ = exp(μ + σ·z)``, ``Φ(z)^G = 1/(1+α)`` (for whole ``η`` the batch's longest,
+    ``E[max R]``). Decoding to ``τ`` takes :func:`_batch_decode_s` with every trajectory's tokens up to ``τ``,
+    ``E[min(R, τ)]``; prefill and tool time add once."""
+    frac = scn.orchestration.max_staleness % 1.0
     keep, B, rep = r.keep, r.batch, np.maximum(r.n_rep, 1)
-    if eta > 0:
-        tau = math.exp(ws.mu + ws.sigma * group_quantile_z(eta, ws.group_size))
+    if frac > 0:
+        tau = math.exp(ws.mu + ws.sigma * group_quantile_z(frac, ws.group_size))
         tau = min(tau, ws.cap) if ws.cap is not None else tau
     else:
         tau = float(expected_max(B / keep, ws.mu, ws.sigma, ws.cap))
-    per_rep = (1.0 + eta) * B / keep / rep
+    per_rep = (1.0 + scn.orchestration.max_staleness) * B / keep / rep
     decoded = capped_moment(1, ws.mu, ws.sigma, tau)
     step_op = gcap.t0 + gcap.t1 * r.b_op
     w_env = r.rollout_latency_s - gcap.prefill_s - r.generated_per_dispatched * step_op
@@ -260,8 +261,8 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
     # held only by its window (§5.6), not by the in-flight count or the tail
     window_cap = None
     if streamed(scn):
-        window_cap = B / (r.t_sync + streamed_window_fill_s(scn, ws, gcap, r)
-                          + r.t_train / scn.trainer.minibatches_per_step)
+        window_cap = B * (1.0 + math.floor(eta)) / (r.t_sync + streamed_window_fill_s(scn, ws, gcap, r)
+                                                    + r.t_train / scn.trainer.minibatches_per_step)
     for _ in range(80):
         w = gcap.prefill_s + r.generated_per_dispatched * (gcap.t0 + gcap.t1 * b) + w_env
         if reprefill:
