@@ -14,7 +14,7 @@ Stage 2, a step model from :data:`STEP_MODELS` keyed by ``orchestration.mode`` (
   (η+½)·B/T_tail)`` (AReaL's admission rule through Little's law, §5.4), solved as a fixed point over the
   decoding batch, since a throttled generator finishes each trajectory sooner;
   with the trainer streaming mini-batches and partial rollout (verl fully-async, §5.6) the bound only limits
-  admission and the last two terms give way to the window cap ``B/(t_sync + T_fill + t_train/g)``
+  admission and the last two terms give way to the window cap ``(1 + ⌊η⌋)·B/(t_sync + T_fill + t_train/g)``
   (:func:`streamed_window_fill_s`);
 * :func:`periodic_step` (``periodic``, arXiv 2511.18871, §5.5): the synchronous batch, with the trainer
   consuming groups as they finish: ``T = max_t [t + t_train·(1 − F(t⁻))] + t_sync``.

@@ -82,7 +82,7 @@ class SimParams:
     t_sync: float               # weight push [s]
     sync_blocks_trainer: bool
     minibatches: int = 1        # optimizer updates per step (per weight push)
-    stream_minibatches: bool = False  # streaming modes: the trainer takes each mini-batch as it fills (verl)
+    stream_minibatches: bool = False  # a streamed step (flow.streamed): each mini-batch is taken as it fills
 
 
 class _Group:
@@ -145,9 +145,10 @@ class Engine:
         self.gen_busy_at_step: list = []
         # periodic: samples accepted and trained this iteration, the step's training time and staleness sums
         self.periodic = p.mode == "periodic"
-        # verl fully-async: the trainer fetches each mini-batch from the queue as soon as it holds one and
-        # pushes the weights after ``minibatches`` updates (one version per push, as the other modes)
-        self.streamed = self.streaming and p.stream_minibatches and p.minibatches > 1
+        # verl fully-async (async, partial rollout, several mini-batches): the trainer fetches each mini-batch
+        # from the queue as soon as it holds one and pushes the weights after ``minibatches`` updates (one
+        # version per push, as the other modes)
+        self.streamed = p.stream_minibatches
         self.step_accepted = self.step_trained = 0
         self.step_sums = [0, 0, 0.0, 0.0, 0]
 
@@ -483,18 +484,14 @@ class Engine:
         self.push(self.now + f / p.trainer_flops_per_s, Ev.TRAIN_DONE)
 
     def _streamed_train(self) -> None:
-        """verl fully-async: train the next mini-batch once the queue holds it (oldest policy first)."""
+        """verl fully-async: train the next mini-batch once the queue holds it (oldest policy first). The
+        rollouter pauses running trajectories across the weight push and resumes them (partial rollout, verl's
+        sleep/resume), so no one waits for a running trajectory: the bound only limits admission."""
         p = self.p
         if self.trainer_busy or self.syncing:
             return
         size = min(-(-p.batch // p.minibatches), p.batch - self.step_trained)
         if len(self.buffer) < size:
-            return
-        # With partial rollout the rollouter pauses running trajectories across the weight push and resumes them
-        # (verl's sleep/resume), so the bound only limits admission; without it a version may not leave a running
-        # trajectory more than η behind, as in :meth:`_maybe_train`.
-        if (self.step_trained == 0 and not p.partial_rollout and self.running_by_version
-                and min(self.running_by_version) < self.version + self.horizon - p.eta):
             return
         self.buffer.sort(key=_v_start)
         take = self.buffer[:size]

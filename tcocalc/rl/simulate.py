@@ -25,7 +25,7 @@ from ..economics.tco import cluster_usd_per_hour
 from ..errors import InfeasibleError, ScenarioError
 from ..scenario import Scenario
 from .capacity import sample_flops, trajectory_flops_coefficients
-from .flow import Flow, Rates, sandbox_attempts
+from .flow import Flow, Rates, sandbox_attempts, streamed
 from .phases import phase_list, phase_scenario, workload_stats
 from .report import RLReport, combine_phases, contract_metrics, scalar_metrics
 from .rollouts import intra_step_lag
@@ -172,7 +172,7 @@ def _params(scn: Scenario, ws, gcap, rates: Rates, cluster_model) -> SimParams:
         flops_linear=linear, flops_square=square,
         trainer_flops_per_s=float(rates.trainer_samples_per_s[0]) * flops_mean, t_sync=float(rates.t_sync[0]),
         sync_blocks_trainer=settings(scn).sync_blocks_trainer, minibatches=scn.trainer.minibatches_per_step,
-        stream_minibatches=settings(scn).stream_minibatches)
+        stream_minibatches=streamed(scn))
 
 
 def flow_from_run(eng: Engine, p: SimParams, gcap, analytical: Flow, minibatches: int,
