@@ -97,3 +97,16 @@ def test_a_whole_bound_gives_the_last_samples_that_many_more_steps():
     *_, caps = flow._async_throughput(scn, ws, gcap, r, 8192 / (r.t_train + r.t_sync))
     expected = 3 * 8192 / (float(r.t_sync[0]) + fill + float(r.t_train[0]) / 16)
     assert float(caps["staleness"][0]) == pytest.approx(expected, rel=1e-3)
+
+
+def test_a_window_bound_run_is_explained_as_admission_not_the_longest_rollout():
+    """Advice for a streamed step held by its window names admission per version and the partial rollout, not
+    the longest rollout (which nobody waits for), and suggests the looser bound with its figure."""
+    scn = tc.load_scenario(VERL).with_values({"orchestration.max_staleness": 0.1})
+    report = tc.evaluate(scn)
+    assert report.details["binding_limits"]["run"] == ["staleness"]
+    line = next(a for a in report.advice if a.startswith("The staleness bound caps throughput"))
+    assert "1.1 batches of samples are admitted per policy version" in line
+    assert "nothing waits for the longest rollout" in line and "longest rollout must finish" not in line
+    looser = tc.evaluate(scn.with_values({"orchestration.max_staleness": 1.1})).metrics["useful_samples_per_s"]
+    assert f"would give {looser:.3g} useful samples/s" in line

@@ -26,7 +26,7 @@ from ..errors import InfeasibleError, ScenarioError, TcocalcError
 from ..scenario import GeneratorSection, Scenario, TrainerSection
 from .capacity import pinned_layout, smallest_fitting_layout, trainer_min_gpus
 from .cluster import Cluster, resolve
-from .flow import SYNC_MODES
+from .flow import SYNC_MODES, streamed
 from .phases import phase_list, workload_stats
 from .pipeline import PhaseResult, evaluate_splits
 from .report import OBJECTIVES, RLReport, assert_finite, combine_phases, scalar_metrics
@@ -240,6 +240,13 @@ def _limit_line(scn: Scenario, a: _Assessed, kind: str, where: str, solved: bool
                 f"most {sb.max_concurrency:,} sandboxes are live and each trajectory holds one for about "
                 f"{a.results[0].flow.rollout_latency_s[0]:,.0f} s. A higher sandbox.max_concurrency or shorter "
                 f"trajectories raise it{no_gpus}")
+    if kind == "staleness" and streamed(scn):
+        eta = orch.max_staleness
+        return (f"The staleness bound caps throughput{where}: with max_staleness {eta:g} at most "
+                f"{eta + 1:g} batches of samples are admitted per policy version, so the trainer waits for "
+                f"samples admitted at a recent weight push (with partial rollout nothing waits for the longest "
+                f"rollout) and idles {ti:.0%} of the time; "
+                f"max_staleness {eta + 1:g} would give {a.looser_useful:.3g} useful samples/s instead of {x:.3g}.")
     if kind == "staleness":
         eta = orch.max_staleness
         return (f"The staleness bound caps throughput{where}: with max_staleness {eta:g} the generator may run at "
