@@ -331,6 +331,8 @@ def _json_record(run: dict) -> dict:
 
 
 def _print_heading(run: dict, solved: bool) -> None:
+    from .rl.flow import streamed
+
     scn, met = run["scenario"], run["report"].metrics
     print(f"{scn.name}: {scn.description}" if scn.description else scn.name)
     pools = ""
@@ -339,7 +341,10 @@ def _print_heading(run: dict, solved: bool) -> None:
         row = phases.iloc[0]
         pools = (f" (disaggregated: {row['prefill_gpus']:.0f} prefill GPUs in {row['prefill_instance']} instances, "
                  f"decode in {row['generator_instance']} instances)")
-    print(f"mode {scn.orchestration.mode}; trainer {met['trainer_gpus']:.0f} x {scn.trainer.hardware}, "
+    mode = scn.orchestration.mode
+    if streamed(scn):  # verl fully-async (docs/rl-modeling.md §5.6)
+        mode += f" (trainer streams {scn.trainer.minibatches_per_step} mini-batches per step, partial rollout)"
+    print(f"mode {mode}; trainer {met['trainer_gpus']:.0f} x {scn.trainer.hardware}, "
           f"generator {met['generator_gpus']:.0f} x {scn.generator.hardware}{pools}"
           + (" (solved split)" if solved else ""))
 

@@ -226,3 +226,13 @@ def test_default_simulation_fits_an_event_budget_and_says_so(capsys):
     assert MIN_DEFAULT_SIM_STEPS <= n < DEFAULT_SIM_STEPS
     assert tc.simulated_events_estimate(agentic, n) <= DEFAULT_SIM_EVENTS < tc.simulated_events_estimate(agentic, n + 1)
     assert default_sim_steps(tc.load_scenario("scenarios/default.toml")) == DEFAULT_SIM_STEPS
+
+
+def test_run_heading_names_a_streamed_trainer(capsys):
+    """A verl fully-async scenario's heading says that its trainer streams mini-batches (docs/rl-modeling.md
+    §5.6); an ordinary async scenario's does not."""
+    assert main(["run", str(ROOT / "scenarios" / "verl_fully_async_qwen25_7b_h20_64x64.toml")]) == 0
+    heading = capsys.readouterr().out.splitlines()[1]
+    assert heading.startswith("mode async (trainer streams 16 mini-batches per step, partial rollout);")
+    assert main(["run", DEFAULT]) == 0
+    assert capsys.readouterr().out.splitlines()[1].startswith("mode async; trainer")
