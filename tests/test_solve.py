@@ -241,3 +241,41 @@ def test_the_smallest_cluster_has_no_smaller_total_to_try():
     sol = tc.solve_split(scn)
     assert sol.details["smallest_total_gpus_99pct"] == 2
     assert not any(a.startswith("Cluster size") for a in sol.advice)
+
+
+# ------------------------------------------------------------------ a wider generator instance
+def test_solver_names_a_wider_generator_instance_that_pays_with_its_figure(solved):
+    """default: the throughput-best instance is TP2, but the run waits on per-token latency and a TP4 instance
+    delivers more at the solved split; the line's figure is what evaluate gives with generator.tp = 4 there."""
+    scn, _, sol = solved["default"]
+    lines = [a for a in sol.advice if a.startswith("A TP")]
+    assert len(lines) == 1 and "(generator.tp = 4)" in lines[0]
+    at = scn.with_split(int(sol.metrics["trainer_gpus"]), int(sol.metrics["generator_gpus"]))
+    wider = tc.evaluate(at.with_values({"generator.tp": 4})).metrics["useful_samples_per_s"]
+    assert wider > sol.metrics["useful_samples_per_s"] * (1 + solve_mod.SPLIT_TOLERANCE)
+    assert f"{sol.metrics['useful_samples_per_s']:.3g} -> {wider:.3g}" in lines[0]
+
+
+@pytest.mark.parametrize("stem", IDS)
+def test_no_instance_line_where_a_wider_instance_gains_nothing_or_tp_is_pinned(solved, stem):
+    """The line appears only when a wider pure-TP instance beats the solved split by more than the tolerance;
+    never for a pinned generator.tp (the verl scenarios) or evaluate()."""
+    scn, ev, sol = solved[stem]
+    assert not [a for a in ev.advice if a.startswith("A TP")]
+    lines = [a for a in sol.advice if a.startswith("A TP")]
+    if scn.generator.tp is not None:
+        assert not lines
+    for line in lines:
+        tp = int(line.split("(generator.tp = ")[1].split(")")[0])
+        at = scn.with_split(int(sol.metrics["trainer_gpus"]), int(sol.metrics["generator_gpus"]))
+        got = tc.evaluate(at.with_values({"generator.tp": tp})).metrics["useful_samples_per_s"]
+        assert got > sol.metrics["useful_samples_per_s"] * (1 + solve_mod.SPLIT_TOLERANCE)
+
+
+def test_readme_instance_figures_come_from_the_solver(solved):
+    """README, "Serving instance choice": the solver's TP line for default and gb300_agentic_96, as printed."""
+    readme = (SCN.parent / "README.md").read_text()
+    for stem, tp, label in (("default", 4, "TP4 instead of TP2"), ("gb300_agentic_96", 8, "TP8")):
+        line = next(a for a in solved[stem][2].advice if a.startswith(f"A TP{tp} "))
+        gain = line.split("(+")[1].split("%")[0]
+        assert f"`{stem}`: {label}, +{gain}%" in " ".join(readme.split()), (stem, gain)

@@ -206,7 +206,8 @@ def _generator_capacity(m, acc, precision, kv, prefill, generated, ctx, env_s, t
     """The serving instance: the throughput-best one (highest steady-state output per GPU within KV memory;
     :func:`_best_instance`, ``max_gpus`` the pool when it is smaller than that instance), or the pinned
     tensor-parallel degree. Choosing an instance for latency when a staleness bound caps throughput is a
-    known open item (README, "Assumptions and known limits"). ``disagg`` = (chunk tokens, pinned prefill GPUs)
+    known open item (README, "Assumptions and known limits"); ``solve_split`` tries the wider tensor-parallel
+    instances and says when one pays. ``disagg`` = (chunk tokens, pinned prefill GPUs)
     for a disaggregated generator: decode-only instances and a prefill pool (:func:`_prefill_pool`)."""
     kw = dict(prompt_tokens=max(prefill, 1.0), response_tokens=max(generated, 1.0), precision=precision,
               kv_precision=kv, context_tokens=ctx)

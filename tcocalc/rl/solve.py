@@ -301,6 +301,40 @@ def _serving_advice(scn: Scenario, cluster: Cluster, metrics: dict) -> list[str]
             f"{gen.prefill_pool.instance.label()} instances, decode in {gen.instance.label()} instances."]
 
 
+def _instance_advice(scn: Scenario, cluster: Cluster, results: list[PhaseResult], metrics: dict) -> list[str]:
+    """:func:`solve_split`'s line when a wider tensor-parallel generator instance (``generator.tp``) would deliver
+    more useful samples/s at the solved split than :data:`SPLIT_TOLERANCE` more (only the solver tries it: a few
+    more evaluations, which would double a warm :func:`evaluate`). The automatic instance is the steady-state
+    throughput-best one (§4.4); an RL step also waits on per-token latency (the batch tail, the staleness
+    window, tool turns), which a wider instance shortens. Only wider pure-TP instances within the scale-up
+    domain are tried (a narrower one has the higher step time); nothing when ``tp`` is pinned or the generator
+    is disaggregated."""
+    g = scn.generator
+    if g.tp is not None or g.disaggregated:
+        return []
+    now = results[0].generator
+    x0, best = metrics["useful_samples_per_s"], None
+    tp = now.instance.tp * 2
+    while tp <= min(cluster.generator.scaleup_domain_gpus, g.gpus):
+        other = scn.model_copy(update={"generator": g.model_copy(update={"tp": tp})})
+        try:
+            res = phase_results(other, cluster, [scn.trainer.gpus], [g.gpus])
+            if all(bool(r.feasible[0]) for r in res):
+                x1 = float(combine_phases(other, [(r.workload, r.metrics) for r in res])["useful_samples_per_s"][0])
+                if np.isfinite(x1) and (best is None or x1 > best[1]):
+                    best = (tp, x1, res[0].generator)
+        except TcocalcError:
+            pass
+        tp *= 2
+    if best is None or not (x0 > 0 and best[1] > x0 * (1.0 + SPLIT_TOLERANCE)):
+        return []
+    tp, x1, gen = best
+    return [f"A TP{tp} generator instance (generator.tp = {tp}) would raise useful samples/s {x0:.3g} -> {x1:.3g} "
+            f"(+{x1 / x0 - 1:.0%}) at this split: its decode step at batch 1 takes {gen.t0 * 1e3:.3g} ms against "
+            f"{now.t0 * 1e3:.3g} ms on {now.instance.label()}, the throughput-best instance, and this run waits on "
+            f"per-token latency (the batch tail, the staleness window or tool turns)."]
+
+
 def _general_advice(scn: Scenario, metrics: dict) -> list[str]:
     out = []
     mode, ti = scn.orchestration.mode, metrics["trainer_idle_fraction"]
@@ -502,6 +536,7 @@ def solve_split(scenario: Scenario, objective: str = "usd_per_useful_sample", *,
         advice += _limit_advice(scn, a, solved=True)
         advice.append(_neighbour_line(scn, cluster, sw, score, objective, g, chosen, cons))
         advice += _serving_advice(chosen_scn, cluster, a.metrics)
+        advice += _instance_advice(chosen_scn, cluster, a.results, a.metrics)
     advice += _sizing_advice(sizing, a.metrics) + _general_advice(scn, a.metrics)
     phases_df = a.phases
     if len(sw.results) > 1:
