@@ -136,7 +136,7 @@ def rl() -> list[tuple[str, float, str]]:
 
 
 def sizing() -> list[tuple[str, float, str]]:
-    """tc.size_cluster over 12 accelerators per pool x up to 4,096 GPUs x 5 modes x 3 staleness bounds x every
+    """tc.size_cluster over every catalog accelerator per pool x up to 4,096 GPUs x 5 modes x 3 staleness bounds x every
     supply (own + 8 providers), SemiAnalysis Qwen3-235B workload, target 2 useful samples/s."""
     from pathlib import Path
 
@@ -156,7 +156,8 @@ def sizing() -> list[tuple[str, float, str]]:
 
     cold_s = _best(cold, repeats=1)
     warm_s = _best(lambda: tc.size_cluster(semi, {"useful_samples_per_s": 2.0}, opts), repeats=3)
-    return [("size_cluster: 12x12 accelerators x 4,096 GPUs x 5 modes x 3 bounds x 9 supplies, cold", cold_s,
+    n = len(names)
+    return [(f"size_cluster: {n}x{n} accelerators x 4,096 GPUs x 5 modes x 3 bounds x 9 supplies, cold", cold_s,
              "< 5 s"),
             ("size_cluster, same, warm caches", warm_s, "< 2 s")]
 
@@ -191,7 +192,7 @@ def rl_accuracy() -> list[tuple[str, float, str]]:
     secs = time.perf_counter() - t0
     s = tc.rl_validation_summary(table)
     return [
-        ("rl_validation_table: 52 NeMo RL + 6 verl runs as scenarios, evaluated", secs, "(time)"),
+        ("rl_validation_table: 52 NeMo RL + 9 verl runs as scenarios, evaluated", secs, "(time)"),
         ("  NeMo RL median |step-time error| [%, not s]", s["nemo_median_abs_error_pct"], "<= 15"),
         ("  NeMo RL rows within +-25% [%, not s]", 100 * s["nemo_within_share"], ">= 80"),
         ("  on/off-policy pairs on the published side of 1.0 [count, not s]", s["pairs_right_side"],

@@ -230,8 +230,11 @@ def test_rl_case_files_name_a_bad_count_or_time(root):
     """Whole counts and positive published times, through the shared provenance check."""
     text = (root / "data" / "rl_cases_verl.csv").read_text()
     with pytest.raises(tc.DataFileError) as err:
-        rl_cases.parse_verl_rl_cases(text.replace(",32,32,790.10,", ",32.5,32,790.10,", 1))
+        rl_cases.parse_verl_rl_cases(text.replace(",32,32,,790.10,", ",32.5,32,,790.10,", 1))
     assert (err.value.entry, err.value.field) == ("VERL-01", "trainer_gpus")
     with pytest.raises(tc.DataFileError) as err:
-        rl_cases.parse_verl_rl_cases(text.replace(",32,32,790.10,", ",32,32,0,", 1))
+        rl_cases.parse_verl_rl_cases(text.replace(",32,32,,790.10,", ",32,32,,0,", 1))
     assert (err.value.entry, err.value.field) == ("VERL-01", "step_time_s")
+    with pytest.raises(tc.DataFileError) as err:  # a staleness bound that is not a number
+        rl_cases.parse_verl_rl_cases(text.replace(",64,64,0.1,171.30,", ",64,64,a tenth,171.30,", 1))
+    assert (err.value.entry, err.value.field) == ("VERL-08", "max_staleness")

@@ -2,8 +2,8 @@
 
 * ``data/rl_cases_nemo.csv``: NVIDIA NeMo RL's 52 published step times (v0.4-v0.6) with their recipes, as
   collected in ../shared/validation/rl-nemo.md (the public calibration set of the RL step model);
-* ``data/rl_cases_verl.csv``: verl's fully-async study (validation RL-01), as splits of the shipped verl
-  scenarios;
+* ``data/rl_cases_verl.csv``: verl's fully-async study (validation RL-01, and RL-05's staleness_threshold sweep
+  with ``max_staleness``; empty: the scenario's own), as splits of the shipped verl scenarios;
 * ``data/rl_cases_refit.csv``: published weight-sync and refit timings (NeMo RL, miles, verl), each with its
   transport and layout; ``role`` says whether a row calibrated a constant (``fit``) or only checks it.
 
@@ -65,7 +65,8 @@ def parse_verl_rl_cases(text: str, file: str = "data/rl_cases_verl.csv") -> tupl
     out = []
     for _line, row in parse_csv(text, file):
         numbers = check_entry(file, row.get("id", "?"), row, require=("id", "scenario", "mode", "source"),
-                              value_fields=("step_time_s",), whole_fields=("trainer_gpus", "generator_gpus"))
+                              value_fields=("step_time_s",), optional_values=("max_staleness",),
+                              whole_fields=("trainer_gpus", "generator_gpus"))
         out.append(_typed(file, row, numbers, ("step_time_s", "trainer_gpus", "generator_gpus")))
     return tuple(out)
 

@@ -81,9 +81,13 @@ def nemo_case_scenario(case: dict) -> Scenario:
 
 
 def verl_case_scenario(case: dict) -> Scenario:
-    """The scenario of one verl row: its shipped scenario file at the row's split."""
+    """The scenario of one verl row: its shipped scenario file at the row's split (and staleness bound, where the
+    row gives one: RL-05's ``staleness_threshold`` sweep)."""
     f = scenarios_dir() / f"{case['scenario']}.toml"
-    return loads_scenario(f.read_text()).with_split(case["trainer_gpus"], case["generator_gpus"])
+    scn = loads_scenario(f.read_text()).with_split(case["trainer_gpus"], case["generator_gpus"])
+    if case.get("max_staleness") is not None:
+        scn = scn.with_values({"orchestration.max_staleness": case["max_staleness"]})
+    return scn
 
 
 def _row(case: dict, framework: str, scn: Scenario | None, what: str) -> dict:
@@ -116,7 +120,8 @@ def rl_validation_table():
                 + (f", {c['max_trajectory_age']}-step off" if c["mode"] == "async" else ", on-policy"))
         rows.append(_row(c, "NeMo RL", scn, what))
     for c in verl_rl_cases():
-        rows.append(_row(c, "verl", verl_case_scenario(c), f"Qwen2.5-Math-7B H20 bf16 DAPO, {c['mode']}"))
+        bound = "" if c.get("max_staleness") is None else f", staleness {c['max_staleness']:g}"
+        rows.append(_row(c, "verl", verl_case_scenario(c), f"Qwen2.5-Math-7B H20 bf16 DAPO, {c['mode']}{bound}"))
     df = pd.DataFrame(rows)
     for col in ("predicted [s]", "error [%]"):  # a row the model cannot represent: NA, never NaN
         df[col] = df[col].astype("Float64").mask(df[col].isna())
