@@ -152,8 +152,8 @@ def test_rl02_verl_wait_follows_from_the_window_given_the_published_update_time(
 @pytest.mark.reference
 def test_rl03_rl07_async_speedup_at_128_gpus():
     """RL-03/RL-07: at 128 GPUs async beats colocated sync ≈2.37x per step; the solver's best split of the
-    128 GPUs must reproduce ~2.4x (±20%). Async must win clearly either way: that part fails the test
-    clearly either way. Since the streamed window (§5.6) the async 64:64 step is 6% fast instead of 19% slow."""
+    128 GPUs must reproduce ~2.4x (±20%), and async must win clearly (above 1.5x) at the published split too.
+    Since the streamed window (§5.6) the async 64:64 step is 6% fast instead of 19% slow: 2.19x (it was 1.7x)."""
     colocated = verl("colocated", 128).metrics["step_time_s"]
     solved = tc.solve_split(load("verl_fully_async_qwen25_7b_h20_64x64"), objective="useful_samples_per_s")
     speedups = colocated / verl("async", 64).metrics["step_time_s"], colocated / solved.metrics["step_time_s"]
