@@ -1,6 +1,6 @@
 """A fixed corpus of hostile scenarios through every door (issue 16, "Done when"): the library
 (loads_scenario, evaluate, solve_split), the command line (``python -m tcocalc run``) and the app's upload
-(AppTest on app_pages/plan.py). About 130 TOML texts are built here from scenarios/default.toml (nothing is
+(AppTest on app_pages/plan.py). About 140 TOML texts are built here from scenarios/default.toml (nothing is
 committed as files): bad and extreme GPU counts, impossible lengths, p99 below the mean, unknown names,
 wrong types, deep nesting, huge numbers, hostile ``[model.config]`` values, colocated pools of unequal size,
 missing sections, an empty file and binary junk.
@@ -191,6 +191,16 @@ def corpus() -> dict[str, str]:
     c["prefill_gpus_without_disaggregated"] = with_key("generator", "prefill_gpus", "2")
     c["disaggregated_colocated"] = edits(("generator", "disaggregated", "true"),
                                          ("orchestration", "mode", '"colocated"'), ("generator", "gpus", "8"))
+    # the streamed trainer (verl fully-async, docs/rl-modeling.md §5.6) at its edges
+    streamed = (("orchestration", "framework", '"verl-fsdp"'), ("orchestration", "partial_rollout", "true"),
+                ("trainer", "minibatches_per_step", "16"))
+    c["streamed_key_a_string"] = with_key("orchestration", "stream_minibatches", '"yes"')
+    c["streamed_bound_10000"] = edits(*streamed, ("orchestration", "max_staleness", "10000"))
+    c["streamed_bound_0_nearly_all_dropped"] = edits(*streamed, ("orchestration", "max_staleness", "0"),
+                                                     ("orchestration", "filter_zero_advantage", "true"),
+                                                     ("workload.solve_rate", "always", "0.84"))
+    c["streamed_more_minibatches_than_samples"] = edits(*streamed[:2], ("trainer", "minibatches_per_step", "100000"),
+                                                        ("orchestration", "max_staleness", "0.5"))
     # missing sections, phases, empty and junk files
     for section in ("model", "trainer", "generator", "workload", "workload.solve_rate"):
         c[f"missing_{section}"] = without_section(section)
@@ -219,7 +229,7 @@ CORPUS = corpus()
 
 
 def test_the_corpus_is_large_and_varied():
-    assert 110 <= len(CORPUS) <= 140
+    assert 110 <= len(CORPUS) <= 150
     assert len(set(CORPUS.values())) == len(CORPUS)  # every case differs
 
 
