@@ -59,7 +59,8 @@ class TrainerSection(_Section):
                                                            "default: the framework preset")
     colocated_offload: bool | None = Field(None, description="colocated: optimizer state, gradients and weights go "
                                                              "to host memory and back every step (default: preset)")
-    minibatches_per_step: int = Field(1, ge=1, le=100_000, description="optimizer updates per rollout step (g_mb)")
+    minibatches_per_step: int = Field(1, ge=1, le=100_000, description="optimizer updates per rollout step (g_mb); "
+                                      "at most the step's samples (prompts_per_step x group_size)")
     mfu_busy: float | None = Field(None, ge=0.001, le=1, description="measured MFU while training, to use instead "
                                                                 "of the roofline training model "
                                                                 "(docs/rl-modeling.md §3.2)")
@@ -267,6 +268,12 @@ class Scenario(_Section):
                              "or disaggregated = false")
         if self.phases and self.phases[0].start_step >= self.workload.steps:
             raise ValueError("the first phase starts after the last step")
+        samples = self.workload.prompts_per_step * self.workload.group_size
+        if self.trainer.minibatches_per_step > samples:
+            raise ScenarioError("trainer.minibatches_per_step",
+                                f"{self.trainer.minibatches_per_step:,} optimizer updates per step exceed the "
+                                f"{samples:,} samples a step trains (workload.prompts_per_step x group_size); "
+                                f"at most {samples:,}")
         return self
 
     @property
@@ -416,6 +423,9 @@ def scenario_from_dict(data: Any) -> Scenario:
             raise ScenarioError(loc, "unknown key (check the spelling; see the documented schema)") from None
         if err["type"] == "missing":
             raise ScenarioError(loc, "missing (required)") from None
+        inner = (err.get("ctx") or {}).get("error")
+        if isinstance(inner, ScenarioError):  # a cross-section check that names its own field
+            raise ScenarioError(inner.field, inner.message) from None
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] in ("finite_number",) or (isinstance(err.get("input"), float) and not
                                                  math.isfinite(err["input"])):

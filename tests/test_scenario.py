@@ -176,10 +176,22 @@ def test_with_values_revalidates_and_names_the_field():
                           ({"workload.colour": 3}, "workload.colour"),
                           ({"workload.group_size.x": 1}, "workload.group_size"),
                           ({"workload.response_tokens_p99": 1000.0}, "workload"),  # below the mean
-                          ({"orchestration.mode": "colocated", "generator.gpus": 16}, "scenario")]:
+                          ({"orchestration.mode": "colocated", "generator.gpus": 16}, "scenario"),
+                          ({"trainer.minibatches_per_step": 513}, "trainer.minibatches_per_step")]:
         with pytest.raises(tc.ScenarioError) as err:
             scn.with_values(values)
         assert err.value.field == field, values
+
+
+def test_more_optimizer_updates_than_samples_is_refused_with_the_most_that_works():
+    """64 prompts x 8 samples = 512 samples a step: 512 updates is the most (one sample each); 513 is bad input
+    naming the field and the bound, not a step with 512 lag steps the trainer cannot take."""
+    scn = tc.load_scenario(SCENARIOS[0].parent / "default.toml")
+    assert scn.workload.prompts_per_step * scn.workload.group_size == 512
+    assert scn.with_values({"trainer.minibatches_per_step": 512}).trainer.minibatches_per_step == 512
+    with pytest.raises(tc.ScenarioError) as err:
+        scn.with_values({"trainer.minibatches_per_step": 513})
+    assert err.value.field == "trainer.minibatches_per_step" and "at most 512" in str(err.value)
 
 
 def test_with_cluster_colocated_keeps_one_pool():
