@@ -7,8 +7,12 @@ package as ``tcocalc.hardware_specs`` and ``tcocalc.data`` so that a wheel carri
 from __future__ import annotations
 
 import importlib.resources
+from collections.abc import Callable
 from importlib.resources.abc import Traversable
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 _ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,3 +45,10 @@ def display_path(path: Traversable) -> str:
         return str(Path(str(path)).relative_to(_ROOT))
     except ValueError:
         return str(path)
+
+
+def parse_shipped(name: str, parse: Callable[[str, str], T]) -> T:
+    """``parse(text, shown_path)`` of the shipped file ``data/<name>``: every catalog reader's one way in (the
+    readers cache the result)."""
+    f = data_dir() / name
+    return parse(f.read_text(), display_path(f))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
-from .._data import data_dir, display_path
+from .._data import parse_shipped
 from ..errors import DataFileError, MissingSpecError
 from .provenance import KINDS, check_entry, parse_toml
 
@@ -92,8 +92,7 @@ def _peak(generation: str) -> Calibration:
 
 @functools.cache
 def _raw() -> dict:
-    f = data_dir() / "calibration.toml"
-    return parse_toml(f.read_text(), display_path(f))
+    return parse_shipped("calibration.toml", parse_toml)
 
 
 def _factor(table: dict, key: str, where: str) -> tuple[float, dict]:
@@ -155,5 +154,4 @@ def parse_rl_calibration(text: str, file: str = "data/rl_calibration.toml") -> d
 @functools.cache
 def rl_calibration() -> dict[str, float]:
     """Factor name -> value from data/rl_calibration.toml (weight synchronisation; read once)."""
-    f = data_dir() / "rl_calibration.toml"
-    return parse_rl_calibration(f.read_text(), display_path(f))
+    return parse_shipped("rl_calibration.toml", parse_rl_calibration)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 
-from .._data import data_dir, display_path
+from .._data import parse_shipped
 from ..errors import DataFileError
 from .provenance import check_entry, parse_csv, parse_toml
 
@@ -30,8 +30,7 @@ def parse_validation_cases(text: str, file: str = "data/validation_cases.toml") 
 @functools.cache
 def validation_cases() -> tuple[dict, ...]:
     """The shipped cases as dictionaries (read once)."""
-    f = data_dir() / "validation_cases.toml"
-    return parse_validation_cases(f.read_text(), display_path(f))
+    return parse_shipped("validation_cases.toml", parse_validation_cases)
 
 
 _LO_WHOLE = ("tp", "pp", "ep", "dp", "gpus", "isl", "osl")
@@ -46,10 +45,8 @@ def parse_long_output_cases(text: str, file: str = "data/validation_long_output.
     for _line, row in parse_csv(text, file):
         entry = row.get("id") or "?"
         numbers = check_entry(file, entry, row, require=("id", "model", "precision", "source"),
-                              value_fields=("published_tok_s_per_gpu",), whole_fields=_LO_WHOLE)
-        for k in (*_LO_WHOLE, "published_tok_s_per_gpu"):
-            if not numbers[k] > 0:
-                raise DataFileError(file, entry, k, f"must be > 0, got {row[k]!r}")
+                              value_fields=("published_tok_s_per_gpu",), whole_fields=_LO_WHOLE,
+                              positive=(*_LO_WHOLE, "published_tok_s_per_gpu"))
         rec = {**row, **numbers, "known_miss": row.get("known_miss") or ""}
         if (not row.get("catalog_model") or not row.get("hardware")) and not rec["known_miss"]:
             raise DataFileError(file, entry, "known_miss", "a row the catalog cannot represent must say why")
@@ -60,5 +57,4 @@ def parse_long_output_cases(text: str, file: str = "data/validation_long_output.
 @functools.cache
 def long_output_cases() -> tuple[dict, ...]:
     """The shipped long-output rows (read once)."""
-    f = data_dir() / "validation_long_output.csv"
-    return parse_long_output_cases(f.read_text(), display_path(f))
+    return parse_shipped("validation_long_output.csv", parse_long_output_cases)

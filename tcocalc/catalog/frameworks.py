@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 
-from .._data import data_dir, display_path
+from .._data import parse_shipped
 from ..errors import DataFileError
 from .provenance import parse_toml
 
@@ -71,8 +71,7 @@ def parse_frameworks(text: str, file: str = "data/frameworks.toml") -> tuple[dic
 
 @functools.cache
 def _shipped() -> tuple[dict, dict]:
-    f = data_dir() / "frameworks.toml"
-    return parse_frameworks(f.read_text(), display_path(f))
+    return parse_shipped("frameworks.toml", parse_frameworks)
 
 
 def framework_presets() -> dict[str, dict]:

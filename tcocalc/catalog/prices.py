@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 
-from .._data import data_dir, display_path
+from .._data import parse_shipped
 from ..errors import DataFileError
 from .provenance import check_entry, parse_csv, parse_toml
 
@@ -44,8 +44,7 @@ def parse_cost_defaults(text: str, file: str = "data/cost_defaults.toml") -> dic
 @functools.cache
 def cost_defaults() -> dict[str, dict[str, dict]]:
     """The shipped ``data/cost_defaults.toml`` (read once; see :func:`parse_cost_defaults`)."""
-    f = data_dir() / "cost_defaults.toml"
-    return parse_cost_defaults(f.read_text(), display_path(f))
+    return parse_shipped("cost_defaults.toml", parse_cost_defaults)
 
 
 def parse_cloud_prices(text: str, file: str = "data/cloud_prices.csv") -> tuple[dict, ...]:
@@ -66,8 +65,7 @@ def parse_cloud_prices(text: str, file: str = "data/cloud_prices.csv") -> tuple[
 @functools.cache
 def cloud_price_rows() -> tuple[dict, ...]:
     """The shipped ``data/cloud_prices.csv`` (read once; see :func:`parse_cloud_prices`)."""
-    f = data_dir() / "cloud_prices.csv"
-    return parse_cloud_prices(f.read_text(), display_path(f))
+    return parse_shipped("cloud_prices.csv", parse_cloud_prices)
 
 
 def parse_tinker_prices(text: str, file: str = "data/tinker_prices.csv") -> tuple[dict, ...]:
@@ -92,8 +90,7 @@ def parse_tinker_prices(text: str, file: str = "data/tinker_prices.csv") -> tupl
 @functools.cache
 def tinker_price_rows() -> tuple[dict, ...]:
     """The shipped ``data/tinker_prices.csv`` (read once; see :func:`parse_tinker_prices`)."""
-    f = data_dir() / "tinker_prices.csv"
-    return parse_tinker_prices(f.read_text(), display_path(f))
+    return parse_shipped("tinker_prices.csv", parse_tinker_prices)
 
 
 def parse_semianalysis_prices(text: str, file: str = "data/semianalysis_accounting.csv") -> tuple[dict, ...]:
@@ -111,5 +108,4 @@ def parse_semianalysis_prices(text: str, file: str = "data/semianalysis_accounti
 @functools.cache
 def semianalysis_price_rows() -> tuple[dict, ...]:
     """The shipped ``data/semianalysis_accounting.csv`` (read once)."""
-    f = data_dir() / "semianalysis_accounting.csv"
-    return parse_semianalysis_prices(f.read_text(), display_path(f))
+    return parse_shipped("semianalysis_accounting.csv", parse_semianalysis_prices)

@@ -76,7 +76,7 @@ def check_entry(file: str, entry: str, record, *, require: Iterable[str] = ("sou
                 date_fields: Iterable[str] = (), optional_dates: Iterable[str] = (),
                 kinds: Collection[str] | None = None, month_dates: bool = False,
                 field_prefix: str = "", whole_fields: Iterable[str] = (),
-                optional_wholes: Iterable[str] = ()) -> dict[str, float | int | None]:
+                optional_wholes: Iterable[str] = (), positive: Iterable[str] = ()) -> dict[str, float | int | None]:
     """Check the provenance of one entry (a TOML table or a CSV row) and return its numbers as floats.
 
     Parameters
@@ -91,6 +91,8 @@ def check_entry(file: str, entry: str, record, *, require: Iterable[str] = ("sou
         Fields that must parse as finite numbers; the optional ones may be missing or empty (then ``None``).
     whole_fields, optional_wholes
         Fields that must be whole numbers >= 0 (returned as ``int``); the optional ones may be missing.
+    positive
+        Of the number fields above, those that must be above zero (a published time or a GPU count divides).
     date_fields, optional_dates
         Fields that must be ISO dates ``YYYY-MM-DD``; the optional ones may be missing or empty.
     kinds
@@ -124,6 +126,9 @@ def check_entry(file: str, entry: str, record, *, require: Iterable[str] = ("sou
             if _missing(value) and required:
                 raise DataFileError(file, entry, pre + name, "missing")
             numbers[name] = None if _missing(value) else parse(file, entry, pre + name, value)
+    for name in positive:
+        if numbers[name] is not None and not numbers[name] > 0:
+            raise DataFileError(file, entry, pre + name, f"must be > 0, got {record.get(name)!r}")
     for name in date_fields:
         if _missing(record.get(name)):
             raise DataFileError(file, entry, pre + name, "missing")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 
-from .._data import data_dir, display_path
+from .._data import parse_shipped
 from ..errors import DataFileError
 from .provenance import check_entry, parse_csv
 
@@ -30,15 +30,6 @@ _NEMO_FLOAT = ("gpu_memory_utilization", "step_time_s", "tokens_per_s_per_gpu", 
 _BOOL = {"true": True, "false": False}
 
 
-def _typed(file: str, row: dict, numbers: dict, positive: tuple[str, ...]) -> dict:
-    """The row with its checked numbers in place; a published time or GPU count must be above zero (it divides)."""
-    rec = {**row, **numbers}
-    for k in positive:
-        if not rec[k] > 0:
-            raise DataFileError(file, row["id"], k, f"must be > 0, got {row[k]!r}")
-    return rec
-
-
 def parse_nemo_rl_cases(text: str, file: str = "data/rl_cases_nemo.csv") -> tuple[dict, ...]:
     """The NeMo RL rows as typed dictionaries (see the module docstring)."""
     out = []
@@ -46,8 +37,9 @@ def parse_nemo_rl_cases(text: str, file: str = "data/rl_cases_nemo.csv") -> tupl
         numbers = check_entry(file, row.get("id", "?"), row, require=("id", "model", "hardware", "mode", "source"),
                               value_fields=_NEMO_FLOAT, optional_values=("prompt_tokens",),
                               whole_fields=_NEMO_WHOLE,
-                              optional_wholes=("max_num_seqs", "dynamic_sampling_multiplier"))
-        rec = _typed(file, row, numbers, ("step_time_s", "trainer_gpus", "generator_gpus", "generator_tp"))
+                              optional_wholes=("max_num_seqs", "dynamic_sampling_multiplier"),
+                              positive=("step_time_s", "trainer_gpus", "generator_gpus", "generator_tp"))
+        rec = {**row, **numbers}
         for k in ("cuda_graphs", "activation_recompute", "sequence_packing"):
             if row[k] not in _BOOL:
                 raise DataFileError(file, row["id"], k, f"expected true or false, got {row[k]!r}")
@@ -66,8 +58,9 @@ def parse_verl_rl_cases(text: str, file: str = "data/rl_cases_verl.csv") -> tupl
     for _line, row in parse_csv(text, file):
         numbers = check_entry(file, row.get("id", "?"), row, require=("id", "scenario", "mode", "source"),
                               value_fields=("step_time_s",), optional_values=("max_staleness",),
-                              whole_fields=("trainer_gpus", "generator_gpus"))
-        out.append(_typed(file, row, numbers, ("step_time_s", "trainer_gpus", "generator_gpus")))
+                              whole_fields=("trainer_gpus", "generator_gpus"),
+                              positive=("step_time_s", "trainer_gpus", "generator_gpus"))
+        out.append({**row, **numbers})
     return tuple(out)
 
 
@@ -78,8 +71,9 @@ def parse_refit_cases(text: str, file: str = "data/rl_cases_refit.csv") -> tuple
         numbers = check_entry(file, row.get("id", "?"), row,
                               require=("id", "model", "hardware", "transport", "role", "source"),
                               value_fields=("published_s", "low_s", "high_s"),
-                              whole_fields=("trainer_gpus", "generator_gpus", "instance_gpus"))
-        rec = _typed(file, row, numbers, ("published_s", "trainer_gpus", "generator_gpus", "instance_gpus"))
+                              whole_fields=("trainer_gpus", "generator_gpus", "instance_gpus"),
+                              positive=("published_s", "trainer_gpus", "generator_gpus", "instance_gpus"))
+        rec = {**row, **numbers}
         if rec["transport"] not in ("nccl-broadcast", "p2p", "colocated"):
             raise DataFileError(file, row["id"], "transport", f"unknown transport {row['transport']!r}")
         if rec["role"] not in ("fit", "check"):
@@ -91,19 +85,16 @@ def parse_refit_cases(text: str, file: str = "data/rl_cases_refit.csv") -> tuple
 @functools.cache
 def refit_cases() -> tuple[dict, ...]:
     """The shipped refit rows (read once)."""
-    f = data_dir() / "rl_cases_refit.csv"
-    return parse_refit_cases(f.read_text(), display_path(f))
+    return parse_shipped("rl_cases_refit.csv", parse_refit_cases)
 
 
 @functools.cache
 def nemo_rl_cases() -> tuple[dict, ...]:
     """The shipped NeMo RL rows (read once)."""
-    f = data_dir() / "rl_cases_nemo.csv"
-    return parse_nemo_rl_cases(f.read_text(), display_path(f))
+    return parse_shipped("rl_cases_nemo.csv", parse_nemo_rl_cases)
 
 
 @functools.cache
 def verl_rl_cases() -> tuple[dict, ...]:
     """The shipped verl rows (read once)."""
-    f = data_dir() / "rl_cases_verl.csv"
-    return parse_verl_rl_cases(f.read_text(), display_path(f))
+    return parse_shipped("rl_cases_verl.csv", parse_verl_rl_cases)

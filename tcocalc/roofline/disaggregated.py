@@ -32,7 +32,13 @@ from ..catalog.frameworks import engine_defaults, engine_max_num_seqs
 from ..errors import InfeasibleError, ScenarioError
 from .forward import check_positive, check_whole, forward_cost, kv_bytes_per_seq_per_gpu, resolve_inputs
 from .parallel import Parallelism
-from .serving import candidate_serving_layouts, fewest_stages, generation_throughput, kv_pool_per_gpu
+from .serving import (
+    candidate_serving_layouts,
+    check_kv_reservation,
+    fewest_stages,
+    generation_throughput,
+    kv_pool_per_gpu,
+)
 
 __all__ = ["DisaggregatedEstimate", "PoolRate", "disaggregated_throughput", "prefill_pool_rate",
            "decode_pool_rate", "kv_transfer_seconds", "engine_caps"]
@@ -216,8 +222,7 @@ def disaggregated_throughput(model, hw, *, gpus, prompt_tokens, response_tokens,
     g = check_whole("gpus", gpus)
     p = check_positive("prompt_tokens", prompt_tokens)
     r = check_positive("response_tokens", response_tokens)
-    if kv_reservation not in ("current", "full"):
-        raise ScenarioError("kv_reservation", f"must be 'current' or 'full', got {kv_reservation!r}")
+    check_kv_reservation(kv_reservation)
     m, acc, precision, kv, _ = resolve_inputs(model, hw, precision, kv_precision, None)
     prefill_parallel, decode_parallel = (_pinned(m, acc, precision, kv, q) for q in (prefill_parallel, decode_parallel))
     cal = calibration_for(acc, theoretical=theoretical)

@@ -34,7 +34,7 @@ from .forward import (
 from .parallel import Parallelism
 
 __all__ = ["GenerationEstimate", "generation_throughput", "candidate_serving_layouts", "fewest_stages",
-           "kv_pool_per_gpu"]
+           "kv_pool_per_gpu", "check_kv_reservation"]
 
 _POW2 = (1, 2, 4, 8, 16, 32, 64)
 
@@ -111,6 +111,13 @@ def kv_pool_per_gpu(m, acc, cal, par, precision):
     return weights, cal.kv_memory_fraction * free
 
 
+def check_kv_reservation(value) -> str:
+    """``kv_reservation`` checked: "current" or "full" (:func:`generation_throughput`), else ScenarioError."""
+    if value not in ("current", "full"):
+        raise ScenarioError("kv_reservation", f"must be 'current' or 'full', got {value!r}")
+    return value
+
+
 def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, precision="bf16",
                           concurrency=None, parallel=None, kv_precision=None, theoretical=False,
                           context_tokens=None, kv_reservation="current", interleaved_prefill=True,
@@ -145,8 +152,7 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
     ScenarioError   bad argument (names it).
     InfeasibleError the model does not fit; names the smallest instance that would.
     """
-    if kv_reservation not in ("current", "full"):
-        raise ScenarioError("kv_reservation", f"must be 'current' or 'full', got {kv_reservation!r}")
+    check_kv_reservation(kv_reservation)
     gpus = check_whole("gpus", gpus)
     p = check_positive("prompt_tokens", prompt_tokens)
     r = check_positive("response_tokens", response_tokens)

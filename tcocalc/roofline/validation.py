@@ -108,7 +108,8 @@ def long_output_table():
                                         kv_reservation="full")  # trtllm-bench: GUARANTEED_NO_EVICT
             pred = est.output_tokens_per_s_per_gpu
         err = None if pred is None else pred / c["published_tok_s_per_gpu"] - 1.0
-        rows.append({"id": c["id"], "case": f"{c['model']} on {c['hardware'] or 'RTX PRO 6000'} {c['precision']}, "
+        rows.append({"id": c["id"], "case": f"{c['model']} on {c['hardware'] or '(not in the catalog)'} "
+                                           f"{c['precision']}, "
                                            f"{c['isl']}/{c['osl']}, TP{c['tp']} PP{c['pp']} EP{c['ep']} DP{c['dp']}",
                      "page": c["page_version"], "published": c["published_tok_s_per_gpu"], "predicted": pred,
                      "error [%]": None if err is None else 100.0 * err,
