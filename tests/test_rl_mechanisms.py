@@ -273,3 +273,32 @@ def test_vllm_max_num_seqs_default_follows_the_gpu():
     assert settings(_scn()).max_num_seqs == 1024
     assert settings(_scn(**{"generator.hardware": "A100-80GB-SXM"})).max_num_seqs == 256
     assert settings(_scn(**{"generator.hardware": "A100-80GB-SXM", "generator.max_num_seqs": 64})).max_num_seqs == 64
+
+
+# ------------------------------------------------------------------ a group holds its admission slots
+def test_group_hold_is_the_groups_slowest_member_beyond_the_mean():
+    """§5.4: a prompt's G samples are one task that counts as running until its last member finishes (AReaL
+    1.0.4 GroupedRolloutWorkflow), so a member holds its slot E[max_G R] − E[R] tokens of decode beyond its own.
+    Hand-derived: mean 1,000 tokens, σ 0.5, G 8: Blom z = Φ⁻¹(7.625/8.25) = 1.4338, E[max] = 1000·e^(−0.125 +
+    0.5·1.4338) = 1,807 tokens, so 807 tokens of hold (the cap of 65,536 tokens is 8.4σ out: no effect)."""
+    from tcocalc.rl.flow import group_hold_tokens
+    from tcocalc.rl.phases import workload_stats
+
+    scn = _scn(**{"workload.response_tokens_mean": 1000, "workload.response_tokens_sigma": 0.5,
+                  "workload.response_tokens_p99": None, "workload.response_tokens_max": 65536,
+                  "workload.group_size": 8})
+    assert group_hold_tokens(workload_stats(scn)) == pytest.approx(807.4, abs=1.0)
+
+
+def test_a_staleness_bound_run_counts_finished_members_until_their_group_ends():
+    """GLM-5's first phase is held by its bound (η = 3, B = 256): AReaL's count, running plus finished members
+    waiting for their group plus accepted samples (half a batch queued), fills (η + 1)·B = 1,024, and the
+    finished members waiting are the hold's Little's-law share, X/keep·(W_hold − W) > 0. Before, the closed form
+    let the same slots run new trajectories and ran 13% faster than the simulator."""
+    r = tc.evaluate(tc.load_scenario("scenarios/glm5_h200_drift.toml"))
+    assert r.details["binding_limits"]["initial"] == ["staleness"]
+    d = r.details["initial"]
+    f, rates = d["flow"], d["rates"]
+    running = float(f.trained_per_s[0] / rates.keep * f.rollout_latency_s[0])
+    assert float(f.group_wait[0]) > 0.2 * running
+    assert running + float(f.group_wait[0]) + float(f.queued[0]) == pytest.approx(4 * 256, rel=1e-6)

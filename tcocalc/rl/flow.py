@@ -87,6 +87,7 @@ class Flow:
     generator_capacity: np.ndarray  # trainable samples/s if never blocked [sample/s]
     in_flight: np.ndarray           # C: dispatched trajectories not yet finished [trajectory]
     queued: np.ndarray              # Q: accepted samples waiting for the trainer [sample]
+    group_wait: np.ndarray          # finished trajectories waiting for their group's slowest member [trajectory]
     rollout_latency_s: np.ndarray   # W_gen [s]
     training_share: np.ndarray      # share of wall time the trainer computes [1]
     generated_tokens_per_s: np.ndarray  # model tokens generated per second, waste included [token/s]
@@ -227,6 +228,7 @@ def sync_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rate
     return Flow(trained_per_s=x, step_s=step, trainer_idle=np.clip(1.0 - busy / step, 0.0, 1.0),
                 generator_idle=np.clip(1.0 - t_gen / step, 0.0, 1.0), trainer_capacity=r.trainer_samples_per_s,
                 generator_capacity=B / t_gen, in_flight=np.full_like(step, n_disp), queued=np.zeros_like(step),
+                group_wait=np.zeros_like(step),
                 rollout_latency_s=np.broadcast_to(r.rollout_latency_s, step.shape).astype(float),
                 training_share=x * r.t_train / B, generated_tokens_per_s=x * r.generated_per_trained,
                 discarded_fraction=np.full_like(step, 1.0 - keep), sandbox_share=hold)
@@ -238,8 +240,22 @@ def streamed(scn: Scenario) -> bool:
             and scn.trainer.minibatches_per_step > 1 and settings(scn).stream_minibatches)
 
 
+def group_hold_tokens(ws: WorkloadStats) -> float:
+    """Tokens by which a group's slowest member outlasts the mean one, ``E[max_G R] − E[R]`` [token] (§5.4).
+
+    GRPO scores a prompt's ``G`` samples together, so a framework submits them as one task and counts it as
+    running until the last finishes (AReaL 1.0.4: ``GroupedRolloutWorkflow`` gathers the group's episodes in
+    ``areal/infra/remote_inf_engine.py`` and the ``StalenessManager`` counts each submitted task running until
+    it returns, ``areal/infra/staleness_manager.py``). A finished member thus holds its admission slot for
+    ``E[max_G R] − R`` more tokens of decode; the members share the prompt, the turns and the tool calls, so only
+    the decode differs. Order statistic as :func:`~tcocalc.rl.rollouts.expected_max` (Blom)."""
+    longest = float(expected_max(ws.group_size, ws.mu, ws.sigma, ws.cap))
+    return max(0.0, longest - capped_moment(1, ws.mu, ws.sigma, ws.cap))
+
+
 def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
-    """The fixed point of :func:`async_step`: (X, W_gen, generator rate with pauses) per split."""
+    """The fixed point of :func:`async_step`: (X, W_gen, W_hold, generator rate with pauses, caps) per split,
+    ``W_hold`` the time a trajectory holds its admission slot (its group's slowest member, §5.4)."""
     B, keep, sb, orch = r.batch, r.keep, scn.sandbox, scn.orchestration
     eta = orch.max_staleness
     rep = np.maximum(r.n_rep, 1)
@@ -253,6 +269,7 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
     phi_share = gcap.b_op / gcap.b_max if gcap.b_max else 1.0   # decoding share of resident trajectories
     tail_tokens = float(expected_max(B / keep, ws.mu, ws.sigma, ws.cap))
     tail_slack = 0.0 if orch.partial_rollout else 0.5
+    hold_tokens = group_hold_tokens(ws)
     if orch.oversampling > 0:
         tail_tokens = min(tail_tokens, ws.tau)
     b = np.array(r.b_op, dtype=float)
@@ -265,6 +282,7 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
                                                     + r.t_train / scn.trainer.minibatches_per_step)
     for _ in range(80):
         w = gcap.prefill_s + r.generated_per_dispatched * (gcap.t0 + gcap.t1 * b) + w_env
+        w_hold = w + hold_tokens * (gcap.t0 + gcap.t1 * b)
         if reprefill:
             pause = r.t_sync + b * rep / phi_share * ws.context_tokens / (gcap.prefill_tokens_per_s * rep)
             lam_paused = lam_g / (1.0 + lam_g * pause / B)
@@ -275,7 +293,7 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
         # half a batch waits in the buffer on average while the next one assembles (Q = B/2)
         caps = {"generator": lam_paused, "trainer": mu_eff,
                 "staleness": window_cap if window_cap is not None else
-                np.minimum(keep * staleness_throughput_cap(eta, B, w, queued=B / 2.0),
+                np.minimum(keep * staleness_throughput_cap(eta, B, w_hold, queued=B / 2.0),
                            staleness_throughput_cap(eta - tail_slack, B, t_tail))}
         x = np.minimum(np.minimum(lam_paused, mu_eff), caps["staleness"])
         if ws.uses_sandbox and sb.max_concurrency > 0:
@@ -291,25 +309,28 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
         if np.allclose(b_new, b, rtol=1e-10):
             break
         b = 0.5 * (b + b_new)
-    return x, w, lam_paused, caps
+    return x, w, w_hold, lam_paused, caps
 
 
 def async_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates) -> Flow:
     """Asynchronous step (async with bound η, inflight): the generator streams under the staleness bound."""
     B, keep, eta = r.batch, r.keep, scn.orchestration.max_staleness
     mu_eff = B / (r.t_train + (r.t_sync if settings(scn).sync_blocks_trainer else 0.0))
-    x, w_gen, lam_paused, caps = _async_throughput(scn, ws, gcap, r, mu_eff)
+    x, w_gen, w_hold, lam_paused, caps = _async_throughput(scn, ws, gcap, r, mu_eff)
     step = B / x
     served = (x / keep) * w_gen  # Little's law on the trajectories a replica is serving
+    # finished members waiting for their group's slowest still count against the bound (§5.4)
+    group_wait = (x / keep) * (w_hold - w_gen)
+    counted = served + group_wait
     # Accepted samples wait for the trainer: half a batch when generation paces the run; when the trainer or
     # the staleness bound does, admission fills the buffer up to (eta + 1)·B less what is in flight (§5.4).
     held = ((np.isclose(x, mu_eff) & (mu_eff < lam_paused))
             | (np.isclose(x, caps["staleness"]) & (caps["staleness"] < lam_paused)))
-    queued = np.where(held, np.maximum(B / 2.0, (eta + 1) * B - served * keep), B / 2.0)
+    queued = np.where(held, np.maximum(B / 2.0, (eta + 1) * B - counted), B / 2.0)
     # When generation paces the run, admission still lets (eta + 1)·B accepted-plus-running in: the surplus
     # waits for a KV slot, in a dispatch queue of at most one generator's slots (as the simulator's), its
     # sandboxes started.
-    room = np.maximum(0.0, (eta + 1) * B - queued - served)  # AReaL counts running trajectories one for one
+    room = np.maximum(0.0, (eta + 1) * B - queued - counted)  # AReaL counts running trajectories one for one
     paced = np.isclose(x, lam_paused) & ~held  # generation itself (not a sandbox limit) paces the run
     waiting = np.where(paced, np.minimum(room, np.maximum(r.n_rep, 1) * r.slots), 0.0)
     inflight = served + waiting
@@ -319,7 +340,8 @@ def async_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rat
                 generator_idle=np.clip(1.0 - x / r.generator_samples_per_s, 0.0, 1.0),
                 # capacity if never starved includes the per-step weight push it must make
                 trainer_capacity=mu_eff, generator_capacity=r.generator_samples_per_s, in_flight=inflight,
-                queued=queued, rollout_latency_s=np.broadcast_to(w_gen, step.shape).astype(float),
+                queued=queued, group_wait=group_wait,
+                rollout_latency_s=np.broadcast_to(w_gen, step.shape).astype(float),
                 training_share=x * r.t_train / B, generated_tokens_per_s=x * r.generated_per_trained,
                 discarded_fraction=np.full_like(step, 1.0 - keep),
                 # a sandbox is live once started: its start-up attempts (retries included) are not
@@ -383,6 +405,7 @@ def periodic_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: 
     return Flow(trained_per_s=x, step_s=step, trainer_idle=np.clip(1.0 - r.t_train / step, 0.0, 1.0),
                 generator_idle=np.clip(1.0 - t_gen / step, 0.0, 1.0), trainer_capacity=r.trainer_samples_per_s,
                 generator_capacity=B / t_gen, in_flight=np.full_like(step, n_disp), queued=np.zeros_like(step),
+                group_wait=np.zeros_like(step),
                 rollout_latency_s=np.broadcast_to(r.rollout_latency_s, step.shape).astype(float),
                 training_share=x * r.t_train / B, generated_tokens_per_s=x * r.generated_per_trained,
                 discarded_fraction=np.full_like(step, 1.0 - keep), sandbox_share=hold)

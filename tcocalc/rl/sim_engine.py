@@ -127,7 +127,7 @@ class Engine:
         # lags are whole or half steps).
         self.step_staleness: list = []
         self.stale_counts: dict = {}
-        self.running_at_step, self.queued_at_step = [], []
+        self.running_at_step, self.queued_at_step, self.held_at_step = [], [], []
         self.version, self.trainer_busy, self.syncing, self.train_dur = 0, False, False, 0.0
         self.busy_time = self.gen_tokens = 0.0
         self.dispatched = self.lost = self.trained = self.aborted = 0
@@ -277,6 +277,7 @@ class Engine:
         elif self.streamed:
             self.step_trained, self.train_dur = 0, 0.0
         self.running_at_step.append(self.running)
+        self.held_at_step.append(self.held)
         self.gen_busy_at_step.append(self.gen_busy)
         self.queued_at_step.append(len(self.buffer))
         if self.sync_family:

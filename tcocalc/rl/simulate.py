@@ -202,6 +202,7 @@ def flow_from_run(eng: Engine, p: SimParams, gcap, analytical: Flow, minibatches
                 trainer_capacity=analytical.trainer_capacity, generator_capacity=analytical.generator_capacity,
                 in_flight=one * in_flight,
                 queued=one * float(np.mean(eng.queued_at_step[warm:] or eng.queued_at_step)),
+                group_wait=one * float(np.mean(eng.held_at_step[warm:] or eng.held_at_step)),
                 rollout_latency_s=one * (in_flight / dispatched_per_s), training_share=one * (train_s / wall),
                 generated_tokens_per_s=one * (tokens_gen / wall),
                 discarded_fraction=one * float(np.clip(1.0 - eng.trained / max(eng.dispatched, 1), 0.0, 1.0)),

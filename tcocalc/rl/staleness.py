@@ -73,7 +73,8 @@ def _streaming(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, flow: 
     eta = float(scn.orchestration.max_staleness)
     B = float(ws.samples_per_step)
     step = flow.step_s
-    lag = staleness_means(flow.in_flight * keep, flow.queued, B, ws.sigma)
+    # finished members waiting for their group's slowest age with it (§5.4)
+    lag = staleness_means((flow.in_flight + flow.group_wait) * keep, flow.queued, B, ws.sigma)
     s_mean = np.minimum(eta, lag["sample"])
     if scn.orchestration.mode == "inflight":
         s_tok = np.minimum(eta, lag["inflight_token"])
