@@ -162,3 +162,21 @@ def test_no_test_writes_into_docs():
             if name == "screenshot" and "ARTIFACTS" not in seg:
                 bad.append(f"{path.name}:{node.lineno}: screenshot outside test-artifacts/: {seg}")
     assert not bad, "tests must not write into docs/ (tracked):\n" + "\n".join(bad)
+
+
+def test_the_scenario_schema_table_lists_every_key():
+    """README "Scenario file schema": one row per key of every section (and of [[phases]]), so a new key is
+    documented where users look (multinode_nvlink was added without its rows once)."""
+    from tcocalc.scenario import Phase, Scenario
+
+    readme = (ROOT / "README.md").read_text()
+    missing = []
+    for name, f in Scenario.model_fields.items():
+        section = getattr(f.annotation, "model_fields", None)
+        if name == "phases":
+            missing += [f"[[phases]] {k}" for k in Phase.model_fields if f"| [[phases]] | `{k}` |" not in readme]
+        elif section is None:
+            missing += [name] if f"| (top level) | `{name}` |" not in readme else []
+        else:
+            missing += [f"[{name}] {k}" for k in section if f"| [{name}] | `{k}` |" not in readme]
+    assert not missing

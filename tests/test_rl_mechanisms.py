@@ -302,3 +302,45 @@ def test_a_staleness_bound_run_counts_finished_members_until_their_group_ends():
     running = float(f.trained_per_s[0] / rates.keep * f.rollout_latency_s[0])
     assert float(f.group_wait[0]) > 0.2 * running
     assert running + float(f.group_wait[0]) + float(f.queued[0]) == pytest.approx(4 * 256, rel=1e-6)
+
+
+# ------------------------------------------------------------------ multi-node NVLink
+def test_without_multinode_nvlink_the_scale_up_domain_is_one_server():
+    """An NVL72 rack's trays (4 GPUs) reach each other over NVLink only with multi-node NVLink: without it a TP8
+    instance's two all-reduces per layer take the measured scale-out latency (88 us) instead of NCCL's ring LL
+    over NVLink (6.6 + 2·7·0.6 = 15 us); a DGX H100 (server = domain = 8) does not change."""
+    from tcocalc.rl.cluster import resolve, single_server_domain
+
+    assert single_server_domain(GB200).scaleup_domain_gpus == 4
+    assert single_server_domain(H100) is H100
+    scn = _scn(**{"trainer.hardware": "GB200-NVL72", "generator.hardware": "GB200-NVL72", "generator.tp": 8})
+    on = resolve(scn).generator
+    off = resolve(scn.with_values({"generator.multinode_nvlink": False})).generator
+    assert on.scaleup_domain_gpus == 72 and off.scaleup_domain_gpus == 4
+    assert allreduce_latency(on, 8) == pytest.approx(15e-6)
+    assert allreduce_latency(off, 8) == pytest.approx(88e-6)
+    assert resolve(scn.with_values({"trainer.multinode_nvlink": False})).trainer.scaleup_domain_gpus == 4
+    slower = tc.evaluate(scn.with_values({"generator.multinode_nvlink": False})).metrics["step_time_s"]
+    assert slower > tc.evaluate(scn).metrics["step_time_s"]
+
+
+def test_nemo_gb200_rows_that_cross_a_tray_are_the_ones_full_nvlink_predicts_fast():
+    """The evidence for the NeMo RL GB200 rows' multi-node NVLink assumption (data/rl_cases_nemo.csv): with NVLink
+    across the rack, every GB200 row whose trainer or generator layout spans more than a 4-GPU tray is predicted
+    fast (median 32%), every row inside a tray is not (within 20%)."""
+    from tcocalc.catalog.rl_cases import nemo_rl_cases
+    from tcocalc.rl.validation import nemo_case_scenario
+
+    crossing, inside = [], []
+    for case in nemo_rl_cases():
+        if not case["hardware"].startswith("GB200"):
+            continue
+        assert case["multinode_nvlink"] is False
+        scn = nemo_case_scenario(case).with_values({"trainer.multinode_nvlink": True,
+                                                     "generator.multinode_nvlink": True})
+        err = tc.evaluate(scn).metrics["step_time_s"] / case["step_time_s"] - 1.0
+        spans = max(case["generator_tp"], case["train_tp"] * case["train_ep"] * case["train_pp"]) > 4
+        (crossing if spans else inside).append(err)
+    assert len(crossing) == 14 and len(inside) == 4
+    assert max(crossing) < 0 and sorted(crossing)[7] < -0.25
+    assert max(abs(e) for e in inside) < 0.20

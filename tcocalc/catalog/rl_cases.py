@@ -44,6 +44,10 @@ def parse_nemo_rl_cases(text: str, file: str = "data/rl_cases_nemo.csv") -> tupl
             if row[k] not in _BOOL:
                 raise DataFileError(file, row["id"], k, f"expected true or false, got {row[k]!r}")
             rec[k] = _BOOL[row[k]]
+        nvlink = row.get("multinode_nvlink") or "true"  # empty: the accelerator's whole NVLink domain
+        if nvlink not in _BOOL:
+            raise DataFileError(file, row["id"], "multinode_nvlink", f"expected true, false or empty, got {nvlink!r}")
+        rec["multinode_nvlink"] = _BOOL[nvlink]
         if rec["mode"] not in ("colocated", "async"):
             raise DataFileError(file, row["id"], "mode", f"expected colocated or async, got {row['mode']!r}")
         if rec["prompt_tokens"] is None and not rec["known_miss"]:

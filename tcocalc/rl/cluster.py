@@ -13,7 +13,7 @@ from ..catalog.models import ModelArch, model
 from ..errors import ScenarioError
 from ..scenario import Scenario
 
-__all__ = ["Cluster", "resolve"]
+__all__ = ["Cluster", "resolve", "single_server_domain"]
 
 
 @dataclass(frozen=True)
@@ -36,9 +36,23 @@ def _model(scn: Scenario) -> ModelArch:
 
 def _accelerator(scn: Scenario, side: str) -> Accelerator:
     try:
-        return hardware(getattr(scn, side).hardware)
+        acc = hardware(getattr(scn, side).hardware)
     except KeyError as exc:  # UnknownEntryError (a KeyError) names the closest entries
         raise ScenarioError(f"{side}.hardware", str(exc)) from None
+    return acc if getattr(scn, side).multinode_nvlink else single_server_domain(acc)
+
+
+def single_server_domain(acc: Accelerator) -> Accelerator:
+    """The accelerator as a job sees it without multi-node NVLink: its scale-up domain is one server.
+
+    An NVL72 rack joins 18 trays of 4 GPUs by NVLink switches, but NCCL crosses a tray over NVLink only when the
+    job holds an IMEX channel (multi-node NVLink, NCCL's MNNVL transport: NVIDIA/nccl docs, environment variable
+    ``NCCL_MNNVL_ENABLE``; NVIDIA IMEX guide). Without it, tensor-, expert- and pipeline-parallel traffic between
+    trays takes the scale-out NICs, as between the servers of an 8-GPU cluster (docs/rl-modeling.md §3.7). A
+    server as large as the domain (DGX H100) is unchanged."""
+    if acc.server_gpus is None or acc.server_gpus >= acc.scaleup_domain_gpus:
+        return acc
+    return acc.model_copy(update={"scaleup_domain_gpus": acc.server_gpus})
 
 
 def resolve(scn: Scenario) -> Cluster:

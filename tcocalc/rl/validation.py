@@ -60,7 +60,8 @@ def nemo_case_scenario(case: dict) -> Scenario:
     batch = case["prompts_per_step"] * case["group_size"]
     generator = {"hardware": case["hardware"], "gpus": case["generator_gpus"], "precision": case["precision"],
                  "tp": case["generator_tp"], "cuda_graphs": case["cuda_graphs"],
-                 "gpu_memory_utilization": case["gpu_memory_utilization"]}
+                 "gpu_memory_utilization": case["gpu_memory_utilization"],
+                 "multinode_nvlink": case["multinode_nvlink"]}
     if case["max_num_seqs"]:
         generator["max_num_seqs"] = case["max_num_seqs"]
     async_ = case["mode"] == "async"
@@ -69,7 +70,8 @@ def nemo_case_scenario(case: dict) -> Scenario:
         "model": {"name": case["model"], "precision": case["precision"]},
         "trainer": {"hardware": case["hardware"], "gpus": case["trainer_gpus"],
                     "minibatches_per_step": max(1, batch // case["train_global_batch"]),
-                    "tp": case["train_tp"], "pp": case["train_pp"], "ep": case["train_ep"], "cp": case["train_cp"]},
+                    "tp": case["train_tp"], "pp": case["train_pp"], "ep": case["train_ep"], "cp": case["train_cp"],
+                    "multinode_nvlink": case["multinode_nvlink"]},
         "generator": generator,
         "workload": {"prompts_per_step": case["prompts_per_step"], "group_size": case["group_size"],
                      "prompt_tokens": prompt, "response_tokens_sigma": sigma, "response_tokens_max": cap,
