@@ -48,6 +48,11 @@ class ModelSection(_Section):
     config: dict[str, Any] | None = Field(None, description="Hugging Face config.json for a model outside the catalog")
 
 
+_MULTINODE_NVLINK = ("NCCL reaches the other servers of the accelerator's NVLink domain over NVLink (an NVL72 "
+                     "rack's 4-GPU trays; multi-node NVLink needs an IMEX channel in the job); false: traffic "
+                     "between servers takes the scale-out NICs (docs/rl-modeling.md §3.7)")
+
+
 class TrainerSection(_Section):
     """``[trainer]``: the training pool and its per-step passes."""
 
@@ -73,9 +78,7 @@ class TrainerSection(_Section):
     ep: int | None = Field(None, ge=1, le=4096, description="pinned expert-parallel degree")
     cp: int | None = Field(None, ge=1, le=1024, description="pinned context-parallel degree (long sequences)")
     vp: int | None = Field(None, ge=1, le=64, description="pinned virtual pipeline stages per GPU")
-    multinode_nvlink: bool = Field(True, description="NCCL reaches the other servers of the accelerator's NVLink "
-                                   "domain over NVLink (an NVL72 rack's 4-GPU trays; multi-node NVLink needs an IMEX "
-                                   "channel in the job); false: traffic between servers takes the scale-out NICs")
+    multinode_nvlink: bool = Field(True, description=_MULTINODE_NVLINK)
 
     @property
     def pinned_layout(self) -> bool:
@@ -92,9 +95,7 @@ class GeneratorSection(_Section):
     kv_precision: Precision | None = Field(None, description="KV cache precision (default: precision; fp8 for fp4)")
     tp: int | None = Field(None, ge=1, le=64, description="pin the serving instance to this tensor-parallel "
                                                           "degree (default: the best instance is searched)")
-    multinode_nvlink: bool = Field(True, description="NCCL reaches the other servers of the accelerator's NVLink "
-                                   "domain over NVLink (an NVL72 rack's 4-GPU trays; multi-node NVLink needs an IMEX "
-                                   "channel in the job); false: traffic between servers takes the scale-out NICs")
+    multinode_nvlink: bool = Field(True, description=_MULTINODE_NVLINK)
     engine: Literal["vllm", "sglang"] | None = Field(None, description="inference engine (default: the "
                                                                        "framework preset's)")
     cuda_graphs: bool | None = Field(None, description="engine runs decode with CUDA graphs; false = eager "

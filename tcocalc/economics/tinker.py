@@ -8,6 +8,7 @@ offer raises :class:`~tcocalc.errors.MissingSpecError` ("not offered"); no price
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from .._names import close_matches, normalize
@@ -51,6 +52,16 @@ def _check_date(date: str) -> str:
     return str(date)
 
 
+@functools.lru_cache(maxsize=256)
+def _not_offered(model_name: str) -> str:
+    """The "not offered" message with close names (cached: the report asks once per phase and metric, and the
+    close-match search is most of an evaluate of a model Tinker does not list)."""
+    names = [r["catalog_name"] or r["model"] for r in tinker_price_rows()]
+    hint = close_matches(model_name, names)
+    return (f"{model_name!r} is not offered by Tinker in any price list we have"
+            + (f"; close: {', '.join(hint)}" if hint else ""))
+
+
 def price_row(model_name: str, price_date: str | None) -> dict:
     """The Tinker price row (USD per million prefill, sample and train tokens) offering ``model_name`` on
     ``price_date`` (default: the latest list); MissingSpecError ("not offered") when no list has it."""
@@ -65,10 +76,7 @@ def price_row(model_name: str, price_date: str | None) -> dict:
         except UnknownEntryError:
             matches = []
     if not matches:
-        names = [r["catalog_name"] or r["model"] for r in rows]
-        hint = close_matches(model_name, names)
-        raise MissingSpecError(f"{model_name!r} is not offered by Tinker in any price list we have"
-                               + (f"; close: {', '.join(hint)}" if hint else ""))
+        raise MissingSpecError(_not_offered(model_name))
     if price_date is None:
         return max(matches, key=lambda r: r["list_from"])
     date = _check_date(price_date)
