@@ -23,11 +23,11 @@ BYTES_PER_ELEMENT: dict[str, float] = {"bf16": 2.0, "fp8": 1.0, "fp4": 0.5}
 
 def bytes_per_element(precision: str) -> float:
     """Bytes per weight or KV element for ``precision`` ("bf16", "fp8" or "fp4") [B]."""
-    from .errors import UnknownEntryError
-
     try:
         return BYTES_PER_ELEMENT[precision]
     except (KeyError, TypeError):
+        from .errors import UnknownEntryError  # here, not per call: layout searches call this thousands of times
+
         raise UnknownEntryError("precision", str(precision), list(BYTES_PER_ELEMENT)) from None
 
 
