@@ -35,8 +35,18 @@ LABELS = {"model.name": "Model", "trainer.hardware": "Trainer hardware", "traine
           "workload.response_tokens_mean": "Mean response [tokens]", "workload.turns": "Turns per trajectory",
           "sandbox.tool_call_s": "Tool call [s]", "economics.usd_per_gpu_hour": "GPU cost [USD/GPU-h]",
           "orchestration.framework": "Framework preset", "generator.disaggregated": "Prefill/decode",
-          "generator.prefill_gpus": "Prefill/decode"}
+          "generator.prefill_gpus": "Prefill/decode", "trainer.multinode_nvlink": "NVLink between servers",
+          "generator.multinode_nvlink": "NVLink between servers"}
 SERVING = ("aggregated", "disaggregated")  # the Prefill/decode box: generator.disaggregated false / true
+# The NVLink box: both pools' multinode_nvlink true / false; a file that sets them differently keeps its own
+NVLINK = ("multi-node", "per server")
+NVLINK_MIXED = "as in the file"
+
+
+def nvlink_choice(scn) -> str:
+    """The NVLink box's value for a scenario: both pools alike, or the file's own mix."""
+    both = {scn.trainer.multinode_nvlink, scn.generator.multinode_nvlink}
+    return NVLINK_MIXED if len(both) > 1 else NVLINK[0] if both == {True} else NVLINK[1]
 
 
 def limits(key: str) -> dict:
@@ -142,6 +152,7 @@ start = {
     "tool_s": float(scn0.sandbox.tool_call_s), "usd_gpu_h": float(scn0.economics.usd_per_gpu_hour),
     "framework": scn0.orchestration.framework,
     "serving": SERVING[int(scn0.generator.disaggregated)],
+    "nvlink": nvlink_choice(scn0),
 }
 hw_names = list(ui.hardware_table()["name"])
 models = ui.model_names()
@@ -152,6 +163,7 @@ choices = {
     "generator_precision": list(tc.Scenario.choices("generator.precision")),
     "framework": list(tc.Scenario.choices("orchestration.framework")),
     "serving": list(SERVING),
+    "nvlink": [*NVLINK, *([NVLINK_MIXED] if nvlink_choice(scn0) == NVLINK_MIXED else [])],
 }
 if scn0.model.config is None:  # a model given by its [model.config] is not chosen from the catalog
     choices["model"] = models if scn0.model.name in models else [scn0.model.name, *models]
@@ -211,7 +223,12 @@ with st.expander("Cluster and workload", expanded=True):
     c3.number_input("GPU cost [USD/GPU-h]", step=0.1, key="usd_gpu_h", **limits("usd_gpu_h"),
                     help="all-in cost per GPU-hour; the Cost page derives one from capex and opex")
     solve = c4.toggle("Find the best split", key="solve", **initial("solve"))
-    c1, c2, _, _ = st.columns(4)
+    c1, c2, c3, _ = st.columns(4)
+    c3.selectbox("NVLink between servers", choices["nvlink"], key="nvlink", **initial("nvlink"),
+                 help="multi-node: an NVL72 rack's 4-GPU trays reach each other over NVLink (the job holds an IMEX "
+                      "channel); per server: traffic between servers takes the scale-out network, as without "
+                      "multi-node NVLink (docs/rl-modeling.md §3.7). Changes nothing where a server is the whole "
+                      "NVLink domain (DGX H100, B200)")
     c2.selectbox("Prefill/decode", choices["serving"], key="serving", **initial("serving"),
                  help="disaggregated: the generator's GPUs split into a prefill pool and a decode pool joined by a "
                       "KV transfer, the split solved for each generator size (docs/rl-modeling.md §4.9)")
@@ -237,7 +254,9 @@ try:
         "workload.turns": int(ss["turns"]), "sandbox.tool_call_s": float(ss["tool_s"]),
         "economics.usd_per_gpu_hour": float(ss["usd_gpu_h"]), "orchestration.framework": ss["framework"],
         "generator.disaggregated": ss["serving"] == "disaggregated",
-        **({} if ss["serving"] == "disaggregated" else {"generator.prefill_gpus": None})})
+        **({} if ss["serving"] == "disaggregated" else {"generator.prefill_gpus": None}),
+        **({} if ss["nvlink"] == NVLINK_MIXED else {"trainer.multinode_nvlink": ss["nvlink"] == NVLINK[0],
+                                                    "generator.multinode_nvlink": ss["nvlink"] == NVLINK[0]})})
         .with_response_mean(float(ss["resp_mean"]))
         .with_cluster(mode=ss["mode"], trainer_hardware=ss["trainer_hw"], trainer_gpus=int(ss["trainer_gpus"]),
                       generator_hardware=ss["generator_hw"], generator_gpus=int(ss["generator_gpus"])))

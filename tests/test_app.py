@@ -426,3 +426,24 @@ def test_plan_disaggregated_generator_shows_its_pools_and_errors_by_label():
     at.selectbox(key="mode").select("colocated").run()
     assert at.error and "'Prefill/decode'" in at.error[0].value, at.error[0].value
     assert "generator.disaggregated" not in at.error[0].value
+
+
+def test_plan_nvlink_box_sets_both_pools_and_the_trainer_follows(downloads):
+    """The NVLink box sets [trainer] and [generator] multinode_nvlink (docs/rl-modeling.md §3.7): on the GB300
+    agentic scenario, per server the trainer's EP and PP traffic between 4-GPU trays takes the scale-out network and
+    its capacity falls (2.95 -> 2.80 samples/s); the download carries both keys and the URL keeps the choice."""
+    at = run("app_pages/plan.py")
+    at.selectbox(key="scenario_file").select("gb300_agentic_96").run()
+    assert at.selectbox(key="nvlink").value == "multi-node"
+
+    def capacity():
+        frame = at.dataframe[0].value
+        return dict(zip(frame["metric"], frame["value"], strict=True))["trainer_capacity_samples_per_s"]
+
+    before = capacity()
+    at.selectbox(key="nvlink").select("per server").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    scn = evaluated_scenario(at, downloads)
+    assert (scn.trainer.multinode_nvlink, scn.generator.multinode_nvlink) == (False, False)
+    assert capacity() == pytest.approx(before * 2.800253 / 2.950582, rel=1e-4)
+    assert dict(at.query_params).get("nvlink") == "per server"
