@@ -344,3 +344,26 @@ def test_nemo_gb200_rows_that_cross_a_tray_are_the_ones_full_nvlink_predicts_fas
     assert len(crossing) == 14 and len(inside) == 4
     assert max(crossing) < 0 and sorted(crossing)[7] < -0.25
     assert max(abs(e) for e in inside) < 0.20
+
+
+def test_advice_says_what_multinode_nvlink_would_be_worth():
+    """evaluate and solve_split name the gain of multi-node NVLink where a pool runs without it on a rack whose
+    NVLink domain spans several servers (NEMO-29, Qwen3-235B 64:64 on GB200: TP8 instances across two trays),
+    with the figure evaluate gives with the keys set; no line where it gains nothing (the GB300 agentic scenario is
+    held by its sandboxes) or where a server is the whole domain (H100)."""
+    from tcocalc.catalog.rl_cases import nemo_rl_cases
+    from tcocalc.rl.validation import nemo_case_scenario
+
+    scn = nemo_case_scenario(next(c for c in nemo_rl_cases() if c["id"] == "NEMO-29"))
+    off = tc.evaluate(scn)
+    on = tc.evaluate(scn.with_values({"trainer.multinode_nvlink": True, "generator.multinode_nvlink": True}))
+    x0, x1 = off.metrics["useful_samples_per_s"], on.metrics["useful_samples_per_s"]
+    line = next(a for a in off.advice if a.startswith("Multi-node NVLink"))
+    assert f"{x0:.3g} -> {x1:.3g} (+{x1 / x0 - 1:.0%})" in line and "4-GPU servers" in line
+    assert not any("Multi-node NVLink" in a for a in on.advice)
+    assert any(a.startswith("Multi-node NVLink") for a in tc.solve_split(scn).advice)
+    agentic = tc.load_scenario("scenarios/gb300_agentic_96.toml").with_values(
+        {"trainer.multinode_nvlink": False, "generator.multinode_nvlink": False})
+    assert not any("Multi-node NVLink" in a for a in tc.evaluate(agentic).advice)
+    h100 = _scn(**{"trainer.multinode_nvlink": False, "generator.multinode_nvlink": False})
+    assert not any("Multi-node NVLink" in a for a in tc.evaluate(h100).advice)

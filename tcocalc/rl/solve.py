@@ -165,7 +165,7 @@ def evaluate(scenario: Scenario) -> RLReport:
     cluster = resolve(scn)
     a = _assess(scn, cluster)
     advice = [w["message"] for w in a.details["warnings"]] + _limit_advice(scn, a, solved=False)
-    advice += _serving_advice(scn, cluster, a.metrics)
+    advice += _serving_advice(scn, cluster, a.metrics) + _nvlink_advice(scn, a.metrics)
     return RLReport(scenario=scn, metrics=a.metrics, details=a.details, phases=a.phases,
                     advice=tuple(advice + _general_advice(scn, a.metrics)))
 
@@ -299,6 +299,46 @@ def _serving_advice(scn: Scenario, cluster: Cluster, metrics: dict) -> list[str]
     return [f"Disaggregated prefill/decode (generator.disaggregated = true) would raise {change}: "
             f"{int(gen.prefill_gpus(g.gpus))} of the {g.gpus} generator GPUs prefilling in "
             f"{gen.prefill_pool.instance.label()} instances, decode in {gen.instance.label()} instances."]
+
+
+def _nvlink_advice(scn: Scenario, metrics: dict) -> list[str]:
+    """A line when multi-node NVLink (``multinode_nvlink = true`` for the pools that run without it, on an
+    accelerator whose NVLink domain spans several servers) would deliver more useful samples/s at this split than
+    :data:`SPLIT_TOLERANCE` more (docs/rl-modeling.md §3.7): what an IMEX channel for the job is worth. Nothing
+    where every pool has it, where a server is the whole domain, or where it gains less."""
+    off = {side: hw for side in ("trainer", "generator")
+           if not getattr(scn, side).multinode_nvlink
+           and (hw := _raw_accelerator(getattr(scn, side).hardware)) is not None
+           and hw.server_gpus is not None and hw.server_gpus < hw.scaleup_domain_gpus}
+    if not off:
+        return []
+    other = scn.with_values({f"{side}.multinode_nvlink": True for side in off})
+    try:
+        results = phase_results(other, resolve(other), [scn.trainer.gpus], [scn.generator.gpus])
+        if not all(bool(r.feasible[0]) for r in results):
+            return []
+        x1 = float(combine_phases(other, [(r.workload, r.metrics) for r in results])["useful_samples_per_s"][0])
+    except TcocalcError:
+        return []
+    x0 = metrics["useful_samples_per_s"]
+    if not (x0 > 0 and np.isfinite(x1) and x1 > x0 * (1.0 + SPLIT_TOLERANCE)):
+        return []
+    hw = next(iter(off.values()))
+    keys = " and ".join(f"{side}.multinode_nvlink" for side in off)
+    return [f"Multi-node NVLink ({keys} = true: the job holds an IMEX channel, so NCCL crosses the "
+            f"{hw.server_gpus}-GPU servers of the {hw.scaleup_domain_gpus}-GPU NVLink domain over NVLink instead of "
+            f"the scale-out network) would raise useful samples/s {x0:.3g} -> {x1:.3g} (+{x1 / x0 - 1:.0%}) at "
+            f"this split."]
+
+
+def _raw_accelerator(name: str):
+    """The catalog accelerator by name (None when unknown: the scenario's own error names it elsewhere)."""
+    from ..catalog.accelerators import hardware
+
+    try:
+        return hardware(name)
+    except KeyError:
+        return None
 
 
 def _instance_advice(scn: Scenario, cluster: Cluster, results: list[PhaseResult], metrics: dict) -> list[str]:
@@ -537,6 +577,7 @@ def solve_split(scenario: Scenario, objective: str = "usd_per_useful_sample", *,
         advice.append(_neighbour_line(scn, cluster, sw, score, objective, g, chosen, cons))
         advice += _serving_advice(chosen_scn, cluster, a.metrics)
         advice += _instance_advice(chosen_scn, cluster, a.results, a.metrics)
+    advice += _nvlink_advice(chosen_scn, a.metrics)
     advice += _sizing_advice(sizing, a.metrics) + _general_advice(scn, a.metrics)
     phases_df = a.phases
     if len(sw.results) > 1:
