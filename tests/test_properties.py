@@ -1,7 +1,8 @@
 """Property tests over generated valid scenarios and kernel calls (issue 8). Derandomized (the same examples
 every run), no example database, bounded in count; together they evaluate well over 1,000 scenarios:
 700 + 2 x 120 (two evaluations each) + 2 x 120 + 2 x 100 + 40 solver runs, plus 150 cost and 150 kernel
-examples."""
+examples. Trainer and generator draw multinode_nvlink, and GB200 is among the accelerators, so the one-server
+NVLink domain (docs/rl-modeling.md §3.7) is exercised too."""
 
 import math
 
@@ -14,7 +15,7 @@ from tcocalc.scenario import scenario_from_dict
 
 SETTINGS = dict(derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck))
 MODELS = ["Qwen3-8B", "Qwen2.5-7B", "Llama-3.1-8B", "Qwen3-30B-A3B", "Qwen2.5-1.5B"]
-HARDWARE = ["H100", "H200", "B200", "H20"]
+HARDWARE = ["H100", "H200", "B200", "H20", "GB200"]  # GB200: trays of 4 in a 72-GPU NVLink domain (multinode_nvlink)
 FRACTIONS = ("trainer_idle_fraction", "generator_idle_fraction", "discarded_fraction", "useful_group_fraction",
              "trainer_mfu", "trainer_mfu_busy", "env_state_stale_fraction")
 
@@ -33,9 +34,10 @@ def scenarios(draw, modes=("colocated", "sync", "one_step_off", "async", "inflig
         "name": "prop",
         "model": {"name": draw(st.sampled_from(MODELS)), "precision": "bf16"},
         "trainer": {"hardware": draw(st.sampled_from(HARDWARE)), "gpus": n_t,
-                    "old_logprob_pass": draw(st.booleans()), "minibatches_per_step": draw(st.sampled_from([1, 1, 4]))},
+                    "old_logprob_pass": draw(st.booleans()), "minibatches_per_step": draw(st.sampled_from([1, 1, 4])),
+                    "multinode_nvlink": draw(st.booleans())},
         "generator": {"hardware": draw(st.sampled_from(HARDWARE)), "gpus": n_g,
-                      "precision": draw(st.sampled_from(["bf16", "fp8"]))},
+                      "precision": draw(st.sampled_from(["bf16", "fp8"])), "multinode_nvlink": draw(st.booleans())},
         "workload": {"prompts_per_step": draw(st.sampled_from([8, 32, 64])), "group_size": draw(st.sampled_from(
             [4, 8, 16])), "prompt_tokens": draw(st.floats(100, 4000)), "response_tokens_mean": mean,
             "response_tokens_sigma": sigma, "response_tokens_max": draw(st.sampled_from([16384.0, 32768.0])),
