@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..catalog.accelerators import hardware as catalog_hardware
 from ..economics.tco import gpus_paid
 from ..errors import InfeasibleError, ScenarioError, TcocalcError
 from ..scenario import GeneratorSection, Scenario, TrainerSection
@@ -333,10 +334,8 @@ def _nvlink_advice(scn: Scenario, metrics: dict) -> list[str]:
 
 def _raw_accelerator(name: str):
     """The catalog accelerator by name (None when unknown: the scenario's own error names it elsewhere)."""
-    from ..catalog.accelerators import hardware
-
     try:
-        return hardware(name)
+        return catalog_hardware(name)
     except KeyError:
         return None
 
