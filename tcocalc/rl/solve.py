@@ -274,6 +274,21 @@ def _limit_line(scn: Scenario, a: _Assessed, kind: str, where: str, solved: bool
             f"generator precision/KV capacity.") if ti > 0.1 else None
 
 
+def _arrangement_gain(scn: Scenario, other: Scenario, cluster: Cluster, metrics: dict):
+    """(phase results, useful samples/s now, with ``other``) when ``other`` (an arrangement of the same split)
+    delivers more useful samples/s than :data:`SPLIT_TOLERANCE` more; None when it gains less, does not fit or
+    cannot be evaluated."""
+    try:
+        results = phase_results(other, cluster, [scn.trainer.gpus], [scn.generator.gpus])
+        if not all(bool(r.feasible[0]) for r in results):
+            return None
+        x1 = float(combine_phases(other, [(r.workload, r.metrics) for r in results])["useful_samples_per_s"][0])
+    except TcocalcError:
+        return None
+    x0 = metrics["useful_samples_per_s"]
+    return (results, x0, x1) if x0 > 0 and np.isfinite(x1) and x1 > x0 * (1.0 + SPLIT_TOLERANCE) else None
+
+
 def _serving_advice(scn: Scenario, cluster: Cluster, metrics: dict) -> list[str]:
     """A line when the other prefill/decode arrangement (docs/rl-modeling.md §4.9) would deliver more useful
     samples/s at this split than :data:`SPLIT_TOLERANCE` more; nothing where it does not fit or gains less."""
@@ -282,16 +297,10 @@ def _serving_advice(scn: Scenario, cluster: Cluster, metrics: dict) -> list[str]
         return []
     other = scn.model_copy(update={"generator": g.model_copy(update={"disaggregated": not g.disaggregated,
                                                                      "prefill_gpus": None})})
-    try:
-        results = phase_results(other, cluster, [scn.trainer.gpus], [g.gpus])
-        if not all(bool(r.feasible[0]) for r in results):
-            return []
-        x1 = float(combine_phases(other, [(r.workload, r.metrics) for r in results])["useful_samples_per_s"][0])
-    except TcocalcError:
+    gain = _arrangement_gain(scn, other, cluster, metrics)
+    if gain is None:
         return []
-    x0 = metrics["useful_samples_per_s"]
-    if not (x0 > 0 and np.isfinite(x1) and x1 > x0 * (1.0 + SPLIT_TOLERANCE)):
-        return []
+    results, x0, x1 = gain
     change = f"useful samples/s {x0:.3g} -> {x1:.3g} (+{x1 / x0 - 1:.0%}) at this split"
     if g.disaggregated:
         return [f"Aggregated serving (generator.disaggregated = false) would raise {change}: the prefill pool "
@@ -314,16 +323,10 @@ def _nvlink_advice(scn: Scenario, metrics: dict) -> list[str]:
     if not off:
         return []
     other = scn.with_values({f"{side}.multinode_nvlink": True for side in off})
-    try:
-        results = phase_results(other, resolve(other), [scn.trainer.gpus], [scn.generator.gpus])
-        if not all(bool(r.feasible[0]) for r in results):
-            return []
-        x1 = float(combine_phases(other, [(r.workload, r.metrics) for r in results])["useful_samples_per_s"][0])
-    except TcocalcError:
+    gain = _arrangement_gain(scn, other, resolve(other), metrics)
+    if gain is None:
         return []
-    x0 = metrics["useful_samples_per_s"]
-    if not (x0 > 0 and np.isfinite(x1) and x1 > x0 * (1.0 + SPLIT_TOLERANCE)):
-        return []
+    _, x0, x1 = gain
     hw = next(iter(off.values()))
     keys = " and ".join(f"{side}.multinode_nvlink" for side in off)
     return [f"Multi-node NVLink ({keys} = true: the job holds an IMEX channel, so NCCL crosses the "
