@@ -98,10 +98,26 @@ def test_allreduce_latency_by_group():
 def test_decode_floor_counts_layers_collectives_and_eager_steps():
     m = model("DeepSeek-V3")
     graphs = decode_floor_seconds(m, H100, Parallelism(tp=32), [1.0, 600.0], cuda_graphs=True, graph_max_batch=512)
-    assert graphs[0] == pytest.approx(2 * 61 * 88e-6)                  # 122 all-reduces across servers
+    # 122 all-reduces across 4 servers: the measured 2-server 88 us grown as NCCL's tree LL model with the servers,
+    # (6.8 + 2·(7·0.6 + 2·5.0)) / (6.8 + 2·(7·0.6 + 1·5.0)) = 35.2 / 25.2
+    assert graphs[0] == pytest.approx(2 * 61 * 88e-6 * 35.2 / 25.2)
     assert graphs[1] - graphs[0] == pytest.approx(61 * 69e-6)          # batch 600 > 512 runs without graphs
     eager = decode_floor_seconds(m, H100, Parallelism(tp=32), [1.0], cuda_graphs=False, graph_max_batch=512)
     assert eager[0] - graphs[0] == pytest.approx(61 * 304e-6)
+
+
+def test_cross_server_allreduce_latency_grows_with_the_servers_as_nccls_tree_model():
+    """Hand-derived from NCCL's tree LL model (tuning.cc: 6.8 + 2·((D − 1)·0.6 + log2(k)·5.0) us for k domains of D
+    GPUs) anchored at the measured 88 us over 2 servers of 8 H100: 4 servers 88·35.2/25.2 = 122.9 us, 8 servers
+    88·45.2/25.2 = 157.8 us; a GB200 instance without multi-node NVLink counts 4-GPU trays (D = 4): TP16 over 4 trays
+    88·(6.8 + 2·(1.8 + 10))/(6.8 + 2·(1.8 + 5)) = 88·30.4/20.4 = 131.1 us. Inside a domain nothing changes."""
+    from tcocalc.rl.cluster import single_server_domain
+
+    assert allreduce_latency(H100, 16) == pytest.approx(88e-6)
+    assert allreduce_latency(H100, 32) == pytest.approx(122.9e-6, rel=1e-3)
+    assert allreduce_latency(H100, 64) == pytest.approx(157.8e-6, rel=1e-3)
+    assert allreduce_latency(single_server_domain(GB200), 16) == pytest.approx(131.1e-6, rel=1e-3)
+    assert allreduce_latency(GB200, 16) == pytest.approx((6.6 + 2 * 15 * 0.6) * 1e-6)
 
 
 def test_eager_engine_and_exposed_cpu_slow_the_generator():

@@ -9,7 +9,7 @@ matches the roofline's 6.1 ms without more. The floor adds, per decode step:
 
 * the latency of the two tensor-parallel all-reduces of every layer, ``2·L·ℓ_AR`` (:func:`allreduce_latency`:
   vLLM's custom all-reduce up to 8 GPUs, NCCL's ring model above that inside one NVLink domain, a measured
-  InfiniBand figure when the instance spans servers);
+  InfiniBand figure when the instance spans two servers, growing with more as NCCL's tree model does);
 * eager execution, ``L·eager_layer_overhead_s``, when the engine runs without CUDA graphs (``cuda_graphs =
   false``); ``L·uncaptured_layer_overhead_s`` when the decode batch exceeds the engine's largest captured graph
   (vLLM 512 by default, data/frameworks.toml), whose steps run compiled code launched kernel by kernel.
@@ -19,6 +19,8 @@ serving-engines.md A.4).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -35,11 +37,17 @@ compares it at TP 2/4/8); larger groups fall back to NCCL."""
 def allreduce_latency(acc, gpus: int) -> float:
     """Latency of one small all-reduce over an instance of ``gpus`` GPUs [s]: vLLM's custom all-reduce up to 8
     GPUs of one host (it shares buffers by CUDA IPC), NCCL's ring LL model ``6.6 + 2(n−1)·0.6`` µs above that or
-    across the trays of an NVLink domain (an NVL72 tray has 4 GPUs), the measured 2-node InfiniBand figure when
-    the instance spans servers beyond the domain (data/rl_calibration.toml)."""
+    across the trays of an NVLink domain (an NVL72 tray has 4 GPUs); beyond the domain, the measured 2-node
+    InfiniBand figure ``ℓ_2`` scaled as NCCL's tree LL model grows with the ``k = ⌈n/D⌉`` domains spanned,
+    ``ℓ_2·τ(k)/τ(2)`` with ``τ(k) = 6.8 + 2·((D − 1)·0.6 + log2(k)·5.0)`` µs (NVIDIA/nccl src/graph/tuning.cc; D the
+    GPUs per domain): 88 µs over 2 servers of 8 H100, 123 µs over 4 (data/rl_calibration.toml)."""
     cal = rl_calibration()
-    if gpus > acc.scaleup_domain_gpus:
-        return cal["allreduce_latency_scaleout_s"]
+    dom = acc.scaleup_domain_gpus
+    if gpus > dom:
+        def tree(k: int) -> float:
+            return cal["nccl_tree_ll_base_s"] + 2.0 * ((dom - 1) * cal["nccl_ring_ll_hop_s"]
+                                                       + math.log2(k) * cal["nccl_tree_ll_net_hop_s"])
+        return cal["allreduce_latency_scaleout_s"] * tree(max(math.ceil(gpus / dom), 2)) / tree(2)
     if gpus <= CUSTOM_ALLREDUCE_MAX_GPUS and gpus <= (acc.server_gpus or gpus):
         return cal["allreduce_latency_scaleup_s"]  # custom all-reduce: CUDA IPC between GPUs of one host
     return cal["nccl_ring_ll_base_s"] + 2.0 * (gpus - 1) * cal["nccl_ring_ll_hop_s"]
