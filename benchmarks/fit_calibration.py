@@ -10,7 +10,7 @@ reason) are left out of the fit and still reported by ``tcocalc validate``.
 ``--with-rl`` adds NeMo RL's published step times of the same generation (data/rl_cases_nemo.csv, the public
 calibration set of the RL step model; known misses left out), evaluated through the whole RL pipeline under each
 trial calibration: the fit then uses every public calibration row. On 2026-11-30 it landed next to the shipped
-factors (Hopper 761 / 0.860 / 0.874 / 348 us, Blackwell 2127 / 0.703 / 0.990 / 108 us), while the validation
+factors (Hopper 695 / 0.848 / 0.860 / 345 us, Blackwell 2181 / 0.723 / 1.0 / 127 us), while the validation
 rows alone move Hopper to 130 / 0.819 / 0.764 / 397 us at the cost of NeMo RL's accuracy (README, "How far to
 trust the RL step model").
 
