@@ -163,7 +163,7 @@ choices = {
     "generator_precision": list(tc.Scenario.choices("generator.precision")),
     "framework": list(tc.Scenario.choices("orchestration.framework")),
     "serving": list(SERVING),
-    "nvlink": [*NVLINK, *([NVLINK_MIXED] if nvlink_choice(scn0) == NVLINK_MIXED else [])],
+    "nvlink": [*NVLINK, *([NVLINK_MIXED] if start["nvlink"] == NVLINK_MIXED else [])],
 }
 if scn0.model.config is None:  # a model given by its [model.config] is not chosen from the catalog
     choices["model"] = models if scn0.model.name in models else [scn0.model.name, *models]

@@ -274,10 +274,9 @@ def _limit_line(scn: Scenario, a: _Assessed, kind: str, where: str, solved: bool
             f"generator precision/KV capacity.") if ti > 0.1 else None
 
 
-def _arrangement_gain(scn: Scenario, other: Scenario, cluster: Cluster, metrics: dict):
-    """(phase results, useful samples/s now, with ``other``) when ``other`` (an arrangement of the same split)
-    delivers more useful samples/s than :data:`SPLIT_TOLERANCE` more; None when it gains less, does not fit or
-    cannot be evaluated."""
+def _useful_at_split(scn: Scenario, other: Scenario, cluster: Cluster):
+    """(phase results, useful samples/s) of ``other``, another arrangement of ``scn``'s split; None when it does
+    not fit, cannot be evaluated or gives a non-finite rate."""
     try:
         results = phase_results(other, cluster, [scn.trainer.gpus], [scn.generator.gpus])
         if not all(bool(r.feasible[0]) for r in results):
@@ -285,8 +284,16 @@ def _arrangement_gain(scn: Scenario, other: Scenario, cluster: Cluster, metrics:
         x1 = float(combine_phases(other, [(r.workload, r.metrics) for r in results])["useful_samples_per_s"][0])
     except TcocalcError:
         return None
-    x0 = metrics["useful_samples_per_s"]
-    return (results, x0, x1) if x0 > 0 and np.isfinite(x1) and x1 > x0 * (1.0 + SPLIT_TOLERANCE) else None
+    return (results, x1) if np.isfinite(x1) else None
+
+
+def _arrangement_gain(scn: Scenario, other: Scenario, cluster: Cluster, metrics: dict):
+    """(phase results, useful samples/s now, with ``other``) when ``other`` (an arrangement of the same split)
+    delivers more useful samples/s than :data:`SPLIT_TOLERANCE` more; None otherwise (:func:`_useful_at_split`)."""
+    alt, x0 = _useful_at_split(scn, other, cluster), metrics["useful_samples_per_s"]
+    if alt is None or not (x0 > 0 and alt[1] > x0 * (1.0 + SPLIT_TOLERANCE)):
+        return None
+    return alt[0], x0, alt[1]
 
 
 def _serving_advice(scn: Scenario, cluster: Cluster, metrics: dict) -> list[str]:
@@ -316,10 +323,11 @@ def _nvlink_advice(scn: Scenario, metrics: dict) -> list[str]:
     accelerator whose NVLink domain spans several servers) would deliver more useful samples/s at this split than
     :data:`SPLIT_TOLERANCE` more (docs/rl-modeling.md §3.7): what an IMEX channel for the job is worth. Nothing
     where every pool has it, where a server is the whole domain, or where it gains less."""
+    # the catalog accelerator (the cluster's has its domain cut to a server already); the names resolved upstream
     off = {side: hw for side in ("trainer", "generator")
            if not getattr(scn, side).multinode_nvlink
-           and (hw := _raw_accelerator(getattr(scn, side).hardware)) is not None
-           and hw.server_gpus is not None and hw.server_gpus < hw.scaleup_domain_gpus}
+           and (hw := catalog_hardware(getattr(scn, side).hardware)).server_gpus is not None
+           and hw.server_gpus < hw.scaleup_domain_gpus}
     if not off:
         return []
     other = scn.with_values({f"{side}.multinode_nvlink": True for side in off})
@@ -333,14 +341,6 @@ def _nvlink_advice(scn: Scenario, metrics: dict) -> list[str]:
             f"{hw.server_gpus}-GPU servers of the {hw.scaleup_domain_gpus}-GPU NVLink domain over NVLink instead of "
             f"the scale-out network) would raise useful samples/s {x0:.3g} -> {x1:.3g} (+{x1 / x0 - 1:.0%}) at "
             f"this split."]
-
-
-def _raw_accelerator(name: str):
-    """The catalog accelerator by name (None when unknown: the scenario's own error names it elsewhere)."""
-    try:
-        return catalog_hardware(name)
-    except KeyError:
-        return None
 
 
 def _instance_advice(scn: Scenario, cluster: Cluster, results: list[PhaseResult], metrics: dict) -> list[str]:
@@ -358,15 +358,9 @@ def _instance_advice(scn: Scenario, cluster: Cluster, results: list[PhaseResult]
     x0, best = metrics["useful_samples_per_s"], None
     tp = now.instance.tp * 2
     while tp <= min(cluster.generator.scaleup_domain_gpus, g.gpus):
-        other = scn.model_copy(update={"generator": g.model_copy(update={"tp": tp})})
-        try:
-            res = phase_results(other, cluster, [scn.trainer.gpus], [g.gpus])
-            if all(bool(r.feasible[0]) for r in res):
-                x1 = float(combine_phases(other, [(r.workload, r.metrics) for r in res])["useful_samples_per_s"][0])
-                if np.isfinite(x1) and (best is None or x1 > best[1]):
-                    best = (tp, x1, res[0].generator)
-        except TcocalcError:
-            pass
+        alt = _useful_at_split(scn, scn.model_copy(update={"generator": g.model_copy(update={"tp": tp})}), cluster)
+        if alt is not None and (best is None or alt[1] > best[1]):
+            best = (tp, alt[1], alt[0][0].generator)
         tp *= 2
     if best is None or not (x0 > 0 and best[1] > x0 * (1.0 + SPLIT_TOLERANCE)):
         return []
