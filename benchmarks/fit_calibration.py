@@ -49,9 +49,7 @@ def _trial(generation: str, values) -> None:
         raw[generation][p]["value"] = float(v)
     calibration_module._raw = lambda: raw
     calibration_module._calibration.cache_clear()
-    for cache in (rl_capacity._generator_capacity, rl_capacity._families, rl_capacity._trainer_rate,
-                  rl_capacity._pinned_rate):
-        cache.cache_clear()
+    rl_capacity.clear_caches()
 
 
 def _restore() -> None:

@@ -92,19 +92,13 @@ def rl() -> list[tuple[str, float, str]]:
     big = semi.with_split(1024, 3072)
 
     def cold_solve():
-        rl_capacity._generator_capacity.cache_clear()
-        rl_capacity._families.cache_clear()
-        rl_capacity._trainer_rate.cache_clear()
-        rl_capacity._pinned_rate.cache_clear()
+        rl_capacity.clear_caches()
         tc.solve_split(big)
 
     cold = _best(cold_solve, repeats=3)
 
     def cold_eval():
-        rl_capacity._generator_capacity.cache_clear()
-        rl_capacity._families.cache_clear()
-        rl_capacity._trainer_rate.cache_clear()
-        rl_capacity._pinned_rate.cache_clear()
+        rl_capacity.clear_caches()
         tc.evaluate(semi)
 
     ev_cold = _best(cold_eval, repeats=3)
@@ -149,9 +143,7 @@ def sizing() -> list[tuple[str, float, str]]:
     opts = {"trainer_hardware": names, "generator_hardware": names, "max_gpus": 4096, "staleness_bounds": [1, 2, 4]}
 
     def cold():
-        rl_capacity._generator_capacity.cache_clear()
-        rl_capacity._families.cache_clear()
-        rl_capacity._trainer_rate.cache_clear()
+        rl_capacity.clear_caches()
         tc.size_cluster(semi, {"useful_samples_per_s": 2.0}, opts)
 
     cold_s = _best(cold, repeats=1)

@@ -24,7 +24,7 @@ from ..catalog.models import ModelArch
 from ..errors import InfeasibleError, ScenarioError
 from ..roofline.parallel import Parallelism
 from ..roofline.serving import generation_throughput
-from ..roofline.training import candidate_layouts, training_step
+from ..roofline.training import Layouts, candidate_degrees, training_steps
 from .cluster import Cluster
 from .decode_floor import decode_floor_seconds
 from .phases import WorkloadStats
@@ -293,56 +293,87 @@ def sample_flops(m: ModelArch, ws: WorkloadStats) -> float:
     return linear * ws.traj_tokens + square * ws.traj_tokens_m2
 
 
+def _layout_rates(m, acc, precision, seq, gbt, lay: Layouts) -> np.ndarray:
+    """(tokens/s, MFU, state bytes per GPU) of each layout of ``lay`` (rows); zeros where it does not fit. A layout
+    that does not fit on the GPUs alone offloads the optimizer (verl RL-08)."""
+    cal = calibration_for(acc)
+    gb = np.maximum(gbt / seq, lay.dp.astype(float))
+    res = training_steps(m, acc, cal, lay, seq=seq, global_batch=gb, precision=precision)
+    step, state = res["step_s"], res["state"]
+    if not res["fits"].all():
+        off = training_steps(m, acc, cal, lay, seq=seq, global_batch=gb, precision=precision, offload=True)
+        step, state = np.where(res["fits"], step, off["step_s"]), np.where(res["fits"], state, off["state"])
+    tps = np.where(np.isfinite(step), gb * seq / step, 0.0)
+    mfu = m.training_flops_per_token(seq) * tps / (lay.gpus * acc.peak_flops_per_s(precision))
+    return np.stack([tps, mfu, np.where(tps > 0, state, 0.0)], axis=-1)
+
+
 @functools.lru_cache(maxsize=256)
 def _families(m, acc, precision, seq, anchors: tuple[int, ...]) -> tuple[tuple[int, int, int, int, int], ...]:
     """(tp, pp, ep, vp, cp) families that win at the anchor GPU counts."""
     from ..roofline.training import DEFAULT_GLOBAL_BATCH_TOKENS
 
-    cal = calibration_for(acc)
     fams = set()
     for n in anchors:
-        scored = []
-        for par in candidate_layouts(m, acc, n, seq):
-            gb = max(DEFAULT_GLOBAL_BATCH_TOKENS / seq, float(par.dp))
-            res = training_step(m, acc, cal, par, seq=seq, global_batch=gb, precision=precision)
-            if res is None:
-                res = training_step(m, acc, cal, par, seq=seq, global_batch=gb, precision=precision, offload=True)
-            if res is not None:
-                scored.append((gb * seq / res["step_s"], par))
-        scored.sort(key=lambda x: -x[0])
-        for _, par in scored[:3]:
-            fams.add((par.tp, par.pp, par.ep, par.vp, par.cp))
+        lay = Layouts.of(candidate_degrees(m, acc, n, seq))
+        if not len(lay):
+            continue
+        tps = _layout_rates(m, acc, precision, seq, DEFAULT_GLOBAL_BATCH_TOKENS, lay)[:, 0]
+        fit = np.flatnonzero(tps > 0)
+        for i in fit[np.argsort(-tps[fit], kind="stable")][:3]:  # the three fastest, the first of equals first
+            fams.add((int(lay.tp[i]), int(lay.pp[i]), int(lay.ep[i]), int(lay.vp[i]), int(lay.cp[i])))
     return tuple(sorted(fams))
 
 
 def _layout_rate(m, acc, precision, seq, gbt, par: Parallelism) -> tuple[float, float, float]:
     """(tokens/s, MFU, state bytes per GPU) of one layout; zeros when it does not fit."""
-    cal = calibration_for(acc)
-    gb = max(gbt / seq, float(par.dp))
-    res = training_step(m, acc, cal, par, seq=seq, global_batch=gb, precision=precision)
-    if res is None:  # optimizer offload when the GPUs alone cannot hold the state (verl RL-08)
-        res = training_step(m, acc, cal, par, seq=seq, global_batch=gb, precision=precision, offload=True)
-    if res is None:
-        return 0.0, 0.0, 0.0
-    tps = gb * seq / res["step_s"]
-    mfu = m.training_flops_per_token(seq) * tps / (par.gpus * acc.peak_flops_per_s(precision))
-    return tps, mfu, res["state"]
+    return tuple(float(x) for x in _layout_rates(m, acc, precision, seq, gbt, Layouts.of([par]))[0])
 
 
-@functools.lru_cache(maxsize=4096)
-def _trainer_rate(m, acc, precision, seq, gbt, n, fams) -> tuple[float, float, float]:
-    """(tokens/s, MFU, state bytes per GPU) of the best family member at ``n`` GPUs; zeros when nothing fits."""
-    best = (0.0, 0.0, 0.0)
-    for tp, pp, ep, vp, cp in fams:
-        if n % (tp * pp * cp):
-            continue
-        dp = n // (tp * pp * cp)
-        if (tp * dp * cp) % ep or (m.is_moe and m.num_experts % ep):
-            continue
-        rate = _layout_rate(m, acc, precision, seq, gbt, Parallelism(tp=tp, pp=pp, dp=dp, ep=ep, vp=vp, cp=cp))
-        if rate[0] > best[0]:
-            best = rate
-    return best
+class _RateCache(dict):
+    """Trainer rates per (model, accelerator, precision, sequence, batch tokens, GPU count, families); a plain dict
+    filled a sweep at a time (:func:`_trainer_rates`), emptied when it grows past 4,096 entries."""
+
+    def cache_clear(self) -> None:
+        self.clear()
+
+
+_TRAINER_RATES = _RateCache()
+
+
+def _trainer_rates(m, acc, precision, seq, gbt, ns, fams) -> np.ndarray:
+    """(tokens/s, MFU, state bytes per GPU) of the best family member at each GPU count of ``ns`` (rows); zeros
+    where nothing fits. The counts not cached yet are scored in one vectorised call."""
+    keys = [(m, acc, precision, seq, gbt, int(n), fams) for n in ns]
+    todo = sorted({k[5] for k in keys if k not in _TRAINER_RATES})
+    if todo:
+        if len(_TRAINER_RATES) + len(todo) > 4096:
+            _TRAINER_RATES.clear()
+        members, owner = [], []
+        for j, n in enumerate(todo):
+            for tp, pp, ep, vp, cp in fams:
+                if n % (tp * pp * cp):
+                    continue
+                dp = n // (tp * pp * cp)
+                if (tp * dp * cp) % ep or (m.is_moe and m.num_experts % ep):
+                    continue
+                members.append((tp, pp, dp, ep, vp, cp))
+                owner.append(j)
+        rates = _layout_rates(m, acc, precision, seq, gbt, Layouts.of(members)) if members else np.zeros((0, 3))
+        owner = np.array(owner, dtype=int)
+        for j, n in enumerate(todo):
+            mine = np.flatnonzero(owner == j)
+            best = (0.0, 0.0, 0.0)
+            if len(mine) and rates[mine, 0].max() > 0:
+                best = tuple(float(x) for x in rates[mine[int(np.argmax(rates[mine, 0]))]])
+            _TRAINER_RATES[(m, acc, precision, seq, gbt, n, fams)] = best
+    return np.array([_TRAINER_RATES[k] for k in keys], dtype=float).reshape(-1, 3)
+
+
+def clear_caches() -> None:
+    """Forget every generator and trainer rate computed so far (benchmarks of a cold start; a trial calibration)."""
+    for cache in (_generator_capacity, _families, _TRAINER_RATES, _pinned_rate):
+        cache.cache_clear()
 
 
 def pinned_layout(trainer, m, n: int) -> Parallelism | None:
@@ -365,10 +396,12 @@ def smallest_fitting_layout(scn, cluster: Cluster, ws: WorkloadStats, n: int) ->
     m, acc = cluster.model, cluster.trainer
     seq = float(max(256, round(ws.traj_tokens)))
     gbt = ws.samples_per_step * ws.traj_tokens / scn.trainer.minibatches_per_step
-    for par in sorted(candidate_layouts(m, acc, n, seq), key=lambda q: (q.tp * q.pp * q.cp, q.tp, q.pp, q.ep, q.vp)):
-        if _layout_rate(m, acc, scn.model.precision, seq, gbt, par)[0] > 0:
-            return par
-    return None
+    order = sorted(candidate_degrees(m, acc, n, seq), key=lambda q: (q[0] * q[1] * q[5], q[0], q[1], q[3], q[4]))
+    if not order:
+        return None
+    lay = Layouts.of(order)
+    tps = _layout_rates(m, acc, scn.model.precision, seq, gbt, lay)[:, 0]
+    return lay.at(int(np.argmax(tps > 0))) if (tps > 0).any() else None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -409,10 +442,10 @@ def trainer_capacity(scn, cluster: Cluster, ws: WorkloadStats, n_t) -> TrainerRa
         pow2 = [2 ** i for i in range(0, 20) if lo <= 2 ** i <= hi]
         anchors = tuple(sorted({lo, hi, int(np.median(n_t)), *pow2}))
         fams = _families(m, hw, precision, seq, anchors)
-        rates = np.array([_trainer_rate(m, hw, precision, seq, gbt, int(n), fams) for n in n_t])
+        rates = _trainer_rates(m, hw, precision, seq, gbt, n_t, fams)
         for i in np.flatnonzero(rates[:, 0] == 0):  # no winning family divides this count: search it fully
-            rates[i] = _trainer_rate(m, hw, precision, seq, gbt, int(n_t[i]),
-                                     _families(m, hw, precision, seq, (int(n_t[i]),)))
+            rates[i] = _trainer_rates(m, hw, precision, seq, gbt, n_t[i:i + 1],
+                                      _families(m, hw, precision, seq, (int(n_t[i]),)))[0]
     st = settings(scn)
     extra, overhead = st.extra_forward_passes, st.trainer_overhead
     flop_rate_per_token = m.training_flops_per_token(seq)

@@ -94,7 +94,11 @@ def gemm_efficiency(cal: Calibration, precision: str, m, n, k):
                 * (k / (k + half) if half else 1.0))
     m = np.asarray(m, dtype=float)
     rows = m / (m + np.minimum(m, cal.gemm_tile_rows) / 2.0) if cal.gemm_tile_rows else np.ones_like(m)
-    return cal.gemm_efficiency(precision) * rows * _f(n, cal.gemm_half_dim) * _f(k, cal.gemm_half_dim)
+    half = cal.gemm_half_dim
+    if type(n) in _SCALAR and type(k) in _SCALAR:  # the usual case: one shape, rows over a batch grid
+        return cal.gemm_efficiency(precision) * rows * (n / (n + half) if half else 1.0) * (
+            k / (k + half) if half else 1.0)
+    return cal.gemm_efficiency(precision) * rows * _f(n, half) * _f(k, half)
 
 
 def _attn_precision(m: ModelArch, acc: Accelerator, kv_precision: str) -> str:
@@ -153,23 +157,33 @@ def inference_memory_per_gpu(m: ModelArch, par: Parallelism, precision: str) -> 
 
 
 class _OpSum:
-    """Running totals of one forward step's ops: compute and memory time, the time of compute- and
-    memory-bound ops, FLOPs and bytes (arrays over the step's token counts)."""
+    """One forward step's ops, summed on demand (:meth:`totals`): compute and memory time, the time of compute-
+    and memory-bound ops, FLOPs and bytes (arrays over the step's token counts)."""
 
     def __init__(self, like, bw: float, cal: Calibration, precision: str, peak: float, beta_w: float):
-        z = np.zeros_like(like)
-        self.compute = self.memory = self.cbound = self.mbound = self.flops = self.bytes = z
+        self.shape = np.shape(like)
+        self.ops: list[tuple] = []
         self.bw, self.cal, self.precision, self.peak, self.beta_w = bw, cal, precision, peak, beta_w
 
     def op(self, flops, nbytes, t_compute, weight=1.0) -> None:
         """An op's roofline: it takes the larger of its compute and memory time."""
-        t_mem = nbytes / self.bw
-        self.compute = self.compute + weight * t_compute
-        self.memory = self.memory + weight * t_mem
-        self.cbound = self.cbound + weight * np.where(t_compute >= t_mem, t_compute, 0.0)
-        self.mbound = self.mbound + weight * np.where(t_compute < t_mem, t_mem, 0.0)
-        self.flops = self.flops + weight * flops
-        self.bytes = self.bytes + weight * nbytes
+        self.ops.append((weight, t_compute, nbytes / self.bw, flops, nbytes))
+
+    def _stack(self, values) -> np.ndarray:
+        """The ops' values as one (ops, *shape) array (scalars broadcast)."""
+        if all(np.shape(v) == self.shape for v in values):
+            return np.array(values, dtype=float)
+        return np.array([np.broadcast_to(v, self.shape) for v in values], dtype=float)
+
+    def totals(self) -> dict:
+        """``compute``, ``memory``, ``cbound``, ``mbound`` [s], ``flops``, ``bytes`` summed over the ops, each
+        weighted (layers it runs in); an op counts as compute-bound when its compute time is at least its memory
+        time (one vectorised pass over all ops)."""
+        w = np.array([o[0] for o in self.ops], dtype=float).reshape((-1,) + (1,) * len(self.shape))
+        tc, tm, fl, by = (self._stack([o[i] for o in self.ops]) for i in range(1, 5))
+        cb = tc >= tm
+        return dict(compute=(w * tc).sum(0), memory=(w * tm).sum(0), cbound=(w * np.where(cb, tc, 0.0)).sum(0),
+                    mbound=(w * np.where(cb, 0.0, tm)).sum(0), flops=(w * fl).sum(0), bytes=(w * by).sum(0))
 
     def gemm(self, rows, params, n_dim, k_dim, weight=1.0, params_div=1.0) -> None:
         """A weight GEMM of ``rows`` tokens at the shape-aware efficiency (:func:`gemm_efficiency`)."""
@@ -298,9 +312,10 @@ def forward_cost(m: ModelArch, acc: Accelerator, cal: Calibration, par: Parallel
         comm = comm + ACT_BYTES * tok * h / link_rate(acc, cal, 2) + cal.op_overhead_s
     overhead = np.full_like(tok, n_ops_layer * layers * cal.op_overhead_s)
     overhead = np.where(tok > 0, overhead, 0.0)
-    stage = (ops.cbound + ops.mbound + comm + overhead) / cal.inference_runtime_efficiency
-    return dict(stage_s=stage, compute_s=ops.compute, memory_s=ops.memory, comm_s=comm, overhead_s=overhead,
-                cbound_s=ops.cbound, mbound_s=ops.mbound, flops=ops.flops, bytes=ops.bytes)
+    t = ops.totals()
+    stage = (t["cbound"] + t["mbound"] + comm + overhead) / cal.inference_runtime_efficiency
+    return dict(stage_s=stage, compute_s=t["compute"], memory_s=t["memory"], comm_s=comm, overhead_s=overhead,
+                cbound_s=t["cbound"], mbound_s=t["mbound"], flops=t["flops"], bytes=t["bytes"])
 
 
 def check_positive(name: str, value, *, allow_zero: bool = False) -> float:

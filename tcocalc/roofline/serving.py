@@ -165,7 +165,7 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
     if parallel is not None and gpus % par0.gpus:
         raise ScenarioError("gpus", f"{gpus} GPUs cannot be divided into instances of {par0.gpus} ({par0.label()})")
     ctx = p + r / 2.0 if context_tokens is None else check_positive("context_tokens", context_tokens)
-    best: GenerationEstimate | None = None
+    best = None  # (output/s per GPU, layout, its step costs, index of the best concurrency, grid, ...)
     for par in layouts:
         weights, pool = kv_pool_per_gpu(m, acc, cal, par, precision)
         if pool <= 0:
@@ -185,28 +185,25 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
             grid = np.unique(np.concatenate([np.geomspace(1, b_max, 24), [b_max]]))
         res = forward_cost(m, acc, cal, par, precision=precision, kv_precision=kv_precision, dec_seqs=grid,
                            dec_ctx=ctx, pre_seqs=grid / r if interleaved_prefill else 0.0, pre_tokens=p)
-        tpot = res["stage_s"] * par.pp
-        rate = grid / tpot
+        rate = grid / (res["stage_s"] * par.pp)
         i = int(np.argmax(rate))
         per_gpu = float(rate[i]) * replicas / gpus
-        if best is not None and per_gpu <= best.output_tokens_per_s_per_gpu:
-            continue
-        b = float(grid[i])
-        one = forward_cost(m, acc, cal, par, precision=precision, kv_precision=kv_precision, pre_seqs=1.0,
-                           pre_tokens=p)
-        ttft = float(one["stage_s"]) * par.pp + float(tpot[i])
-        parts = {"compute": float(res["cbound_s"][i]), "memory": float(res["mbound_s"][i]),
-                 "comm": float(res["comm_s"][i])}
-        kv_used = float(kv_bytes_per_seq_per_gpu(m, par, kv_precision, ctx)) * b / (par.dp * par.pp)
-        best = GenerationEstimate(
-            output_tokens_per_s=float(rate[i]) * replicas, output_tokens_per_s_per_gpu=per_gpu,
-            concurrency=b * replicas, ttft_s=ttft, tpot_s=float(tpot[i]), parallel=par, replicas=replicas,
-            memory_per_gpu_bytes=weights + kv_used + cal.inference_workspace_bytes,
-            max_concurrency=float(b_max) * replicas, weights_per_gpu_bytes=weights,
-            bound=max(parts, key=parts.get), tier=cal.tier)
+        if best is None or per_gpu > best[0]:
+            best = (per_gpu, par, res, i, grid, b_max, weights, replicas)
     if best is None:
         raise _no_fit(m, acc, cal, precision, kv_precision, ctx, p + r, gpus, concurrency, parallel)
-    return best
+    per_gpu, par, res, i, grid, b_max, weights, replicas = best
+    b, tpot = float(grid[i]), float(res["stage_s"][i]) * par.pp
+    one = forward_cost(m, acc, cal, par, precision=precision, kv_precision=kv_precision, pre_seqs=1.0, pre_tokens=p)
+    ttft = float(one["stage_s"]) * par.pp + tpot
+    parts = {"compute": float(res["cbound_s"][i]), "memory": float(res["mbound_s"][i]), "comm": float(res["comm_s"][i])}
+    kv_used = float(kv_bytes_per_seq_per_gpu(m, par, kv_precision, ctx)) * b / (par.dp * par.pp)
+    return GenerationEstimate(
+        output_tokens_per_s=b / tpot * replicas, output_tokens_per_s_per_gpu=per_gpu,
+        concurrency=b * replicas, ttft_s=ttft, tpot_s=tpot, parallel=par, replicas=replicas,
+        memory_per_gpu_bytes=weights + kv_used + cal.inference_workspace_bytes,
+        max_concurrency=float(b_max) * replicas, weights_per_gpu_bytes=weights,
+        bound=max(parts, key=parts.get), tier=cal.tier)
 
 
 def _fits_one_sequence(m, acc, cal, par, precision, kv_precision, ctx) -> bool:

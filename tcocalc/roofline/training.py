@@ -39,6 +39,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..catalog.calibration import calibration_for
 from ..errors import InfeasibleError, ScenarioError
 from ..units import bytes_per_element
@@ -54,7 +56,7 @@ from .forward import (
 )
 from .parallel import Parallelism
 
-__all__ = ["TrainingEstimate", "training_throughput", "training_step"]
+__all__ = ["TrainingEstimate", "Layouts", "training_throughput", "training_step", "training_steps"]
 
 _POW2 = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 _VP = (1, 2, 3, 4, 5, 6, 8)  # virtual-pipeline (interleaving) factors searched
@@ -85,55 +87,100 @@ class TrainingEstimate:
     mfu_convention: str
 
 
-def stage_layers(num_layers: int, pp: int, vp: int) -> float:
+def stage_layers(num_layers: int, pp, vp):
     """Transformer layers on the busiest pipeline rank: ``L/pp`` when ``pp·vp`` divides ``L``, else
-    ``vp·⌈(L + 2)/(pp·vp)⌉`` (uneven stages; see the module docstring)."""
-    if num_layers % (pp * vp) == 0:
-        return num_layers / pp
-    return float(vp * math.ceil((num_layers + 2) / (pp * vp)))
+    ``vp·⌈(L + 2)/(pp·vp)⌉`` (uneven stages; see the module docstring). ``pp`` and ``vp`` may be arrays."""
+    if np.ndim(pp) == 0 and np.ndim(vp) == 0:
+        if num_layers % (pp * vp) == 0:
+            return num_layers / pp
+        return float(vp * math.ceil((num_layers + 2) / (pp * vp)))
+    return np.where(num_layers % (pp * vp) == 0, num_layers / pp, vp * np.ceil((num_layers + 2) / (pp * vp)))
 
 
-def _params_per_gpu(m, par: Parallelism) -> tuple[float, float]:
+@dataclass(frozen=True)
+class Layouts:
+    """Training layouts as arrays of degrees, one entry per layout: the vectorised step model
+    (:func:`training_steps`) scores a whole search at once."""
+
+    tp: np.ndarray
+    pp: np.ndarray
+    dp: np.ndarray
+    ep: np.ndarray
+    vp: np.ndarray
+    cp: np.ndarray
+
+    @classmethod
+    def of(cls, layouts) -> Layouts:
+        """From :class:`Parallelism` objects or ``(tp, pp, dp, ep, vp, cp)`` tuples."""
+        rows = [(q.tp, q.pp, q.dp, q.ep, q.vp, q.cp) if isinstance(q, Parallelism) else q for q in layouts]
+        return cls(*np.array(rows, dtype=np.int64).reshape(-1, 6).T)
+
+    def __len__(self) -> int:
+        return len(self.tp)
+
+    def at(self, i: int) -> Parallelism:
+        """Layout ``i`` as a :class:`Parallelism`."""
+        return Parallelism(tp=int(self.tp[i]), pp=int(self.pp[i]), dp=int(self.dp[i]), ep=int(self.ep[i]),
+                           vp=int(self.vp[i]), cp=int(self.cp[i]))
+
+    @property
+    def stage_gpus(self) -> np.ndarray:
+        return self.tp * self.dp * self.cp
+
+    @property
+    def gpus(self) -> np.ndarray:
+        return self.stage_gpus * self.pp
+
+
+def _params_per_gpu(m, lay: Layouts) -> tuple[np.ndarray, np.ndarray]:
     """(non-expert, expert) parameters on one GPU. Uneven stages: the heaviest of a middle rank's
     :func:`stage_layers` layers and the first (last) rank's one layer fewer plus the embedding (LM head)."""
-    if m.num_layers % (par.pp * par.vp):
-        layers = stage_layers(m.num_layers, par.pp, par.vp)
-        dense = m.num_layers * m.attention_params_per_layer + m.num_dense_layers * m.dense_mlp_params
-        dense += m.num_moe_layers * m.moe_always_on_params_per_layer if m.is_moe else 0.0
-        per_layer = dense / m.num_layers
-        ends = max(m.embedding_params, 0.0 if m.tie_word_embeddings else m.lm_head_params)
-        busiest = max(layers * per_layer, (layers - 1) * per_layer + ends)
-        return busiest / par.tp, m.routed_expert_params_total * layers / m.num_layers / (par.ep * _expert_tp(par))
+    # uneven stages
+    layers = stage_layers(m.num_layers, lay.pp, lay.vp)
+    dense = m.num_layers * m.attention_params_per_layer + m.num_dense_layers * m.dense_mlp_params
+    dense += m.num_moe_layers * m.moe_always_on_params_per_layer if m.is_moe else 0.0
+    per_layer = dense / m.num_layers
+    ends = max(m.embedding_params, 0.0 if m.tie_word_embeddings else m.lm_head_params)
+    busiest = np.maximum(layers * per_layer, (layers - 1) * per_layer + ends)
+    uneven = (busiest / lay.tp, m.routed_expert_params_total * layers / m.num_layers / (lay.ep * _expert_tp(lay)))
+    # even stages
     dense = m.num_layers * m.attention_params_per_layer + m.num_dense_layers * (
         m.dense_mlp_params if m.num_dense_layers else 0.0)
     dense += m.num_moe_layers * m.moe_always_on_params_per_layer if m.is_moe else 0.0
     dense += m.embedding_params + (0.0 if m.tie_word_embeddings else m.lm_head_params)
     expert = m.routed_expert_params_total
-    return dense / (par.tp * par.pp), expert / (par.ep * _expert_tp(par) * par.pp)
+    even = (dense / (lay.tp * lay.pp), expert / (lay.ep * _expert_tp(lay) * lay.pp))
+    split = m.num_layers % (lay.pp * lay.vp) != 0
+    return np.where(split, uneven[0], even[0]), np.where(split, uneven[1], even[1])
 
 
-def _expert_tp(par: Parallelism) -> int:
+def _expert_tp(lay: Layouts) -> np.ndarray:
     """Tensor parallelism inside an expert: Megatron-Core's expert-TP, ``min(tp, tp·dp/ep)``."""
-    return min(par.tp, par.stage_gpus // par.ep)
+    return np.minimum(lay.tp, lay.stage_gpus // lay.ep)
 
 
-def _expert_dp(par: Parallelism) -> int:
+def _expert_dp(lay: Layouts) -> np.ndarray:
     """Data-parallel replicas of each expert: ``tp·dp / (ep·etp)``."""
-    return max(par.stage_gpus // (par.ep * _expert_tp(par)), 1)
+    return np.maximum(lay.stage_gpus // (lay.ep * _expert_tp(lay)), 1)
 
 
-def _cp_comm(m, acc, cal, par: Parallelism, seq_local: float, layers: float) -> float:
+def _link_rates(acc, cal, group_gpus) -> np.ndarray:
+    """:func:`~tcocalc.roofline.forward.link_rate` over an array of group sizes."""
+    return np.where(group_gpus <= acc.scaleup_domain_gpus, acc.scaleup_bytes_per_s * cal.scaleup_efficiency,
+                    acc.scaleout_bytes_per_s * cal.scaleout_efficiency)
+
+
+def _cp_comm(m, acc, cal, lay: Layouts, seq_local, layers) -> np.ndarray:
     """Exposed context-parallel traffic per micro-batch [s]: ring attention passes every other rank's K and V
     (``cp − 1`` blocks of ``seq/cp`` tokens) per layer, forward and backward (3 passes), a calibrated share
     exposed as for tensor parallelism (Megatron-Core overlaps it with attention; Liu et al., Ring Attention,
     arXiv 2310.01889)."""
-    if par.cp <= 1:
-        return 0.0
-    kv = m.kv_bytes_per_token("bf16") / m.num_layers / min(par.tp, max(m.num_kv_heads, 1))
-    return cal.tp_comm_exposed * layers * 3.0 * (par.cp - 1) * seq_local * kv / link_rate(acc, cal, par.cp * par.tp)
+    kv = m.kv_bytes_per_token("bf16") / m.num_layers / np.minimum(lay.tp, max(m.num_kv_heads, 1))
+    ring = cal.tp_comm_exposed * layers * 3.0 * (lay.cp - 1) * seq_local * kv / _link_rates(acc, cal, lay.cp * lay.tp)
+    return np.where(lay.cp > 1, ring, 0.0)
 
 
-def activation_bytes_per_layer(m, seq: float, tp: int, recompute: str) -> float:
+def activation_bytes_per_layer(m, seq, tp, recompute: str):
     """Activation memory one layer keeps for the backward pass per GPU [B] (Korthikanti et al. 2022,
     arXiv 2205.05198: ``34·s·h`` per sequence without recompute, ``2·s·h`` with full recompute, split by TP)."""
     h = m.hidden_size
@@ -143,37 +190,53 @@ def activation_bytes_per_layer(m, seq: float, tp: int, recompute: str) -> float:
     return seq * (15.0 * h + 4.75 * i_eff) / tp * (1.0 if recompute == "none" else 0.9)
 
 
+RECOMPUTE_MODES = ("none", "selective", "full")
+
+
 def training_step(m, acc, cal, par: Parallelism, *, seq: float, global_batch: float, precision: str,
                   offload: bool = False) -> dict | None:
-    """Cost of one optimizer step for a fixed layout; ``None`` when it does not fit in memory.
+    """Cost of one optimizer step for a fixed layout (:func:`training_steps` for one layout, as floats); ``None``
+    when it does not fit in memory."""
+    res = training_steps(m, acc, cal, Layouts.of([par]), seq=seq, global_batch=global_batch, precision=precision,
+                         offload=offload)
+    if not res["fits"][0]:
+        return None
+    out = {k: float(v[0]) for k, v in res.items() if k not in ("fits", "recompute")}
+    return dict(out, recompute=RECOMPUTE_MODES[int(res["recompute"][0])], offload=offload)
+
+
+def training_steps(m, acc, cal, lay: Layouts, *, seq: float, global_batch, precision: str,
+                   offload: bool = False) -> dict:
+    """Cost of one optimizer step for each layout of ``lay`` (arrays, vectorised over layouts).
+
+    Returns ``fits`` (the layout fits in memory), ``step_s`` (inf where it does not), ``memory``, ``state``
+    [B per GPU], ``recompute`` (index into :data:`RECOMPUTE_MODES`), ``bubble``, ``compute_s``, ``comm_s``.
+    ``global_batch`` [sequences] is a number or one per layout.
 
     ``offload``: Adam master weights and moments live in host memory (DeepSpeed/verl "optimizer offload",
     as in verl's DeepSeek-V3 run on 96 H20, validation RL-08); the GPU keeps bf16 weights and gradients
     (4 B/param) and each step moves gradients down and weights up (4 B/param) at the host link rate.
     """
-    tp, pp, dp, ep, cp = par.tp, par.pp, par.dp, par.ep, par.cp
+    tp, pp, dp, ep, cp = lay.tp, lay.pp, lay.dp, lay.ep, lay.cp
     h, L = m.hidden_size, m.num_layers
     seq_full, seq = seq, seq / cp                   # context parallelism: each GPU holds seq/cp of a sequence
-    micro = max(global_batch / dp, 1.0)             # micro-batches (one sequence each) per DP rank; a rank
+    micro = np.maximum(global_batch / dp, 1.0)      # micro-batches (one sequence each) per DP rank; a rank
     #                                                 with less than one sequence still runs a whole one
-    dense_p, expert_p = _params_per_gpu(m, par)
-    edp = _expert_dp(par)
+    dense_p, expert_p = _params_per_gpu(m, lay)
+    edp = _expert_dp(lay)
     if offload:
         state = (dense_p + expert_p) * 4.0
     else:
         state = dense_p * (2 + 4 + 12 / (dp * cp)) + expert_p * (2 + 4 + 12 / edp)  # optimizer sharded over DP x CP
     cap = cal.training_memory_fraction * acc.hbm_bytes
-    layers = stage_layers(L, pp, par.vp)
-    even = L % (pp * par.vp) == 0
-    in_flight = min(pp, micro) * layers
-    recompute = None
-    for mode in ("none", "selective", "full"):
-        act = in_flight * activation_bytes_per_layer(m, seq, tp, mode)
-        if state + act <= cap:
-            recompute = mode
-            break
-    if recompute is None:
-        return None
+    layers = stage_layers(L, pp, lay.vp)
+    even = L % (pp * lay.vp) == 0
+    in_flight = np.minimum(pp, micro) * layers
+    acts = [in_flight * activation_bytes_per_layer(m, seq, tp, mode) for mode in RECOMPUTE_MODES]
+    fitting = [state + a <= cap for a in acts]
+    recompute = np.where(fitting[0], 0, np.where(fitting[1], 1, 2))     # the lightest recompute that fits
+    fits = fitting[0] | fitting[1] | fitting[2]
+    act = np.choose(recompute, acts)
     mem = state + act
 
     peak = acc.peak_flops_per_s(precision)
@@ -183,9 +246,9 @@ def training_step(m, acc, cal, par: Parallelism, *, seq: float, global_batch: fl
     def gemm(rows, params, n_dim, k_dim, count):
         eff = gemm_efficiency(cal, precision, rows, n_dim, k_dim)
         fl = 6.0 * rows * params / tp
-        t_c = fl / (peak * float(eff))
+        t_c = fl / (peak * eff)
         t_m = 3.0 * params * bytes_per_element(precision) / tp / bw
-        return count * max(t_c, t_m)
+        return count * np.maximum(t_c, t_m)
 
     q_dim = m.num_attention_heads * m.qk_head_dim
     t_compute += gemm(seq, m.attention_params_per_layer, q_dim / tp, h, layers)
@@ -198,51 +261,46 @@ def training_step(m, acc, cal, par: Parallelism, *, seq: float, global_batch: fl
     comm = 0.0
     moe_layers = layers * m.num_moe_layers / L if m.is_moe else 0.0
     if m.is_moe:
-        etp = _expert_tp(par)
+        etp = _expert_tp(lay)
         group = ep * etp
         rows = group * (seq / tp) * m.experts_per_token / m.num_experts
-        eff = float(gemm_efficiency(cal, precision, rows, m.moe_intermediate_size / etp, h))
+        eff = gemm_efficiency(cal, precision, rows, m.moe_intermediate_size / etp, h)
         fl = 6.0 * seq * m.experts_per_token * m.expert_params / tp
         t_compute += moe_layers * fl / (peak * eff)
         t_compute += gemm(seq, m.moe_always_on_params_per_layer, m.moe_intermediate_size / tp, h, moe_layers)
-        if ep > 1:
-            dispatch = 1.0 if precision in ("fp8", "fp4") else ACT_BYTES
-            vol = 2.0 * (seq / tp) * h * (dispatch + ACT_BYTES) * min(m.experts_per_token, ep) * etp * (
-                group - 1) / group
-            comm += cal.ep_comm_exposed * moe_layers * vol / link_rate(acc, cal, group)
+        dispatch = 1.0 if precision in ("fp8", "fp4") else ACT_BYTES
+        vol = 2.0 * (seq / tp) * h * (dispatch + ACT_BYTES) * np.minimum(m.experts_per_token, ep) * etp * (
+            group - 1) / group
+        comm += np.where(ep > 1, cal.ep_comm_exposed * moe_layers * vol / _link_rates(acc, cal, group), 0.0)
     i_eff = m.experts_per_token * m.moe_intermediate_size if m.is_moe else m.intermediate_size
     # element-wise traffic: the inference count (kernels op 4) for forward, backward (x2)
     t_compute += layers * 3.0 * ACT_BYTES * (seq / tp) * (ELEMENTWISE_HIDDEN_PASSES * h + SWIGLU_PASSES * i_eff) / bw
-    if recompute == "selective":
-        t_compute += t_attn / 3.0
-    elif recompute == "full":
-        t_compute *= 4.0 / 3.0
+    t_compute = np.where(recompute == 1, t_compute + t_attn / 3.0,
+                         np.where(recompute == 2, t_compute * (4.0 / 3.0), t_compute))
     # LM head on the last stage; uneven stages give that stage one layer fewer, and the slower of it and a
     # middle stage paces the pipeline
-    head_eff = float(gemm_efficiency(cal, precision, seq, m.vocab_size / tp, h))
+    head_eff = gemm_efficiency(cal, precision, seq, m.vocab_size / tp, h)
     t_head = 6.0 * seq * m.lm_head_params / tp / (peak * head_eff)
-    t_compute = t_compute + t_head if even else max(t_compute, t_compute * (layers - 1) / layers + t_head)
-    if tp > 1:
-        comm += cal.tp_comm_exposed * layers * 4.0 * 2.0 * (tp - 1) / tp * ACT_BYTES * seq * h / link_rate(acc, cal, tp)
-    if pp > 1:
-        comm += 2.0 * ACT_BYTES * seq * h / tp / link_rate(acc, cal, 2)
-    comm += _cp_comm(m, acc, cal, par, seq, layers)
+    t_compute = np.where(even, t_compute + t_head, np.maximum(t_compute, t_compute * (layers - 1) / layers + t_head))
+    comm += np.where(tp > 1, cal.tp_comm_exposed * layers * 4.0 * 2.0 * (tp - 1) / tp * ACT_BYTES * seq * h
+                     / _link_rates(acc, cal, tp), 0.0)
+    comm += np.where(pp > 1, 2.0 * ACT_BYTES * seq * h / tp / link_rate(acc, cal, 2), 0.0)
+    comm += _cp_comm(m, acc, cal, lay, seq, layers)
     n_ops = (12.0 if m.is_moe else 9.0) * layers * 3.0
     per_micro = (t_compute + comm + n_ops * cal.op_overhead_s) / cal.training_runtime_efficiency
-    bubble = (pp - 1) / (micro * par.vp) if pp > 1 else 0.0
+    bubble = np.where(pp > 1, (pp - 1) / (micro * lay.vp), 0.0)
     step = per_micro * micro * (1.0 + bubble)
     # once per step: gradient reduce-scatter + parameter all-gather (bf16), Adam update
-    if dp > 1:
-        grads = dense_p * ACT_BYTES * 2.0 * (dp - 1) / dp / link_rate(acc, cal, par.gpus)
-        if expert_p and edp > 1:
-            grads += expert_p * ACT_BYTES * 2.0 * (edp - 1) / edp / link_rate(acc, cal, par.gpus)
-        step += cal.dp_comm_exposed * grads
+    grads = dense_p * ACT_BYTES * 2.0 * (dp - 1) / dp / _link_rates(acc, cal, lay.gpus)
+    grads = grads + np.where((expert_p != 0) & (edp > 1),
+                             expert_p * ACT_BYTES * 2.0 * (edp - 1) / edp / _link_rates(acc, cal, lay.gpus), 0.0)
+    step = step + np.where(dp > 1, cal.dp_comm_exposed * grads, 0.0)
     if offload:
-        step += 4.0 * (dense_p + expert_p) / cal.host_offload_bytes_per_s
+        step = step + 4.0 * (dense_p + expert_p) / cal.host_offload_bytes_per_s
     else:
-        step += 34.0 * (dense_p / (dp * cp) + expert_p / edp) / bw
-    return dict(step_s=step, memory=mem, state=state, recompute=recompute, bubble=bubble, offload=offload,
-                compute_s=t_compute * micro, comm_s=comm * micro)
+        step = step + 34.0 * (dense_p / (dp * cp) + expert_p / edp) / bw
+    return dict(fits=fits, step_s=np.where(fits, step, np.inf), memory=mem, state=state, recompute=recompute,
+                bubble=bubble, compute_s=t_compute * micro, comm_s=comm * micro)
 
 
 CP_MIN_TOKENS_PER_RANK = 8192
@@ -255,6 +313,13 @@ _CP = (1, 2, 4, 8, 16)
 def candidate_layouts(m, acc, gpus: int, seq: float | None = None):
     """Every (TP, CP, PP, DP, EP, VP) layout of ``gpus`` GPUs the training search considers; context parallelism
     only for sequences of ``seq`` tokens long enough (:data:`CP_MIN_TOKENS_PER_RANK` per rank)."""
+    for tp, pp, dp, ep, vp, cp in candidate_degrees(m, acc, gpus, seq):
+        yield Parallelism(tp=tp, pp=pp, dp=dp, ep=ep, vp=vp, cp=cp)
+
+
+def candidate_degrees(m, acc, gpus: int, seq: float | None = None) -> list[tuple[int, int, int, int, int, int]]:
+    """:func:`candidate_layouts` as ``(tp, pp, dp, ep, vp, cp)`` tuples, in the same order (for :class:`Layouts`)."""
+    out = []
     cps = [cp for cp in _CP if cp == 1 or (seq is not None and seq / cp >= CP_MIN_TOKENS_PER_RANK)]
     for tp in _POW2:
         if tp > acc.scaleup_domain_gpus or m.num_attention_heads % tp or gpus % tp:
@@ -270,7 +335,8 @@ def candidate_layouts(m, acc, gpus: int, seq: float | None = None):
                     for vp in _VP if pp > 1 else (1,):
                         # even chunks, or uneven stages (embedding and head as a layer each) of >= 2 layers a chunk
                         if m.num_layers % (pp * vp) == 0 or m.num_layers + 2 >= 2 * pp * vp:
-                            yield Parallelism(tp=tp, pp=pp, dp=dp, ep=ep, vp=vp, cp=cp)
+                            out.append((tp, pp, dp, ep, vp, cp))
+    return out
 
 
 def _check_cp_divides(par: Parallelism, seq: float) -> None:
@@ -320,17 +386,18 @@ def training_throughput(model, hw, *, gpus, seq_tokens, precision="bf16", parall
     else:
         layouts = list(candidate_layouts(m, acc, gpus, seq))
     best = None
+    lay = Layouts.of(layouts)
+    gbs = np.maximum(gbt / seq, lay.dp.astype(float))
     for offload in ((False, True) if optimizer_offload is None else (bool(optimizer_offload),)):
-        for par in layouts:
-            gb = max(gbt / seq, float(par.dp))
-            res = training_step(m, acc, cal, par, seq=seq, global_batch=gb, precision=precision, offload=offload)
-            if res is None:
-                continue
-            tps = gb * seq / res["step_s"]
-            if best is None or tps > best[0]:
-                best = (tps, par, res, gb)
-        if best is not None:
-            break  # offload only when nothing fits on the GPUs alone
+        if not len(lay):
+            break
+        steps = training_steps(m, acc, cal, lay, seq=seq, global_batch=gbs, precision=precision, offload=offload)
+        if steps["fits"].any():  # offload only when nothing fits on the GPUs alone
+            i = int(np.argmax(gbs * seq / steps["step_s"]))  # the first of the fastest
+            par, gb = lay.at(i), float(gbs[i])
+            best = (gb * seq / float(steps["step_s"][i]), par, training_step(
+                m, acc, cal, par, seq=seq, global_batch=gb, precision=precision, offload=offload), gb)
+            break
     if best is None:
         raise _no_fit(m, acc, cal, gpus, seq, gbt, precision, parallel, optimizer_offload is not False)
     tps, par, res, gb = best
@@ -365,11 +432,12 @@ _MAX_GPUS = 32_768
 
 
 def _fitting_layout(m, acc, cal, n, seq, gbt, precision, offload) -> Parallelism | None:
-    for par in candidate_layouts(m, acc, n, seq):
-        if training_step(m, acc, cal, par, seq=seq, global_batch=max(gbt / seq, par.dp), precision=precision,
-                         offload=offload) is not None:
-            return par
-    return None
+    lay = Layouts.of(candidate_degrees(m, acc, n, seq))
+    if not len(lay):
+        return None
+    fits = training_steps(m, acc, cal, lay, seq=seq, global_batch=np.maximum(gbt / seq, lay.dp.astype(float)),
+                          precision=precision, offload=offload)["fits"]
+    return lay.at(int(np.argmax(fits))) if fits.any() else None
 
 
 def _smallest_count(m, acc, cal, start, seq, gbt, precision, offload) -> tuple[int, Parallelism] | None:
