@@ -22,9 +22,9 @@ import numpy as np
 from ..catalog.calibration import calibration_for, rl_calibration
 from ..catalog.models import ModelArch
 from ..errors import InfeasibleError, ScenarioError
-from ..roofline.parallel import Parallelism
+from ..roofline.parallel import Layouts, Parallelism
 from ..roofline.serving import generation_throughput
-from ..roofline.training import Layouts, candidate_degrees, training_steps
+from ..roofline.training import candidate_degrees, training_steps
 from .cluster import Cluster
 from .decode_floor import decode_floor_seconds
 from .phases import WorkloadStats

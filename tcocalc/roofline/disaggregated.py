@@ -31,7 +31,7 @@ from ..catalog.calibration import calibration_for
 from ..catalog.frameworks import engine_defaults, engine_max_num_seqs
 from ..errors import InfeasibleError, ScenarioError
 from .forward import check_positive, check_whole, forward_cost, kv_bytes_per_seq_per_gpu, resolve_inputs
-from .parallel import Parallelism
+from .parallel import Layouts, Parallelism
 from .serving import (
     candidate_serving_layouts,
     check_kv_reservation,
@@ -103,7 +103,7 @@ def prefill_pool_rate(m, acc, cal, *, prompt_tokens, precision, kv_precision, ch
     """The prefill instance with the most input tokens/s per GPU (or the pinned one) running steps of
     ``⌈chunk/P⌉`` prompts per attention rank, each holding the batch's KV; ``None`` when none fits."""
     p = float(prompt_tokens)
-    best = None
+    cands = []  # (layout, prompts per step) of each layout that holds a step
     for par in _layouts(m, acc, cal, precision, kv_precision, p, parallel, max_gpus):
         _, pool = kv_pool_per_gpu(m, acc, cal, par, precision)
         per_seq = float(kv_bytes_per_seq_per_gpu(m, par, kv_precision, p))
@@ -111,10 +111,15 @@ def prefill_pool_rate(m, acc, cal, *, prompt_tokens, precision, kv_precision, ch
         seqs_rank = min(seqs_rank, np.floor(pool / per_seq) if per_seq > 0 else seqs_rank)
         if pool <= 0 or seqs_rank < 1:
             continue
-        seqs = seqs_rank * par.dp * par.pp
-        res = forward_cost(m, acc, cal, par, precision=precision, kv_precision=kv_precision, pre_seqs=seqs,
-                           pre_tokens=p)
-        step = float(res["stage_s"]) * par.pp
+        cands.append((par, seqs_rank * par.dp * par.pp))
+    if not cands:
+        return None
+    lay = Layouts.of([c[0] for c in cands]).column()
+    res = forward_cost(m, acc, cal, lay, precision=precision, kv_precision=kv_precision,
+                       pre_seqs=np.array([[c[1]] for c in cands], dtype=float), pre_tokens=p)  # all layouts at once
+    best = None
+    for j, (par, seqs) in enumerate(cands):
+        step = float(res["stage_s"][j, 0]) * par.pp
         rate = seqs * p / step / par.gpus
         if best is None or rate > best.tokens_per_s_per_gpu:
             best = PoolRate(parallel=par, tokens_per_s_per_gpu=float(rate), step_s=step, batch=float(seqs))

@@ -113,15 +113,22 @@ def _attn_precision(m: ModelArch, acc: Accelerator, kv_precision: str) -> str:
     return p if p in acc.precisions else "bf16"
 
 
-def link_rate(acc: Accelerator, cal: Calibration, group_gpus: int) -> float:
-    """Per-GPU one-direction bandwidth for a collective over ``group_gpus`` GPUs [B/s]."""
+def link_rate(acc: Accelerator, cal: Calibration, group_gpus):
+    """Per-GPU one-direction bandwidth for a collective over ``group_gpus`` GPUs [B/s] (an array of group sizes
+    gives an array)."""
+    if np.ndim(group_gpus):
+        return np.where(group_gpus <= acc.scaleup_domain_gpus, acc.scaleup_bytes_per_s * cal.scaleup_efficiency,
+                        acc.scaleout_bytes_per_s * cal.scaleout_efficiency)
     if group_gpus <= acc.scaleup_domain_gpus:
         return acc.scaleup_bytes_per_s * cal.scaleup_efficiency
     return acc.scaleout_bytes_per_s * cal.scaleout_efficiency
 
 
-def _a2a_latency(acc: Accelerator, cal: Calibration, group_gpus: int) -> float:
+def _a2a_latency(acc: Accelerator, cal: Calibration, group_gpus):
     """Fixed latency of one MoE dispatch + combine [s]: scale-up or scale-out figure by group size."""
+    if np.ndim(group_gpus):
+        return np.where(group_gpus <= acc.scaleup_domain_gpus, cal.alltoall_latency_scaleup_s,
+                        cal.alltoall_latency_scaleout_s)
     if group_gpus <= acc.scaleup_domain_gpus:
         return cal.alltoall_latency_scaleup_s
     return cal.alltoall_latency_scaleout_s
@@ -133,7 +140,7 @@ def kv_bytes_per_seq_per_gpu(m: ModelArch, par: Parallelism, kv_precision: str, 
     GQA heads are split over TP (replicated once TP exceeds the KV heads); the MLA latent is replicated
     over TP; layers are split over PP.
     """
-    split = 1 if m.attention == "mla" else min(par.tp, m.num_kv_heads)
+    split = 1 if m.attention == "mla" else np.minimum(par.tp, m.num_kv_heads)
     return m.kv_bytes_per_token(kv_precision) * np.asarray(ctx, dtype=float) / (split * par.pp)
 
 
@@ -154,6 +161,14 @@ def inference_memory_per_gpu(m: ModelArch, par: Parallelism, precision: str) -> 
                                           + m.num_experts * m.expert_params / par.stage_gpus)
     ends = max(m.embedding_params, m.lm_head_params) / par.tp
     return float((layers * per_layer + ends) * beta)
+
+
+def _when(cond, value):
+    """``value()`` where ``cond`` holds, else 0: a plain branch for one layout, ``np.where`` over layouts (the
+    value is then computed for all and kept where the condition holds)."""
+    if np.ndim(cond) == 0:
+        return value() if cond else 0.0
+    return np.where(cond, value(), 0.0)
 
 
 class _OpSum:
@@ -179,7 +194,11 @@ class _OpSum:
         """``compute``, ``memory``, ``cbound``, ``mbound`` [s], ``flops``, ``bytes`` summed over the ops, each
         weighted (layers it runs in); an op counts as compute-bound when its compute time is at least its memory
         time (one vectorised pass over all ops)."""
-        w = np.array([o[0] for o in self.ops], dtype=float).reshape((-1,) + (1,) * len(self.shape))
+        weights = [o[0] for o in self.ops]
+        if all(np.ndim(x) == 0 for x in weights):
+            w = np.array(weights, dtype=float).reshape((-1,) + (1,) * len(self.shape))
+        else:  # per-layout weights (layers per stage), a column against the batch grid
+            w = self._stack(weights)
         tc, tm, fl, by = (self._stack([o[i] for o in self.ops]) for i in range(1, 5))
         cb = tc >= tm
         return dict(compute=(w * tc).sum(0), memory=(w * tm).sum(0), cbound=(w * np.where(cb, tc, 0.0)).sum(0),
@@ -210,19 +229,29 @@ def _moe_ops(ops: _OpSum, m: ModelArch, acc: Accelerator, cal: Calibration, par:
     ops.op(fl, by, np.where(tok > 0, fl / (ops.peak * eff), 0.0), moe_layers)
     ops.gemm(tok, m.moe_always_on_params_per_layer, max(m.moe_intermediate_size, m.num_experts) / tp, h,
              weight=moe_layers, params_div=tp)
-    if dp <= 1:
+    if np.ndim(dp) == 0 and dp <= 1:
         return np.zeros_like(tok)
     # Attention-DP ranks hold different tokens: each token goes to the min(k, ep) expert-parallel groups that
     # own its experts, and to every one of the etp GPUs sharding those experts (dispatch in the GEMM precision,
     # combine in bf16; DeepSeek inference overview).
     dispatch = 1.0 if precision in ("fp8", "fp4") else ACT_BYTES
-    fan_out = min(m.experts_per_token, par.ep) * par.expert_tp * (g - 1) / g
+    fan_out = np.minimum(m.experts_per_token, par.ep) * par.expert_tp * (g - 1) / g
     per_token = (tok / tp) * h * (dispatch + ACT_BYTES)
     latency = np.where(tok > 0, _a2a_latency(acc, cal, g), 0.0)
-    if g <= acc.scaleup_domain_gpus:
+    inside = g <= acc.scaleup_domain_gpus
+
+    def within():
         return moe_layers * (per_token * fan_out / link_rate(acc, cal, g) + latency)
-    return moe_layers * (per_token * _cross_node_sends(m, acc, g) / link_rate(acc, cal, g)
-                         + per_token * fan_out / link_rate(acc, cal, acc.scaleup_domain_gpus) + latency)
+
+    def across():
+        return moe_layers * (per_token * _cross_node_sends(m, acc, g) / link_rate(acc, cal, g)
+                             + per_token * fan_out / link_rate(acc, cal, acc.scaleup_domain_gpus) + latency)
+
+    if np.ndim(inside) == 0:
+        return within() if inside else across()
+    with np.errstate(divide="ignore", invalid="ignore"):  # the branch not taken may divide by zero
+        a2a = np.where(inside, within(), across())
+    return np.where(dp > 1, a2a, 0.0)
 
 
 def _cross_node_sends(m: ModelArch, acc: Accelerator, group_gpus: int) -> float:
@@ -242,6 +271,10 @@ def _cross_node_sends(m: ModelArch, acc: Accelerator, group_gpus: int) -> float:
 def forward_cost(m: ModelArch, acc: Accelerator, cal: Calibration, par: Parallelism, *, precision: str,
                  kv_precision: str, dec_seqs=0.0, dec_ctx=0.0, pre_seqs=0.0, pre_tokens=0.0, pre_ctx=0.0):
     """Cost of one forward step of a serving instance, per pipeline stage (arrays broadcast).
+
+    ``par``: one :class:`Parallelism`, or :class:`~tcocalc.roofline.parallel.Layouts` as a column
+    (:meth:`~tcocalc.roofline.parallel.Layouts.column`) against a row of batch sizes: every layout's costs at
+    once, one row each.
 
     ``dec_seqs`` sequences decode one token each at context ``dec_ctx``; ``pre_seqs`` sequences prefill
     ``pre_tokens`` new tokens on top of ``pre_ctx`` cached ones. Counts are per instance and per step;
@@ -274,7 +307,7 @@ def forward_cost(m: ModelArch, acc: Accelerator, cal: Calibration, par: Parallel
     gemm(tok, m.attention_params_per_layer, q_dim / tp, h, weight=layers, params_div=tp)
     # 2. attention core
     kv_layer = m.kv_bytes_per_token(kv_precision) / L
-    kv_split = 1 if m.attention == "mla" else min(tp, m.num_kv_heads)
+    kv_split = 1 if m.attention == "mla" else np.minimum(tp, m.num_kv_heads)
     idx_bytes = m.index_head_dim * 1.0  # DSA indexer keys are FP8 (1 B per element)
     if np.any(n_dec > 0):
         ctx_att = m.attended_context(dec_ctx)
@@ -304,14 +337,11 @@ def forward_cost(m: ModelArch, acc: Accelerator, cal: Calibration, par: Parallel
     # 5. LM head: logits only for the last position of each sequence
     gemm(seqs_rank, m.lm_head_params, m.vocab_size / tp, h, params_div=tp)
     # 6. tensor-parallel all-reduce, twice per layer
-    if tp > 1:
-        ar = ACT_BYTES * tok * h * 2.0 * (tp - 1) / tp
-        comm = comm + 2.0 * layers * ar / link_rate(acc, cal, tp)
+    comm = comm + _when(tp > 1, lambda: 2.0 * layers * (ACT_BYTES * tok * h * 2.0 * (tp - 1) / tp)
+                        / link_rate(acc, cal, tp))
     # 7. pipeline hand-off: activations of the micro-batch to the next stage
-    if pp > 1:
-        comm = comm + ACT_BYTES * tok * h / link_rate(acc, cal, 2) + cal.op_overhead_s
-    overhead = np.full_like(tok, n_ops_layer * layers * cal.op_overhead_s)
-    overhead = np.where(tok > 0, overhead, 0.0)
+    comm = comm + _when(pp > 1, lambda: ACT_BYTES * tok * h / link_rate(acc, cal, 2) + cal.op_overhead_s)
+    overhead = np.where(tok > 0, np.broadcast_to(n_ops_layer * layers * cal.op_overhead_s, np.shape(tok)), 0.0)
     t = ops.totals()
     stage = (t["cbound"] + t["mbound"] + comm + overhead) / cal.inference_runtime_efficiency
     return dict(stage_s=stage, compute_s=t["compute"], memory_s=t["memory"], comm_s=comm, overhead_s=overhead,

@@ -13,9 +13,12 @@ One :class:`Parallelism` describes
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["Parallelism"]
+__all__ = ["Parallelism", "Layouts"]
 
 
 class Parallelism(BaseModel):
@@ -57,3 +60,50 @@ class Parallelism(BaseModel):
         vp = f" VP{self.vp}" if self.vp > 1 else ""
         cp = f" CP{self.cp}" if self.cp > 1 else ""
         return f"TP{self.tp}{cp} PP{self.pp}{vp} EP{self.ep} DP{self.dp}"
+
+
+@dataclass(frozen=True)
+class Layouts:
+    """Layouts as arrays of degrees, one entry per layout: the vectorised step models score a whole search at
+    once (:func:`tcocalc.roofline.training.training_steps`; serving instances through
+    :func:`tcocalc.roofline.forward.forward_cost` with :meth:`column`)."""
+
+    tp: np.ndarray
+    pp: np.ndarray
+    dp: np.ndarray
+    ep: np.ndarray
+    vp: np.ndarray
+    cp: np.ndarray
+
+    @classmethod
+    def of(cls, layouts) -> Layouts:
+        """From :class:`Parallelism` objects or ``(tp, pp, dp, ep, vp, cp)`` tuples."""
+        rows = [(q.tp, q.pp, q.dp, q.ep, q.vp, q.cp) if isinstance(q, Parallelism) else q for q in layouts]
+        return cls(*np.array(rows, dtype=np.int64).reshape(-1, 6).T)
+
+    def __len__(self) -> int:
+        return len(self.tp)
+
+    def at(self, i: int) -> Parallelism:
+        """Layout ``i`` as a :class:`Parallelism`."""
+        return Parallelism(tp=int(self.tp[i]), pp=int(self.pp[i]), dp=int(self.dp[i]), ep=int(self.ep[i]),
+                           vp=int(self.vp[i]), cp=int(self.cp[i]))
+
+    @property
+    def stage_gpus(self) -> np.ndarray:
+        """``tp·dp·cp`` of each layout."""
+        return self.tp * self.dp * self.cp
+
+    @property
+    def gpus(self) -> np.ndarray:
+        """``tp·pp·dp·cp`` of each layout."""
+        return self.stage_gpus * self.pp
+
+    @property
+    def expert_tp(self) -> np.ndarray:
+        """:attr:`Parallelism.expert_tp` of each layout."""
+        return self.stage_gpus // self.ep
+
+    def column(self) -> Layouts:
+        """The same layouts as column vectors, to broadcast against a row of batch sizes (serving grids)."""
+        return Layouts(*(x.reshape(-1, 1) for x in (self.tp, self.pp, self.dp, self.ep, self.vp, self.cp)))

@@ -31,7 +31,7 @@ from .forward import (
     kv_bytes_per_seq_per_gpu,
     resolve_inputs,
 )
-from .parallel import Parallelism
+from .parallel import Layouts, Parallelism
 
 __all__ = ["GenerationEstimate", "generation_throughput", "candidate_serving_layouts", "fewest_stages",
            "kv_pool_per_gpu", "check_kv_reservation"]
@@ -165,7 +165,7 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
     if parallel is not None and gpus % par0.gpus:
         raise ScenarioError("gpus", f"{gpus} GPUs cannot be divided into instances of {par0.gpus} ({par0.label()})")
     ctx = p + r / 2.0 if context_tokens is None else check_positive("context_tokens", context_tokens)
-    best = None  # (output/s per GPU, layout, its step costs, index of the best concurrency, grid, ...)
+    cands = []  # (layout, weight bytes, KV-bound concurrency, replicas, batch grid) of each layout that fits
     for par in layouts:
         weights, pool = kv_pool_per_gpu(m, acc, cal, par, precision)
         if pool <= 0:
@@ -183,13 +183,21 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
             grid = np.array([b])
         else:
             grid = np.unique(np.concatenate([np.geomspace(1, b_max, 24), [b_max]]))
-        res = forward_cost(m, acc, cal, par, precision=precision, kv_precision=kv_precision, dec_seqs=grid,
-                           dec_ctx=ctx, pre_seqs=grid / r if interleaved_prefill else 0.0, pre_tokens=p)
-        rate = grid / (res["stage_s"] * par.pp)
-        i = int(np.argmax(rate))
-        per_gpu = float(rate[i]) * replicas / gpus
-        if best is None or per_gpu > best[0]:
-            best = (per_gpu, par, res, i, grid, b_max, weights, replicas)
+        cands.append((par, weights, b_max, replicas, grid))
+    best = None  # (output/s per GPU, layout, its step costs, index of the best concurrency, grid, ...)
+    if cands:
+        # every layout's grid at once (rows; a shorter grid padded with its last size, which argmax never prefers)
+        width = max(len(c[4]) for c in cands)
+        grids = np.array([np.pad(c[4], (0, width - len(c[4])), mode="edge") for c in cands])
+        lay = Layouts.of([c[0] for c in cands]).column()
+        res = forward_cost(m, acc, cal, lay, precision=precision, kv_precision=kv_precision, dec_seqs=grids,
+                           dec_ctx=ctx, pre_seqs=grids / r if interleaved_prefill else 0.0, pre_tokens=p)
+        rates = grids / (res["stage_s"] * lay.pp)
+        for j, (par, weights, b_max, replicas, grid) in enumerate(cands):
+            i = int(np.argmax(rates[j]))
+            per_gpu = float(rates[j, i]) * replicas / gpus
+            if best is None or per_gpu > best[0]:
+                best = (per_gpu, par, {k: v[j] for k, v in res.items()}, i, grid, b_max, weights, replicas)
     if best is None:
         raise _no_fit(m, acc, cal, precision, kv_precision, ctx, p + r, gpus, concurrency, parallel)
     per_gpu, par, res, i, grid, b_max, weights, replicas = best

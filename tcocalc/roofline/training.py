@@ -54,7 +54,7 @@ from .forward import (
     link_rate,
     resolve_inputs,
 )
-from .parallel import Parallelism
+from .parallel import Layouts, Parallelism
 
 __all__ = ["TrainingEstimate", "Layouts", "training_throughput", "training_step", "training_steps"]
 
@@ -95,41 +95,6 @@ def stage_layers(num_layers: int, pp, vp):
             return num_layers / pp
         return float(vp * math.ceil((num_layers + 2) / (pp * vp)))
     return np.where(num_layers % (pp * vp) == 0, num_layers / pp, vp * np.ceil((num_layers + 2) / (pp * vp)))
-
-
-@dataclass(frozen=True)
-class Layouts:
-    """Training layouts as arrays of degrees, one entry per layout: the vectorised step model
-    (:func:`training_steps`) scores a whole search at once."""
-
-    tp: np.ndarray
-    pp: np.ndarray
-    dp: np.ndarray
-    ep: np.ndarray
-    vp: np.ndarray
-    cp: np.ndarray
-
-    @classmethod
-    def of(cls, layouts) -> Layouts:
-        """From :class:`Parallelism` objects or ``(tp, pp, dp, ep, vp, cp)`` tuples."""
-        rows = [(q.tp, q.pp, q.dp, q.ep, q.vp, q.cp) if isinstance(q, Parallelism) else q for q in layouts]
-        return cls(*np.array(rows, dtype=np.int64).reshape(-1, 6).T)
-
-    def __len__(self) -> int:
-        return len(self.tp)
-
-    def at(self, i: int) -> Parallelism:
-        """Layout ``i`` as a :class:`Parallelism`."""
-        return Parallelism(tp=int(self.tp[i]), pp=int(self.pp[i]), dp=int(self.dp[i]), ep=int(self.ep[i]),
-                           vp=int(self.vp[i]), cp=int(self.cp[i]))
-
-    @property
-    def stage_gpus(self) -> np.ndarray:
-        return self.tp * self.dp * self.cp
-
-    @property
-    def gpus(self) -> np.ndarray:
-        return self.stage_gpus * self.pp
 
 
 def _params_per_gpu(m, lay: Layouts) -> tuple[np.ndarray, np.ndarray]:
