@@ -331,11 +331,14 @@ def _layout_rate(m, acc, precision, seq, gbt, par: Parallelism) -> tuple[float, 
 
 
 class _RateCache(dict):
-    """Trainer rates per (model, accelerator, precision, sequence, batch tokens, GPU count, families); a plain dict
-    filled a sweep at a time (:func:`_trainer_rates`), emptied when it grows past 4,096 entries."""
+    """Trainer rates per (model, accelerator, precision, sequence, batch tokens, families), each a dict by GPU count,
+    filled a sweep at a time (:func:`_trainer_rates`); emptied when it holds more than 4,096 counts."""
+
+    size = 0
 
     def cache_clear(self) -> None:
         self.clear()
+        self.size = 0
 
 
 _TRAINER_RATES = _RateCache()
@@ -344,11 +347,14 @@ _TRAINER_RATES = _RateCache()
 def _trainer_rates(m, acc, precision, seq, gbt, ns, fams) -> np.ndarray:
     """(tokens/s, MFU, state bytes per GPU) of the best family member at each GPU count of ``ns`` (rows); zeros
     where nothing fits. The counts not cached yet are scored in one vectorised call."""
-    keys = [(m, acc, precision, seq, gbt, int(n), fams) for n in ns]
-    todo = sorted({k[5] for k in keys if k not in _TRAINER_RATES})
+    ns = [int(n) for n in ns]
+    key = (m, acc, precision, seq, gbt, fams)
+    known = _TRAINER_RATES.get(key)
+    todo = sorted({n for n in ns if known is None or n not in known})
     if todo:
-        if len(_TRAINER_RATES) + len(todo) > 4096:
-            _TRAINER_RATES.clear()
+        if _TRAINER_RATES.size + len(todo) > 4096:
+            _TRAINER_RATES.cache_clear()
+        known = _TRAINER_RATES.setdefault(key, {})
         members, owner = [], []
         for j, n in enumerate(todo):
             for tp, pp, ep, vp, cp in fams:
@@ -366,8 +372,9 @@ def _trainer_rates(m, acc, precision, seq, gbt, ns, fams) -> np.ndarray:
             best = (0.0, 0.0, 0.0)
             if len(mine) and rates[mine, 0].max() > 0:
                 best = tuple(float(x) for x in rates[mine[int(np.argmax(rates[mine, 0]))]])
-            _TRAINER_RATES[(m, acc, precision, seq, gbt, n, fams)] = best
-    return np.array([_TRAINER_RATES[k] for k in keys], dtype=float).reshape(-1, 3)
+            known[n] = best
+        _TRAINER_RATES.size += len(todo)
+    return np.array([known[n] for n in ns], dtype=float).reshape(-1, 3)
 
 
 def clear_caches() -> None:
