@@ -62,19 +62,28 @@ def _not_offered(model_name: str) -> str:
             + (f"; close: {', '.join(hint)}" if hint else ""))
 
 
-def price_row(model_name: str, price_date: str | None) -> dict:
-    """The Tinker price row (USD per million prefill, sample and train tokens) offering ``model_name`` on
-    ``price_date`` (default: the latest list); MissingSpecError ("not offered") when no list has it."""
+@functools.lru_cache(maxsize=256)
+def _offering(model_name: str) -> tuple[dict, ...]:
+    """The price rows (of every list) that offer ``model_name``, by its name, catalog name or Tinker id, else by
+    its catalog entry's name (an alias such as "Llama-3.3-70B" -> Llama-3.1-70B); cached per name (the report asks
+    once per phase and metric)."""
     key = normalize(model_name)
     rows = tinker_price_rows()
     matches = [r for r in rows if key in (normalize(r["model"]), normalize(r["catalog_name"]),
                                           normalize(r["tinker_id"]))]
     if not matches:
-        try:  # a catalog alias (e.g. "Llama-3.3-70B" -> Llama-3.1-70B)
+        try:
             canon = normalize(catalog_model(model_name).name)
             matches = [r for r in rows if normalize(r["catalog_name"]) == canon]
         except UnknownEntryError:
             matches = []
+    return tuple(matches)
+
+
+def price_row(model_name: str, price_date: str | None) -> dict:
+    """The Tinker price row (USD per million prefill, sample and train tokens) offering ``model_name`` on
+    ``price_date`` (default: the latest list); MissingSpecError ("not offered") when no list has it."""
+    matches = _offering(model_name)
     if not matches:
         raise MissingSpecError(_not_offered(model_name))
     if price_date is None:
