@@ -65,9 +65,6 @@ HELD_SLOTS = ("heavy tail under AReaL's admission bound: a finished trajectory k
               "tail rule T_tail/(eta + 1/2), which binds here, while in the simulator the same long trajectories "
               "hold slots and set the tail at once: it runs 12-13% slower")
 NAMED_REGIMES = {
-    ("one_step_off", 0.3, 0.0, True): (0.15, "with tool calls and a light tail the round is set by the slowest "
-                                             "trajectory's interleaved decode and tool time, which the closed form "
-                                             "adds once; the simulation runs ~12% slower"),
     ("async", 1.2, 0.0, False): (0.16, HELD_SLOTS), ("async", 1.2, 0.0, True): (0.16, HELD_SLOTS),
     ("inflight", 1.2, 0.0, False): (0.16, HELD_SLOTS), ("inflight", 1.2, 0.0, True): (0.16, HELD_SLOTS),
 }
@@ -272,10 +269,6 @@ ISSUE12_NAMED = {
                                                            "and are partly decoded: the simulator runs 20-29% "
                                                            "faster (with dynamic sampling its regenerated groups "
                                                            "offset the head start: within 6%)"),
-    "3:1 generator:trainer, one step off": (0.15, "dynamic sampling: a synchronous batch that falls short of B "
-                                                  "useful samples generates again; the closed form over-provisions "
-                                                  "for the variance on average, the simulator pays each extra round "
-                                                  "in full (13% slower here; plain GRPO agrees within 4%)"),
 }
 
 

@@ -28,7 +28,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import ndtr
+from scipy.special import gammaln, ndtr
 
 from ..scenario import Scenario
 from .capacity import GeneratorCapacity, trainer_capacity
@@ -198,23 +198,67 @@ def streamed_window_fill_s(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapa
     return gcap.prefill_s + np.maximum(w_env, 0.0) + _batch_decode_s(gcap, per_rep, r.slots, tau, per_rep * decoded)
 
 
-def _sync_generation(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates):
-    """(t_gen, dispatched trajectories, trajectories per replica, longest tokens) of a synchronous batch (§4.5)."""
-    keep, sb = r.keep, scn.sandbox
-    n_disp = _sync_dispatched(ws, keep)
+def _sync_round_s(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates, n_disp: float, longest):
+    """Generation time of one synchronous round of ``n_disp`` trajectories put on the replicas at once, the
+    last needed one ``longest`` tokens long (§4.5): its decode, tool time and sandbox start-up, stretched by
+    the waves a sandbox concurrency limit allows."""
+    sb = scn.sandbox
     per_rep = n_disp / np.maximum(r.n_rep, 1)
-    longest = _longest_tokens(scn, ws, n_disp, keep) * np.ones_like(per_rep)
     t_dec = _batch_decode_s(gcap, per_rep, r.slots, longest, per_rep * r.generated_per_dispatched)
     t_gen = t_dec + _sync_env_s(scn, ws, n_disp, r.startup_s)
     if ws.uses_sandbox and sb.max_concurrency > 0 and n_disp > sb.max_concurrency:
         t_gen = t_gen * n_disp / sb.max_concurrency
-    return t_gen, n_disp, per_rep, longest
+    return t_gen
+
+
+def _refill_s(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates, n_disp: float):
+    """Expected time of the extra round a synchronous batch needs when its over-provisioned groups fall short
+    of the batch (DAPO's dynamic sampling generates again for the missing groups, §4.5) [s, per split].
+
+    Each of the ``N₁ = ⌈n_disp/G⌉`` groups dispatched is trained with probability ``p = keep/(1 − waste)``
+    (useful and no member lost to a sandbox), so the useful groups are ``U ~ Bin(N₁, p)``; with ``u`` below the
+    ``n = ⌈B/G⌉`` needed, a round of ``G·⌈sync_dispatch_groups((n − u)/p, p)⌉`` trajectories goes out once the
+    first has finished, and lasts its own tail: :func:`_sync_round_s` with ``E[max R]`` of its draws.
+    ``E[extra] = Σ_{u<n} P(U = u)·t_round(u)`` (a second shortfall, ``P²``, is left out)."""
+    p = r.keep / max(1.0 - ws.oversample_waste, 1e-12)
+    zero = np.zeros(np.shape(r.n_rep))
+    if p >= 1.0 - 1e-12:
+        return zero
+    G = ws.group_size
+    n1 = math.ceil(n_disp / G - 1e-9)
+    needed = math.ceil(ws.samples_per_step / G - 1e-9)
+    u = np.arange(min(needed, n1 + 1))
+    log_pmf = (gammaln(n1 + 1) - gammaln(u + 1) - gammaln(n1 - u + 1)
+               + u * math.log(max(p, 1e-300)) + (n1 - u) * math.log1p(-p))
+    pmf = np.exp(log_pmf)
+    by_size: dict = {}  # refill groups -> probability of a shortfall that sends that many
+    for k, w in zip(u.tolist(), pmf.tolist(), strict=True):
+        if w > 1e-9:
+            groups = math.ceil(sync_dispatch_groups((needed - k) / p, p) - 1e-9)
+            by_size[groups] = by_size.get(groups, 0.0) + w
+    extra = zero
+    for groups, share in by_size.items():
+        n2 = float(groups * G)
+        longest = float(expected_max(n2, ws.mu, ws.sigma, ws.cap))
+        extra = extra + share * _sync_round_s(scn, ws, gcap, r, n2, longest)
+    return extra
+
+
+def _sync_generation(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates):
+    """(t_gen, dispatched trajectories, trajectories per replica, longest tokens, expected refill time) of a
+    synchronous batch (§4.5): the first round's generation plus :func:`_refill_s`; ``t_gen`` includes both."""
+    keep = r.keep
+    n_disp = _sync_dispatched(ws, keep)
+    per_rep = n_disp / np.maximum(r.n_rep, 1)
+    longest = _longest_tokens(scn, ws, n_disp, keep) * np.ones_like(per_rep)
+    refill = _refill_s(scn, ws, gcap, r, n_disp)
+    return _sync_round_s(scn, ws, gcap, r, n_disp, longest) + refill, n_disp, per_rep, longest, refill
 
 
 def sync_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates) -> Flow:
     """Synchronous step (colocated, sync, one_step_off): generation of the whole batch, its tail included."""
     B, keep = r.batch, r.keep
-    t_gen, n_disp, _, _ = _sync_generation(scn, ws, gcap, r)
+    t_gen, n_disp, _, _, _ = _sync_generation(scn, ws, gcap, r)
     if scn.orchestration.mode == "one_step_off":
         step = np.maximum(t_gen, r.t_train) + r.t_sync
     else:
@@ -398,8 +442,9 @@ def periodic_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: 
     remaining training ``≤ t_train``, ``max(t_gen, t_train) < T_end ≤ t_gen + t_train``: between one step
     off and synchronous."""
     B, keep = r.batch, r.keep
-    t_gen, n_disp, per_rep, longest = _sync_generation(scn, ws, gcap, r)
-    step = _periodic_train_end(scn, ws, gcap, r, t_gen, per_rep, longest) + r.t_sync
+    t_gen, n_disp, per_rep, longest, refill = _sync_generation(scn, ws, gcap, r)
+    # a batch that falls short waits for its extra round's groups, which the trainer then takes (§4.5)
+    step = _periodic_train_end(scn, ws, gcap, r, t_gen - refill, per_rep, longest) + refill + r.t_sync
     x = B / step
     hold = np.minimum(1.0, (gcap.latency_s - ws.startup_s) / step)
     return Flow(trained_per_s=x, step_s=step, trainer_idle=np.clip(1.0 - r.t_train / step, 0.0, 1.0),
