@@ -324,6 +324,7 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
     if streamed(scn):
         window_cap = B * (1.0 + math.floor(eta)) / (r.t_sync + streamed_window_fill_s(scn, ws, gcap, r)
                                                     + r.t_train / scn.trainer.minibatches_per_step)
+    b_prev = f_prev = None
     for _ in range(80):
         w = gcap.prefill_s + r.generated_per_dispatched * (gcap.t0 + gcap.t1 * b) + w_env
         w_hold = w + hold_tokens * (gcap.t0 + gcap.t1 * b)
@@ -352,8 +353,23 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
         b_new = np.clip(resident * (w - w_env) / w, 1.0, r.b_op)
         if np.all(np.abs(b_new - b) <= 1e-8 + 1e-10 * np.abs(b)):  # np.allclose(rtol=1e-10), without its overhead
             break
-        b = 0.5 * (b + b_new)
+        b, b_prev, f_prev = _fixed_point_step(b, b_new, b_prev, f_prev, r.b_op), b, b_new
     return x, w, w_hold, lam_paused, caps
+
+
+def _fixed_point_step(b, f_b, b_prev, f_prev, upper):
+    """The next iterate of ``b = f(b)`` (per split): the secant step ``b + (f(b) − b)/(1 − f')`` with ``f'`` from
+    the last two iterates where that slope is a contraction's (``−3 < f' < 0.95``), else the damped step
+    ``(b + f(b))/2``; kept within ``[1, upper]``. The damped step alone converges at ``(1 + f')/2`` a step, which
+    for the shipped scenarios' ``f' ≈ 0.8`` did not reach the tolerance in 80 iterations."""
+    step = 0.5 * (f_b - b)
+    if b_prev is not None:
+        db = b - b_prev
+        with np.errstate(divide="ignore", invalid="ignore"):
+            slope = np.where(np.abs(db) > 1e-12 * np.abs(b), (f_b - f_prev) / db, np.nan)
+            secant = (f_b - b) / (1.0 - slope)
+        step = np.where(np.isfinite(secant) & (slope > -3.0) & (slope < 0.95), secant, step)
+    return np.clip(b + step, 1.0, upper)
 
 
 def async_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates) -> Flow:
