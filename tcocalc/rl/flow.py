@@ -11,8 +11,9 @@ Stage 2, a step model from :data:`STEP_MODELS` keyed by ``orchestration.mode`` (
   once and ``W/S·t(b_max) + ½·E[max R]·t0`` beyond (Graham's list scheduling); ``T = t_gen + t_train + t_sync``,
   or ``max(t_gen, t_train) + t_sync`` one step off;
 * :func:`async_step` (``async``, ``inflight``): ``X = min(λ_g·(1 − t_sync·X/B), μ_eff, keep·((η+1)·B − Q)/W_gen,
-  (η+½)·B/T_tail)`` (AReaL's admission rule through Little's law, §5.4), solved as a fixed point over the
-  decoding batch, since a throttled generator finishes each trajectory sooner;
+  k·B/(T_end + t_train + t_sync))`` (AReaL's admission rule through Little's law and the trainer's gate on
+  the last admission, ``k = ⌊η⌋ + 1``, one more with partial rollout, §5.4), solved as a fixed point over the
+  decoding batch and ``X``, since a throttled generator finishes each trajectory sooner;
   with the trainer streaming mini-batches and partial rollout (verl fully-async, §5.6) the bound only limits
   admission and the last two terms give way to the window cap ``(1 + ⌊η⌋)·B/(t_sync + T_fill + t_train/g)``
   (:func:`streamed_window_fill_s`);
@@ -24,11 +25,12 @@ Everything broadcasts over candidate splits (arrays of trainer and generator GPU
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import gammaln, ndtr
+from scipy.special import gammaln, ndtr, ndtri
 
 from ..scenario import Scenario
 from .capacity import GeneratorCapacity, trainer_capacity
@@ -297,6 +299,63 @@ def group_hold_tokens(ws: WorkloadStats) -> float:
     return max(0.0, longest - capped_moment(1, ws.mu, ws.sigma, ws.cap))
 
 
+@functools.lru_cache(maxsize=256)
+def _burst_tail_table(mu: float, sigma: float, n_burst: float, n_refill: float, limit: float | None):
+    """:func:`_burst_tail_tokens` tabulated over the step's length in tokens (0, and 10^-2 to 10^2 times the longest
+    response, 10 points a decade), for interpolation inside the fixed point (read-only arrays); a step outside that
+    range takes the nearest end's value."""
+    sigma = max(sigma, 1e-9)
+    top = math.exp(mu + sigma * float(ndtri(1.0 - 1e-4 / max(n_burst + n_refill, 1.0))))
+    top = min(top, limit) if limit is not None else top
+    spread = np.concatenate([[0.0], top * np.geomspace(1e-2, 1e2, 41)])
+    tail = _burst_tail_tokens(mu, sigma, n_burst, n_refill, spread, limit)
+    spread.flags.writeable = tail.flags.writeable = False
+    return spread, tail
+
+
+def _burst_tail_tokens(mu: float, sigma: float, n_burst: float, n_refill: float, spread_tokens,
+                       limit: float | None):
+    """Expected token clock at which the last of one version's admissions finishes, ``E[Y]`` [token] (§5.4).
+
+    While the staleness bound holds admission closed, room opens in two ways: by ``B`` when a version goes live
+    (``n_burst`` trajectories admitted at once) and, through the version, as dropped groups end (``n_refill =
+    B·(1/keep − 1)`` admitted at times spread evenly over the step). On a replica every running sequence advances
+    in lockstep, so in decode tokens a trajectory admitted ``s`` tokens into the step ends at ``s + R``; with the
+    step ``u`` tokens long (``spread_tokens``), ``P(Y ≤ y) = F(y)^{n_burst}·[(G(y) − G(y − u))/u]^{n_refill}``,
+    ``G(y) = ∫_0^y F = y − E[min(R, y)]``, ``F`` the lognormal response length capped at ``limit``.
+    ``E[Y] = ∫ (1 − P(Y ≤ y)) dy`` on a grid. Vectorised over ``spread_tokens``."""
+    sigma = max(sigma, 1e-9)
+    u = np.atleast_1d(np.asarray(spread_tokens, dtype=float))
+    n_all = max(n_burst + n_refill, 1.0)
+    top = math.exp(mu + sigma * float(ndtri(1.0 - 1e-4 / n_all)))
+    top = min(top, limit) if limit is not None else top
+    # nodes even in the response's z-score below the top (where F^n turns over) and even on [top, top + u] (the
+    # refills' spread); the capped CDF jumps to 1 at the cap, the top when the cap binds, so the lower nodes stop
+    # just short of it
+    z_top = (math.log(top) - mu) / sigma
+    lower = np.concatenate([[0.0], np.exp(mu + sigma * np.linspace(z_top - 6.0, z_top, 160)) * (1.0 - 1e-12)])
+    y = np.concatenate([np.broadcast_to(lower[None, :], (len(u), len(lower))),
+                        top + np.linspace(0.0, 1.0, 81)[None, :] * u[:, None]], axis=1)  # (spread, grid)
+    mean_full = math.exp(mu + sigma * sigma / 2.0)
+
+    def cdf(v):
+        z = (np.log(np.maximum(v, 1e-300)) - mu) / sigma
+        f = np.where(v > 0, ndtr(z), 0.0)
+        return np.where(v >= limit, 1.0, f) if limit is not None else f
+
+    def g(v):  # ∫_0^v F = v − E[min(R_capped, v)]
+        v = np.maximum(v, 0.0)
+        vv = np.minimum(v, limit) if limit is not None else v
+        z = (np.log(np.maximum(vv, 1e-300)) - mu) / sigma
+        e_min = np.where(vv > 0, mean_full * ndtr(z - sigma) + vv * (1.0 - ndtr(z)), 0.0)
+        return v - e_min
+
+    uu = np.maximum(u[:, None], 1e-9)
+    spread = np.where(u[:, None] > 0, (g(y) - g(y - uu)) / uu, cdf(y))
+    prob = cdf(y) ** n_burst * np.clip(spread, 0.0, 1.0) ** n_refill
+    return np.trapezoid(1.0 - prob, y, axis=1)
+
+
 def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
     """The fixed point of :func:`async_step`: (X, W_gen, W_hold, generator rate with pauses, caps) per split,
     ``W_hold`` the time a trajectory holds its admission slot (its group's slowest member, §5.4)."""
@@ -311,12 +370,19 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
     step_op = gcap.t0 + gcap.t1 * r.b_op
     w_env = r.rollout_latency_s - gcap.prefill_s - r.generated_per_dispatched * step_op
     phi_share = gcap.b_op / gcap.b_max if gcap.b_max else 1.0   # decoding share of resident trajectories
-    tail_tokens = float(expected_max(B / keep, ws.mu, ws.sigma, ws.cap))
-    tail_slack = 0.0 if orch.partial_rollout else 0.5
     hold_tokens = group_hold_tokens(ws)
-    if orch.oversampling > 0:
-        tail_tokens = min(tail_tokens, ws.tau)
+    limit = ws.cap if orch.oversampling <= 0 else (min(ws.cap, ws.tau) if ws.cap is not None else ws.tau)
+    # The trainer may not start the version that leaves a running trajectory more than η behind (⌊η⌋ + 1 versions
+    # after its dispatch; one more with partial rollout, which pauses and resumes it across the update). A version
+    # is live a step T after the one before, and its training and push take the last t_train + t_sync of it, so the
+    # version's last admission must finish within k·T − t_train − t_sync of that version going live, pausing for
+    # the k − 1 pushes between. It finishes at E[Y] decode tokens (_burst_tail_tokens: B admitted when the version
+    # goes live, the dropped groups' refills spread over the step).
+    k_steps = math.floor(eta) + 1.0 + (1.0 if orch.partial_rollout else 0.0)
+    spread_grid, tail_grid = _burst_tail_table(ws.mu, ws.sigma, B, B * (1.0 / keep - 1.0), limit)
     b = np.array(r.b_op, dtype=float)
+    x = np.minimum(lam_paused, mu_eff) * np.ones_like(b)
+    pause_s = r.t_sync
     caps: dict = {}
     # a trainer that streams mini-batches with partial rollout never waits for running trajectories: the step is
     # held only by its window (§5.6), not by the in-flight count or the tail
@@ -331,15 +397,16 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
         if reprefill:
             pause = r.t_sync + b * rep / phi_share * ws.context_tokens / (gcap.prefill_tokens_per_s * rep)
             lam_paused = lam_g / (1.0 + lam_g * pause / B)
-        # The trainer may not move more than η versions past a running trajectory, so the batch's longest
-        # trajectory must finish within about η + ½ step times of its dispatch: T_step ≥ T_tail/(η + ½); with
-        # partial rollout it is paused and resumed across the update instead, gaining one step: T_tail/(η + 1).
-        t_tail = gcap.prefill_s + tail_tokens * (gcap.t0 + gcap.t1 * b) + w_env
+            pause_s = pause
+        tok_s = gcap.t0 + gcap.t1 * b
+        x_prev = x
+        tail_tok = np.interp((B / x_prev) / tok_s, spread_grid, tail_grid)
+        t_tail = gcap.prefill_s + tail_tok * tok_s + w_env + (k_steps - 1.0) * pause_s
         # half a batch waits in the buffer on average while the next one assembles (Q = B/2)
+        hold_cap = keep * staleness_throughput_cap(eta, B, w_hold, queued=B / 2.0)
+        tail_cap = k_steps * B / (t_tail + r.t_train + r.t_sync)
         caps = {"generator": lam_paused, "trainer": mu_eff,
-                "staleness": window_cap if window_cap is not None else
-                np.minimum(keep * staleness_throughput_cap(eta, B, w_hold, queued=B / 2.0),
-                           staleness_throughput_cap(eta - tail_slack, B, t_tail))}
+                "staleness": window_cap if window_cap is not None else np.minimum(hold_cap, tail_cap)}
         x = np.minimum(np.minimum(lam_paused, mu_eff), caps["staleness"])
         if ws.uses_sandbox and sb.max_concurrency > 0:
             caps["sandbox_concurrency"] = keep * sb.max_concurrency / w
@@ -351,7 +418,8 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
         # the LLM part of a trajectory's life at the current step time
         resident = np.minimum((x / keep) * w / rep, r.slots)
         b_new = np.clip(resident * (w - w_env) / w, 1.0, r.b_op)
-        if np.all(np.abs(b_new - b) <= 1e-8 + 1e-10 * np.abs(b)):  # np.allclose(rtol=1e-10), without its overhead
+        if (np.all(np.abs(b_new - b) <= 1e-8 + 1e-10 * np.abs(b))  # np.allclose(rtol=1e-10), without its overhead
+                and np.all(np.abs(x - x_prev) <= 1e-10 * np.abs(x))):
             break
         b, b_prev, f_prev = _fixed_point_step(b, b_new, b_prev, f_prev, r.b_op), b, b_new
     return x, w, w_hold, lam_paused, caps
