@@ -30,7 +30,7 @@ import tcocalc as tc
 import tcocalc.catalog.calibration as calibration_module
 from tcocalc.catalog.calibration import calibration_for
 from tcocalc.catalog.rl_cases import nemo_rl_cases
-from tcocalc.rl import capacity as rl_capacity
+from tcocalc.rl import pipeline as rl_pipeline
 from tcocalc.rl.validation import nemo_case_scenario
 from tcocalc.roofline.validation import predict_case, validation_cases
 
@@ -49,7 +49,7 @@ def _trial(generation: str, values) -> None:
         raw[generation][p]["value"] = float(v)
     calibration_module._raw = lambda: raw
     calibration_module._calibration.cache_clear()
-    rl_capacity.clear_caches()
+    rl_pipeline.clear_caches()
 
 
 def _restore() -> None:

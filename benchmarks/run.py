@@ -85,20 +85,20 @@ def rl() -> list[tuple[str, float, str]]:
     from pathlib import Path
 
     import tcocalc as tc
-    from tcocalc.rl import capacity as rl_capacity
+    from tcocalc.rl import pipeline as rl_pipeline
 
     root = Path(__file__).resolve().parents[1] / "scenarios"
     semi = tc.load_scenario(root / "semianalysis_qwen3_235b_h200.toml")
     big = semi.with_split(1024, 3072)
 
     def cold_solve():
-        rl_capacity.clear_caches()
+        rl_pipeline.clear_caches()
         tc.solve_split(big)
 
     cold = _best(cold_solve, repeats=3)
 
     def cold_eval():
-        rl_capacity.clear_caches()
+        rl_pipeline.clear_caches()
         tc.evaluate(semi)
 
     ev_cold = _best(cold_eval, repeats=3)
@@ -135,7 +135,7 @@ def sizing() -> list[tuple[str, float, str]]:
     from pathlib import Path
 
     import tcocalc as tc
-    from tcocalc.rl import capacity as rl_capacity
+    from tcocalc.rl import pipeline as rl_pipeline
 
     root = Path(__file__).resolve().parents[1] / "scenarios"
     semi = tc.load_scenario(root / "semianalysis_qwen3_235b_h200.toml")
@@ -143,7 +143,7 @@ def sizing() -> list[tuple[str, float, str]]:
     opts = {"trainer_hardware": names, "generator_hardware": names, "max_gpus": 4096, "staleness_bounds": [1, 2, 4]}
 
     def cold():
-        rl_capacity.clear_caches()
+        rl_pipeline.clear_caches()
         tc.size_cluster(semi, {"useful_samples_per_s": 2.0}, opts)
 
     cold_s = _best(cold, repeats=1)

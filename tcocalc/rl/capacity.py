@@ -378,11 +378,9 @@ def _trainer_rates(m, acc, precision, seq, gbt, ns, fams) -> np.ndarray:
 
 
 def clear_caches() -> None:
-    """Forget every generator and trainer rate and every tail table computed so far (benchmarks of a cold start; a
-    trial calibration)."""
-    from .flow import _burst_tail_table
-
-    for cache in (_generator_capacity, _families, _TRAINER_RATES, _pinned_rate, _burst_tail_table):
+    """Forget every generator and trainer rate computed so far (:func:`tcocalc.rl.pipeline.clear_caches` clears
+    these and the step models' tables)."""
+    for cache in (_generator_capacity, _families, _TRAINER_RATES, _pinned_rate):
         cache.cache_clear()
 
 

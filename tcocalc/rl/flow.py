@@ -313,6 +313,11 @@ def _burst_tail_table(mu: float, sigma: float, n_burst: float, n_refill: float, 
     return spread, tail
 
 
+def clear_tail_tables() -> None:
+    """Forget the tabulated last-admission clocks (:func:`_burst_tail_table`)."""
+    _burst_tail_table.cache_clear()
+
+
 def _burst_tail_tokens(mu: float, sigma: float, n_burst: float, n_refill: float, spread_tokens,
                        limit: float | None):
     """Expected token clock at which the last of one version's admissions finishes, ``E[Y]`` [token] (§5.4).

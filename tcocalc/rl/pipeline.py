@@ -15,15 +15,16 @@ import numpy as np
 
 from ..economics.tco import cluster_usd_per_hour
 from ..scenario import Scenario
+from . import capacity
 from .capacity import GeneratorCapacity, generator_capacity
 from .cluster import Cluster
-from .flow import STEP_MODELS, Flow, Rates, pool_rates
+from .flow import STEP_MODELS, Flow, Rates, clear_tail_tables, pool_rates
 from .phases import WorkloadStats
 from .report import contract_metrics
 from .sandboxes import sandbox_load
 from .staleness import Staleness, staleness
 
-__all__ = ["PhaseResult", "evaluate_splits"]
+__all__ = ["PhaseResult", "evaluate_splits", "clear_caches"]
 
 
 @dataclass(frozen=True)
@@ -55,3 +56,10 @@ def evaluate_splits(cluster: Cluster, scn: Scenario, ws: WorkloadStats, n_t, n_g
     metrics = contract_metrics(scn, ws, rates, flow, stale, live, usd_h)
     return PhaseResult(workload=ws, generator=gcap, rates=rates, flow=flow, staleness=stale, sandboxes=live,
                        usd_per_hour=usd_h, metrics=metrics)
+
+
+def clear_caches() -> None:
+    """Forget everything the staged model caches: generator and trainer rates (:mod:`.capacity`) and the tail
+    rule's tables (:mod:`.flow`) - what a cold start measures, and what a trial calibration must drop."""
+    capacity.clear_caches()
+    clear_tail_tables()
