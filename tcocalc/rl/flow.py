@@ -356,8 +356,9 @@ def _burst_tail_tokens(mu: float, sigma: float, n_burst: float, n_refill: float,
         return v - e_min
 
     uu = np.maximum(u[:, None], 1e-9)
-    spread = np.where(u[:, None] > 0, (g(y) - g(y - uu)) / uu, cdf(y))
-    prob = cdf(y) ** n_burst * np.clip(spread, 0.0, 1.0) ** n_refill
+    f_y = cdf(y)
+    spread = np.where(u[:, None] > 0, (g(y) - g(y - uu)) / uu, f_y) if n_refill else 1.0
+    prob = f_y ** n_burst * np.clip(spread, 0.0, 1.0) ** n_refill
     return np.trapezoid(1.0 - prob, y, axis=1)
 
 
