@@ -304,13 +304,18 @@ def _burst_tail_table(mu: float, sigma: float, n_burst: float, n_refill: float, 
     """:func:`_burst_tail_tokens` tabulated over the step's length in tokens (0, and 10^-2 to 10^2 times the longest
     response, 10 points a decade), for interpolation inside the fixed point (read-only arrays); a step outside that
     range takes the nearest end's value."""
-    sigma = max(sigma, 1e-9)
-    top = math.exp(mu + sigma * float(ndtri(1.0 - 1e-4 / max(n_burst + n_refill, 1.0))))
-    top = min(top, limit) if limit is not None else top
-    spread = np.concatenate([[0.0], top * np.geomspace(1e-2, 1e2, 41)])
+    spread = np.concatenate([[0.0], _longest_tokens_bound(mu, sigma, n_burst + n_refill, limit)
+                             * np.geomspace(1e-2, 1e2, 41)])
     tail = _burst_tail_tokens(mu, sigma, n_burst, n_refill, spread, limit)
     spread.flags.writeable = tail.flags.writeable = False
     return spread, tail
+
+
+def _longest_tokens_bound(mu: float, sigma: float, n: float, limit: float | None) -> float:
+    """A length none of ``n`` responses exceeds but with probability 10^-4 (their ``1 − 10^-4/n`` quantile),
+    at most the cap ``limit`` [token]: the top of :func:`_burst_tail_tokens`' integral."""
+    top = math.exp(mu + max(sigma, 1e-9) * float(ndtri(1.0 - 1e-4 / max(n, 1.0))))
+    return min(top, limit) if limit is not None else top
 
 
 def clear_tail_tables() -> None:
@@ -331,9 +336,7 @@ def _burst_tail_tokens(mu: float, sigma: float, n_burst: float, n_refill: float,
     ``E[Y] = ∫ (1 − P(Y ≤ y)) dy`` on a grid. Vectorised over ``spread_tokens``."""
     sigma = max(sigma, 1e-9)
     u = np.atleast_1d(np.asarray(spread_tokens, dtype=float))
-    n_all = max(n_burst + n_refill, 1.0)
-    top = math.exp(mu + sigma * float(ndtri(1.0 - 1e-4 / n_all)))
-    top = min(top, limit) if limit is not None else top
+    top = _longest_tokens_bound(mu, sigma, n_burst + n_refill, limit)
     # nodes even in the response's z-score below the top (where F^n turns over) and even on [top, top + u] (the
     # refills' spread); the capped CDF jumps to 1 at the cap, the top when the cap binds, so the lower nodes stop
     # just short of it

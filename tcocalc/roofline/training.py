@@ -90,11 +90,8 @@ class TrainingEstimate:
 def stage_layers(num_layers: int, pp, vp):
     """Transformer layers on the busiest pipeline rank: ``L/pp`` when ``pp·vp`` divides ``L``, else
     ``vp·⌈(L + 2)/(pp·vp)⌉`` (uneven stages; see the module docstring). ``pp`` and ``vp`` may be arrays."""
-    if np.ndim(pp) == 0 and np.ndim(vp) == 0:
-        if num_layers % (pp * vp) == 0:
-            return num_layers / pp
-        return float(vp * math.ceil((num_layers + 2) / (pp * vp)))
-    return np.where(num_layers % (pp * vp) == 0, num_layers / pp, vp * np.ceil((num_layers + 2) / (pp * vp)))
+    layers = np.where(num_layers % (pp * vp) == 0, num_layers / pp, vp * np.ceil((num_layers + 2) / (pp * vp)))
+    return float(layers) if np.ndim(layers) == 0 else layers
 
 
 def _params_per_gpu(m, lay: Layouts) -> tuple[np.ndarray, np.ndarray]:
@@ -129,19 +126,13 @@ def _expert_dp(lay: Layouts) -> np.ndarray:
     return np.maximum(lay.stage_gpus // (lay.ep * _expert_tp(lay)), 1)
 
 
-def _link_rates(acc, cal, group_gpus) -> np.ndarray:
-    """:func:`~tcocalc.roofline.forward.link_rate` over an array of group sizes."""
-    return np.where(group_gpus <= acc.scaleup_domain_gpus, acc.scaleup_bytes_per_s * cal.scaleup_efficiency,
-                    acc.scaleout_bytes_per_s * cal.scaleout_efficiency)
-
-
 def _cp_comm(m, acc, cal, lay: Layouts, seq_local, layers) -> np.ndarray:
     """Exposed context-parallel traffic per micro-batch [s]: ring attention passes every other rank's K and V
     (``cp − 1`` blocks of ``seq/cp`` tokens) per layer, forward and backward (3 passes), a calibrated share
     exposed as for tensor parallelism (Megatron-Core overlaps it with attention; Liu et al., Ring Attention,
     arXiv 2310.01889)."""
     kv = m.kv_bytes_per_token("bf16") / m.num_layers / np.minimum(lay.tp, max(m.num_kv_heads, 1))
-    ring = cal.tp_comm_exposed * layers * 3.0 * (lay.cp - 1) * seq_local * kv / _link_rates(acc, cal, lay.cp * lay.tp)
+    ring = cal.tp_comm_exposed * layers * 3.0 * (lay.cp - 1) * seq_local * kv / link_rate(acc, cal, lay.cp * lay.tp)
     return np.where(lay.cp > 1, ring, 0.0)
 
 
@@ -164,10 +155,15 @@ def training_step(m, acc, cal, par: Parallelism, *, seq: float, global_batch: fl
     when it does not fit in memory."""
     res = training_steps(m, acc, cal, Layouts.of([par]), seq=seq, global_batch=global_batch, precision=precision,
                          offload=offload)
-    if not res["fits"][0]:
+    return _step_row(res, 0, offload)
+
+
+def _step_row(res: dict, i: int, offload: bool) -> dict | None:
+    """Layout ``i`` of :func:`training_steps`' result as floats (``None`` when it does not fit)."""
+    if not res["fits"][i]:
         return None
-    out = {k: float(v[0]) for k, v in res.items() if k not in ("fits", "recompute")}
-    return dict(out, recompute=RECOMPUTE_MODES[int(res["recompute"][0])], offload=offload)
+    out = {k: float(v[i]) for k, v in res.items() if k not in ("fits", "recompute")}
+    return dict(out, recompute=RECOMPUTE_MODES[int(res["recompute"][i])], offload=offload)
 
 
 def training_steps(m, acc, cal, lay: Layouts, *, seq: float, global_batch, precision: str,
@@ -236,7 +232,7 @@ def training_steps(m, acc, cal, lay: Layouts, *, seq: float, global_batch, preci
         dispatch = 1.0 if precision in ("fp8", "fp4") else ACT_BYTES
         vol = 2.0 * (seq / tp) * h * (dispatch + ACT_BYTES) * np.minimum(m.experts_per_token, ep) * etp * (
             group - 1) / group
-        comm += np.where(ep > 1, cal.ep_comm_exposed * moe_layers * vol / _link_rates(acc, cal, group), 0.0)
+        comm += np.where(ep > 1, cal.ep_comm_exposed * moe_layers * vol / link_rate(acc, cal, group), 0.0)
     i_eff = m.experts_per_token * m.moe_intermediate_size if m.is_moe else m.intermediate_size
     # element-wise traffic: the inference count (kernels op 4) for forward, backward (x2)
     t_compute += layers * 3.0 * ACT_BYTES * (seq / tp) * (ELEMENTWISE_HIDDEN_PASSES * h + SWIGLU_PASSES * i_eff) / bw
@@ -248,7 +244,7 @@ def training_steps(m, acc, cal, lay: Layouts, *, seq: float, global_batch, preci
     t_head = 6.0 * seq * m.lm_head_params / tp / (peak * head_eff)
     t_compute = np.where(even, t_compute + t_head, np.maximum(t_compute, t_compute * (layers - 1) / layers + t_head))
     comm += np.where(tp > 1, cal.tp_comm_exposed * layers * 4.0 * 2.0 * (tp - 1) / tp * ACT_BYTES * seq * h
-                     / _link_rates(acc, cal, tp), 0.0)
+                     / link_rate(acc, cal, tp), 0.0)
     comm += np.where(pp > 1, 2.0 * ACT_BYTES * seq * h / tp / link_rate(acc, cal, 2), 0.0)
     comm += _cp_comm(m, acc, cal, lay, seq, layers)
     n_ops = (12.0 if m.is_moe else 9.0) * layers * 3.0
@@ -256,9 +252,9 @@ def training_steps(m, acc, cal, lay: Layouts, *, seq: float, global_batch, preci
     bubble = np.where(pp > 1, (pp - 1) / (micro * lay.vp), 0.0)
     step = per_micro * micro * (1.0 + bubble)
     # once per step: gradient reduce-scatter + parameter all-gather (bf16), Adam update
-    grads = dense_p * ACT_BYTES * 2.0 * (dp - 1) / dp / _link_rates(acc, cal, lay.gpus)
+    grads = dense_p * ACT_BYTES * 2.0 * (dp - 1) / dp / link_rate(acc, cal, lay.gpus)
     grads = grads + np.where((expert_p != 0) & (edp > 1),
-                             expert_p * ACT_BYTES * 2.0 * (edp - 1) / edp / _link_rates(acc, cal, lay.gpus), 0.0)
+                             expert_p * ACT_BYTES * 2.0 * (edp - 1) / edp / link_rate(acc, cal, lay.gpus), 0.0)
     step = step + np.where(dp > 1, cal.dp_comm_exposed * grads, 0.0)
     if offload:
         step = step + 4.0 * (dense_p + expert_p) / cal.host_offload_bytes_per_s
@@ -359,9 +355,8 @@ def training_throughput(model, hw, *, gpus, seq_tokens, precision="bf16", parall
         steps = training_steps(m, acc, cal, lay, seq=seq, global_batch=gbs, precision=precision, offload=offload)
         if steps["fits"].any():  # offload only when nothing fits on the GPUs alone
             i = int(np.argmax(gbs * seq / steps["step_s"]))  # the first of the fastest
-            par, gb = lay.at(i), float(gbs[i])
-            best = (gb * seq / float(steps["step_s"][i]), par, training_step(
-                m, acc, cal, par, seq=seq, global_batch=gb, precision=precision, offload=offload), gb)
+            gb = float(gbs[i])
+            best = (gb * seq / float(steps["step_s"][i]), lay.at(i), _step_row(steps, i, offload), gb)
             break
     if best is None:
         raise _no_fit(m, acc, cal, gpus, seq, gbt, precision, parallel, optimizer_offload is not False)
