@@ -25,16 +25,18 @@ from scipy.optimize import brentq
 from .._data import scenarios_dir
 from ..catalog.accelerators import hardware
 from ..catalog.calibration import rl_calibration
+from ..catalog.frameworks import framework_presets
 from ..catalog.models import model
 from ..catalog.rl_cases import nemo_rl_cases, refit_cases, verl_rl_cases
 from ..errors import TcocalcError
 from ..scenario import Scenario, loads_scenario, scenario_from_dict
 from . import rollouts as wl
 from .solve import evaluate
+from .switching import checkpoint_tensors, per_tensor_seconds
 from .weight_sync import weight_sync_seconds
 
 __all__ = ["RL_TOLERANCE", "nemo_case_scenario", "verl_case_scenario", "rl_validation_table", "rl_speedup_pairs",
-           "rl_validation_summary", "rl_refit_table"]
+           "rl_validation_summary", "rl_refit_table", "fit_ipc_refit"]
 
 RL_TOLERANCE = 0.25
 """A row counts as reproduced within ±25% of its published step time (issue 12's target band)."""
@@ -170,15 +172,49 @@ def rl_validation_summary(table=None, pairs=None) -> dict:
             "pairs": int(len(p)), "pairs_right_side": int(p["right side"].sum()) if len(p) else 0}
 
 
+def _ipc_refit_terms(case: dict) -> tuple[float, float]:
+    """A colocated refit row's bf16 bytes per engine GPU [B] and checkpoint tensors per engine rank (count)."""
+    m = model(case["model"])
+    return 2.0 * m.params_total / case["instance_gpus"], float(checkpoint_tensors(m))
+
+
 def _refit_prediction(case: dict) -> float:
-    """Our weight-sync or in-process refit time for one published timing [s] (bf16 weights)."""
+    """Our weight-sync or in-process refit time for one published timing [s] (bf16 weights).
+
+    Colocated rows are NeMo RL's CUDA-IPC refits (v0.3), the in-process refit term of the colocated switch
+    (docs/rl-modeling.md §3.5) with the per-tensor load the ``nemo-rl`` preset charges on every refit
+    (``bucketed_weight_load = false``): ``refit_ipc_fixed_s + W_g / r_IPC + n_tensors·t_tensor``, as the RL
+    model charges it in a NeMo RL colocated step."""
     m, acc = model(case["model"]), hardware(case["hardware"])
-    if case["transport"] == "colocated":  # the in-process refit term of the colocated switch (§3.5)
+    if case["transport"] == "colocated":
         cal = rl_calibration()
-        per_gpu = 2.0 * m.params_total / case["instance_gpus"]
-        return cal["refit_ipc_fixed_s"] + per_gpu / cal["refit_ipc_bytes_per_s"]
+        per_gpu, tensors = _ipc_refit_terms(case)
+        per_tensor = 0.0 if framework_presets()["nemo-rl"]["bucketed_weight_load"] else per_tensor_seconds()
+        return cal["refit_ipc_fixed_s"] + per_gpu / cal["refit_ipc_bytes_per_s"] + tensors * per_tensor
     return weight_sync_seconds(m.params_total, acc, acc, case["trainer_gpus"], case["generator_gpus"],
                                instance_gpus=case["instance_gpus"], transport=case["transport"])
+
+
+def fit_ipc_refit() -> dict:
+    """Refit the colocated CUDA-IPC refit's rate and per-tensor cost from the refit rows marked ``fit`` with
+    transport ``colocated`` (data/rl_cases_refit.csv: NeMo RL v0.3's Llama-3.1-8B and -70B refits, PR 638's
+    DeepSeek-V3 refit).
+
+    The model ``t = f + W_g·x + n·y`` (``f = refit_ipc_fixed_s``, ``x = 1/r_IPC``, ``y = t_tensor``) is linear
+    in ``(x, y)``; dividing each row by its published time makes the residual the relative error
+    ``t_pred/t − 1``, so the least-squares solution weighs a 5 s and a 35 s row alike (the table's ±25% band is
+    relative). Returns ``{"refit_ipc_bytes_per_s": 1/x, "refit_ipc_per_tensor_s": y}``; the shipped values in
+    data/rl_calibration.toml are this fit (tests check it)."""
+    import numpy as np
+
+    fixed = rl_calibration()["refit_ipc_fixed_s"]
+    rows = [c for c in refit_cases() if c["transport"] == "colocated" and c["role"] == "fit"]
+    if len(rows) < 2:
+        raise TcocalcError("the colocated refit fit needs at least two rows with role fit in data/rl_cases_refit.csv")
+    a = np.array([[b / c["published_s"], n / c["published_s"]] for c in rows for b, n in [_ipc_refit_terms(c)]])
+    rhs = np.array([1.0 - fixed / c["published_s"] for c in rows])
+    (x, y), *_ = np.linalg.lstsq(a, rhs, rcond=None)
+    return {"refit_ipc_bytes_per_s": float(1.0 / x), "refit_ipc_per_tensor_s": float(y)}
 
 
 def rl_refit_table():
