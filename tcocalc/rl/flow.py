@@ -200,14 +200,54 @@ def streamed_window_fill_s(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapa
     return gcap.prefill_s + np.maximum(w_env, 0.0) + _batch_decode_s(gcap, per_rep, r.slots, tau, per_rep * decoded)
 
 
+_OVERLAP_NODES = (np.arange(48) + 0.5) / 48
+"""Quantiles of the response-length distribution at which :func:`_tool_overlap_s` places the other trajectories."""
+
+
+def _tool_overlap_s(gcap: GeneratorCapacity, ws: WorkloadStats, per_rep, slots, longest):
+    """Tool time of a synchronous round's last trajectory that the other trajectories' decoding hides [s] (§4.5).
+
+    ``T_dec = longest·t0 + t1·W`` charges every token's batch cost once and the tool calls on top; but while the
+    last trajectory waits ``τ`` on a tool, the ``b_m`` others still decoding run ``b_m·τ/t(b_m)`` tokens whose
+    cost ``t1·W`` already counts. Each call hides ``τ·t1·b_m/(t0 + t1·b_m)``. In the fluid clock ``V`` (tokens per
+    running sequence) a trajectory of length ``ℓ`` decodes ``ℓ/k`` tokens per turn and a tool call lasts
+    ``ν = τ/t(b)`` tokens of ``V``; the last one's ``m``-th call spans ``[m·ℓ_max/k + (m−1)·ν, + ν]``, and
+    ``b_m`` is the other trajectories' share of that span spent decoding (their turns at the quantiles
+    :data:`_OVERLAP_NODES` of the length distribution; equal lengths call their tools together and hide
+    nothing). ``ν`` and ``b`` are solved together (a few fixed-point passes)."""
+    per_rep = np.asarray(per_rep, dtype=float)
+    k = ws.turns
+    if k <= 1 or ws.tool_s <= 0:
+        return np.zeros_like(per_rep)
+    tau = ws.tool_s / (k - 1)
+    lengths = np.exp(ws.mu + ws.sigma * ndtri(_OVERLAP_NODES))
+    if ws.cap is not None:
+        lengths = np.minimum(lengths, ws.cap)
+    others = np.maximum(np.minimum(per_rep, slots) - 1.0, 0.0)[..., None]       # (..., 1)
+    last = np.broadcast_to(np.asarray(longest, dtype=float), per_rep.shape)[..., None]
+    calls = np.arange(1, k, dtype=float)                                           # m = 1..k-1
+    turn = np.arange(k, dtype=float)[:, None, None]                                # a trajectory's turns
+    seg = lengths[None, :, None] / k                                               # (1, N, 1) tokens per turn
+    b = others * np.ones_like(calls)
+    for _ in range(4):
+        nu = tau / (gcap.t0 + gcap.t1 * b.mean(axis=-1, keepdims=True))            # (..., 1)
+        start = turn * (seg + nu[..., None, None, :])                              # (..., k, N, 1)
+        begin = (calls * last / k + (calls - 1.0) * nu)[..., None, None, :]        # (..., 1, 1, k-1)
+        overlap = np.clip(np.minimum(start + seg, begin + nu[..., None, None, :]) - np.maximum(start, begin),
+                          0.0, None)
+        b = others * overlap.sum(axis=-3).mean(axis=-2) / nu                        # (..., k-1)
+    return (tau * gcap.t1 * b / (gcap.t0 + gcap.t1 * b)).sum(axis=-1)
+
+
 def _sync_round_s(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates, n_disp: float, longest):
     """Generation time of one synchronous round of ``n_disp`` trajectories put on the replicas at once, the
-    last needed one ``longest`` tokens long (§4.5): its decode, tool time and sandbox start-up, stretched by
-    the waves a sandbox concurrency limit allows."""
+    last needed one ``longest`` tokens long (§4.5): its decode, tool time and sandbox start-up, less the tool
+    time the other trajectories' decoding hides (:func:`_tool_overlap_s`), stretched by the waves a sandbox
+    concurrency limit allows."""
     sb = scn.sandbox
     per_rep = n_disp / np.maximum(r.n_rep, 1)
     t_dec = _batch_decode_s(gcap, per_rep, r.slots, longest, per_rep * r.generated_per_dispatched)
-    t_gen = t_dec + _sync_env_s(scn, ws, n_disp, r.startup_s)
+    t_gen = t_dec + _sync_env_s(scn, ws, n_disp, r.startup_s) - _tool_overlap_s(gcap, ws, per_rep, r.slots, longest)
     if ws.uses_sandbox and sb.max_concurrency > 0 and n_disp > sb.max_concurrency:
         t_gen = t_gen * n_disp / sb.max_concurrency
     return t_gen
