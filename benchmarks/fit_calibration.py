@@ -12,7 +12,11 @@ calibration set of the RL step model; known misses left out), evaluated through 
 trial calibration: the fit then uses every public calibration row. On 2026-11-30 it landed next to the shipped
 factors (Hopper 695 / 0.848 / 0.860 / 345 us, Blackwell 2181 / 0.723 / 1.0 / 127 us), while the validation
 rows alone move Hopper to 130 / 0.819 / 0.764 / 397 us at the cost of NeMo RL's accuracy (README, "How far to
-trust the RL step model").
+trust the RL step model"). On 2026-12-01 (after the joint IPC/per-tensor refit and the synchronous tool overlap)
+it gives Hopper 739 / 0.867 / 0.867 / 360 us and Blackwell 2234 / 0.760 / 1.0 / 168 us: medians fall (validation
+10.7% -> 9.4%, long-output 10.1% -> 8.9%) but LO-101 leaves the ±25% band, GEN-07a and LO-28 grow, NeMo RL goes
+11.3% -> 11.6% and verl 12.7% -> 13.2%, so the shipped factors were kept (README, "How far to trust the roofline
+engine").
 
 ``--with-long-output`` adds TensorRT-LLM's long-output rows of the same generation (data/validation_long_output.csv,
 at their published layouts; known misses left out). Not used for the shipped factors. Checked on 2026-12-01 with
