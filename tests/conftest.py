@@ -37,13 +37,18 @@ def _e2e_available() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
-def app_url(tmp_path_factory):
+def _require_e2e() -> None:
+    """Skip an e2e fixture where the browser or playwright is missing; fail instead in CI."""
     why = _e2e_available()
     if why:
         if os.environ.get("CI"):
             pytest.fail(f"e2e tests must run in CI: {why}")
         pytest.skip(why)
+
+
+@pytest.fixture(scope="session")
+def app_url(tmp_path_factory):
+    _require_e2e()
     port = _free_port()
     log = open(tmp_path_factory.mktemp("streamlit") / "server.log", "w")
     proc = subprocess.Popen(
@@ -70,6 +75,7 @@ def app_url(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def browser():
+    _require_e2e()  # first: the page fixture asks for the browser before the app
     from playwright.sync_api import sync_playwright
 
     flags = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
