@@ -121,7 +121,7 @@ def rl() -> list[tuple[str, float, str]]:
         ("simulate 1,000 steps x 1,024 samples on 256 GPUs (Qwen3-235B, async)", sim, "< 10 s"),
         (f"simulate gb300_agentic_960, {agentic_steps} steps (the CLI's default; 30 turns, sandboxes)", sim_agentic,
          "< 10 s"),
-        ("solve_split over every split of 4,096 H200 (512 splits), cold caches", cold, "< 1 s"),
+        ("solve_split over every split of 4,096 H200 (511 splits), cold caches", cold, "< 1 s"),
         ("solve_split, same, warm caches", warm, "< 1 s"),
         ("evaluate, SemiAnalysis scenario, cold caches (first call)", ev_cold, "< 0.02 s"),
         ("evaluate, SemiAnalysis scenario (warm)", ev, "< 0.02 s"),
