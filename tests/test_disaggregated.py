@@ -203,7 +203,7 @@ def test_simulator_follows_the_disaggregated_generator():
 
 def test_advice_says_when_the_other_serving_arrangement_pays():
     """evaluate and solve_split compare aggregated and disaggregated serving at the split they report: on the GB300
-    agentic scenario disaggregation is 11% better (the line names the pools); disaggregated GLM-5 at its shipped
+    agentic scenario disaggregation is 22% better (the line names the pools); disaggregated GLM-5 at its shipped
     96:32 split is worse than aggregated, and the report says so the other way round."""
     from tcocalc.scenario import load_scenario
 
@@ -235,7 +235,8 @@ def test_readme_speedups_come_from_the_code(args, text):
 
 
 def test_readme_glm5_figures_come_from_the_code():
-    """README: disaggregated GLM-5 on its shipped 32 generator GPUs -12%; at the solved 32:96 split +18%."""
+    """README: disaggregated GLM-5 on its shipped 32 generator GPUs -18%; at the solved 32:96 split -0% (+24% before
+    prompts were prefilled whole)."""
     from pathlib import Path
 
     from tcocalc.scenario import load_scenario

@@ -91,8 +91,8 @@ def test_glm5_drift_makes_it_worse_and_phases_are_reported(glm5):
 
 @pytest.mark.reference
 @pytest.mark.xfail(strict=True, reason="known miss: with the documented GLM-5 assumptions (96:32 split forced by "
-                                       "trainer memory) the trainer's capacity is 11x the generator's after the "
-                                       "drift, not the reported 5x, so drift-phase idle is ~91% against 74% ±7")
+                                       "trainer memory) the trainer's capacity is 10x the generator's after the "
+                                       "drift, not the reported 5x, so drift-phase idle is ~90% against 74% ±7")
 def test_rl14_glm5_trainer_idle_after_drift(glm5):
     ph = glm5.phases.set_index("phase")
     assert ph.loc["drift", "trainer_idle_fraction"] == pytest.approx(0.74, abs=0.07)

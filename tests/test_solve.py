@@ -102,16 +102,21 @@ def test_a_neighbour_that_cannot_hold_the_model_is_named(solved):
 # ------------------------------------------------------------------ item 2: tolerance, binding limit
 @pytest.mark.parametrize("stem,limit,words", [("gb300_agentic_960", "sandbox_start", "sandbox start rate"),
                                               ("gb300_agentic_96", "sandbox_concurrency", "sandbox concurrency")])
-def test_a_move_that_gains_nothing_is_not_made_and_the_limit_is_named(solved, stem, limit, words):
+def test_a_limit_no_split_lifts_is_named(solved, stem, limit, words):
+    """Both agentic runs are capped by their sandboxes whatever the split. The 960 run gains nothing from a move
+    and keeps 36:36; the 96 run's generator, since prompts are prefilled whole (docs/rl-modeling.md §4.3),
+    makes 8:64 cheaper per useful sample by about 1.4% (above the 1% tolerance), so the solver moves there and
+    still names the cap."""
     scn, ev, sol = solved[stem]
-    assert (sol.metrics["trainer_gpus"], sol.metrics["generator_gpus"]) == (36, 36)
-    assert sol.advice[0].startswith("Split 36:36 kept")
-    assert f"{solve_mod.SPLIT_TOLERANCE:.0%} tolerance" in sol.advice[0]
+    if stem == "gb300_agentic_960":
+        assert (sol.metrics["trainer_gpus"], sol.metrics["generator_gpus"]) == (36, 36)
+        assert sol.advice[0].startswith("Split 36:36 kept")
+        assert f"{solve_mod.SPLIT_TOLERANCE:.0%} tolerance" in sol.advice[0]
     assert any(words in line.lower() and "whatever the split" in line for line in sol.advice)
     assert any(words in line.lower() for line in ev.advice)
     assert sol.details["binding_limits"] == {"run": [limit]} == ev.details["binding_limits"]
     sw = sol.sweep
-    assert bool(sw.loc[sw["given"], "chosen"].iloc[0])
+    assert bool(sw.loc[sw["given"], "chosen"].iloc[0]) == (stem == "gb300_agentic_960")
 
 
 @pytest.mark.parametrize("stem", IDS)
@@ -275,7 +280,7 @@ def test_no_instance_line_where_a_wider_instance_gains_nothing_or_tp_is_pinned(s
 def test_readme_instance_figures_come_from_the_solver(solved):
     """README, "Serving instance choice": the solver's TP line for default and gb300_agentic_96, as printed."""
     readme = (SCN.parent / "README.md").read_text()
-    for stem, tp, label in (("default", 4, "TP4 instead of TP2"), ("gb300_agentic_96", 8, "TP8")):
+    for stem, tp, label in (("default", 4, "TP4 instead of TP2"), ("gb300_agentic_96", 4, "TP4")):
         line = next(a for a in solved[stem][2].advice if a.startswith(f"A TP{tp} "))
         gain = line.split("(+")[1].split("%")[0]
         assert f"`{stem}`: {label}, +{gain}%" in " ".join(readme.split()), (stem, gain)

@@ -202,15 +202,17 @@ def _memory_calibration(acc, mem_util: float | None):
 @functools.lru_cache(maxsize=256)
 def _generator_capacity(m, acc, precision, kv, prefill, generated, ctx, env_s, turns,
                         caching, pinned_tp=None, max_gpus=None, engine=(True, 512, 1024, 1.0),
-                        mem_util=None, disagg=None) -> GeneratorCapacity:
+                        mem_util=None, disagg=None, budget=None) -> GeneratorCapacity:
     """The serving instance: the throughput-best one (highest steady-state output per GPU within KV memory;
     :func:`_best_instance`, ``max_gpus`` the pool when it is smaller than that instance), or the pinned
     tensor-parallel degree. Choosing an instance for latency when a staleness bound caps throughput is a
     known open item (README, "Assumptions and known limits"); ``solve_split`` tries the wider tensor-parallel
     instances and says when one pays. ``disagg`` = (chunk tokens, pinned prefill GPUs)
-    for a disaggregated generator: decode-only instances and a prefill pool (:func:`_prefill_pool`)."""
+    for a disaggregated generator: decode-only instances and a prefill pool (:func:`_prefill_pool`). ``budget``:
+    the engine's tokens per step; an aggregated instance prefills each turn's new tokens whole, in as few steps
+    as it allows (:func:`~tcocalc.roofline.serving.generation_throughput`, ``max_batched_tokens``)."""
     kw = dict(prompt_tokens=max(prefill, 1.0), response_tokens=max(generated, 1.0), precision=precision,
-              kv_precision=kv, context_tokens=ctx)
+              kv_precision=kv, context_tokens=ctx, prompt_segments=max(turns, 1), max_batched_tokens=budget)
     cal = _memory_calibration(acc, mem_util)
     if cal is not None:
         kw["_calibration"] = cal
@@ -272,7 +274,8 @@ def generator_capacity(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int |
     engine = (st.cuda_graphs, graph_max, st.max_num_seqs, cpu)
     args = (cluster.model, cluster.generator, g.precision, g.kv_precision, ws.prefill_tokens, ws.generated_per_kept,
             ws.context_tokens, ws.tool_s + ws.startup_s, ws.turns, scn.workload.prefix_caching, g.tp, None, engine,
-            g.gpu_memory_utilization, (st.max_num_batched_tokens, g.prefill_gpus) if g.disaggregated else None)
+            g.gpu_memory_utilization, (st.max_num_batched_tokens, g.prefill_gpus) if g.disaggregated else None,
+            st.max_num_batched_tokens)
     cap = _generator_capacity(*args)
     if max_gpus is not None and g.tp is None and cap.instance_gpus > max_gpus:
         cap = _generator_capacity(*args[:11], int(max_gpus), *args[12:])

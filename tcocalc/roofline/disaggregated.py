@@ -269,7 +269,8 @@ def disaggregated_throughput(model, hw, *, gpus, prompt_tokens, response_tokens,
     t_kv = kv_transfer_seconds(m, acc, cal, pre.parallel, kv, p)
     try:
         agg = generation_throughput(m, acc, gpus=g, prompt_tokens=p, response_tokens=r, precision=precision,
-                                    kv_precision=kv, kv_reservation=kv_reservation, theoretical=theoretical)
+                                    kv_precision=kv, kv_reservation=kv_reservation, theoretical=theoretical,
+                                    max_seqs_per_rank=max_seqs, max_batched_tokens=chunk)  # the same engine
         agg_rate = agg.output_tokens_per_s_per_gpu
     except InfeasibleError:
         agg_rate = None

@@ -118,10 +118,99 @@ def check_kv_reservation(value) -> str:
     return value
 
 
+TRTLLM_BENCH = "trtllm-bench"
+"""``max_batched_tokens`` value: TensorRT-LLM's benchmark sizes the budget itself (:func:`_rank_budget`)."""
+
+
+def _rank_budget(budget, seqs_per_rank: float, prompt_tokens: float, response_tokens: float) -> float:
+    """Tokens per step one rank's scheduler may batch [tokens]: ``budget`` itself, or for ``"trtllm-bench"`` the
+    benchmark's heuristic ``max_num_tokens = min(max(bs·(1 + ISL/OSL), 2048), 32768)`` with ``bs`` the KV-bound
+    requests per rank (NVIDIA/TensorRT-LLM@a7e572fb ``tensorrt_llm/bench/build/tuning.py``; serving-engines.md
+    A.3; the rounding steps are left out)."""
+    if budget != TRTLLM_BENCH:
+        return float(budget)
+    return float(min(max(seqs_per_rank * (1.0 + prompt_tokens / response_tokens), 2048.0), 32768.0))
+
+
+def _continuous_batching_step(m, acc, cal, lay, *, precision, kv_precision, dec_seqs, dec_ctx, prompt_tokens,
+                              response_tokens, segments=1.0, budget=None, chunk_cap=None) -> dict:
+    """Expected cost of one step of continuous batching (:func:`~tcocalc.roofline.forward.forward_cost`'s keys):
+    ``dec_seqs`` sequences decode while newcomers' prompts are prefilled inside the steps (docs/rl-modeling.md
+    §4.3).
+
+    ``budget=None``: every step prefills its share of the prompts, ``b·P/R`` tokens (the spread-out mean).
+
+    ``budget`` = the engine's tokens per step (vLLM ``max_num_batched_tokens``, SGLang ``chunked_prefill_size``,
+    TensorRT-LLM ``max_num_tokens``; serving-engines.md A.1-A.3): prompts arrive whole and are prefilled in as
+    few steps as the budget allows [derived]. A sequence finishes every ``R`` steps, so a pipeline stage's step
+    admits ``λ = b·s/(R·pp)`` prompt pieces on average (``s`` = ``segments`` pieces of ``P/s`` tokens, the turns
+    of an agentic trajectory), their count Poisson; the prefill demand is ``λ·P/s`` tokens per step. A step that
+    prefills carries ``τ`` tokens: the pieces that arrived together, ``(P/s)·λ/(1 - e^-λ)`` on average, or a chunk
+    of what the budget leaves beside the decode tokens (``budget - b/pp``) when that is smaller. Such steps are
+    a share ``demand/τ`` (at most 1: a budget at or below the demand prefills in every step, the spread-out
+    mean) and the rest only decode. Each op costs max(compute, memory) in its step, so this charges what the
+    mean hides: a step that prefills a prompt is compute-bound and reads nearly all of a MoE layer's experts,
+    while the steps between read only what the decode tokens touch. A piece attends to the cached context
+    before it, ``(P - P/s)/2`` on average. ``budget`` is per instance (one per layout row; attention-DP ranks each
+    schedule their own); ``chunk_cap`` [tokens] is the largest piece one rank prefills in a step."""
+    pp = lay.pp
+    dec_seqs = np.asarray(dec_seqs, dtype=float)
+    if not prompt_tokens:
+        return forward_cost(m, acc, cal, lay, precision=precision, kv_precision=kv_precision, dec_seqs=dec_seqs,
+                            dec_ctx=dec_ctx)
+    if budget is None:
+        return forward_cost(m, acc, cal, lay, precision=precision, kv_precision=kv_precision, dec_seqs=dec_seqs,
+                            dec_ctx=dec_ctx, pre_seqs=dec_seqs / response_tokens, pre_tokens=prompt_tokens)
+    piece = prompt_tokens / segments
+    lam = dec_seqs * segments / (response_tokens * pp)
+    demand = lam * piece
+    with np.errstate(divide="ignore", invalid="ignore"):
+        together = np.where(lam > 0, piece * lam / -np.expm1(-lam), piece)
+    room = np.maximum(budget - dec_seqs / pp, 1.0)
+    tau = np.minimum(together, room)
+    busy = np.minimum(demand / tau, 1.0)
+    tau = np.where(busy >= 1.0, demand, tau)
+    decode_only = forward_cost(m, acc, cal, lay, precision=precision, kv_precision=kv_precision, dec_seqs=dec_seqs,
+                               dec_ctx=dec_ctx)
+    chunk = min(piece, float(chunk_cap if chunk_cap is not None else np.min(budget)))  # one request's tokens in a step
+    mixed = forward_cost(m, acc, cal, lay, precision=precision, kv_precision=kv_precision, dec_seqs=dec_seqs,
+                         dec_ctx=dec_ctx, pre_seqs=tau / chunk * pp, pre_tokens=chunk,
+                         pre_ctx=(prompt_tokens - chunk) / 2.0)
+    return {k: (1.0 - busy) * decode_only[k] + busy * mixed[k] for k in decode_only}
+
+
+def _best_candidate(m, acc, cal, cands, *, precision, kv_precision, ctx, p, r, gpus, prefill, segments, budget):
+    """The candidate layout and concurrency with the most output per GPU: ``(output/s per GPU, layout, its step
+    costs, index of the best concurrency, grid, KV-bound concurrency, weight bytes, replicas)``, or ``None`` when
+    no layout fits. ``cands``: (layout, weight bytes, KV-bound concurrency, replicas, batch grid) of each layout;
+    every layout's grid is costed at once (rows; a shorter grid padded with its last size, which argmax never
+    prefers)."""
+    if not cands:
+        return None
+    width = max(len(c[4]) for c in cands)
+    grids = np.array([np.pad(c[4], (0, width - len(c[4])), mode="edge") for c in cands])
+    lay = Layouts.of([c[0] for c in cands]).column()
+    ranks = None if budget is None else [_rank_budget(budget, c[2] / c[0].dp, p, r) for c in cands]
+    per_instance = None if ranks is None else np.array([[q * c[0].dp] for q, c in zip(ranks, cands, strict=True)])
+    res = _continuous_batching_step(m, acc, cal, lay, precision=precision, kv_precision=kv_precision,
+                                    dec_seqs=grids, dec_ctx=ctx, prompt_tokens=p if prefill else 0.0,
+                                    response_tokens=r, segments=segments, budget=per_instance,
+                                    chunk_cap=None if ranks is None else min(ranks))
+    rates = grids / (res["stage_s"] * lay.pp)
+    best = None
+    for j, (par, weights, b_max, replicas, grid) in enumerate(cands):
+        i = int(np.argmax(rates[j]))
+        per_gpu = float(rates[j, i]) * replicas / gpus
+        if best is None or per_gpu > best[0]:
+            best = (per_gpu, par, {k: v[j] for k, v in res.items()}, i, grid, b_max, weights, replicas)
+    return best
+
+
 def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, precision="bf16",
                           concurrency=None, parallel=None, kv_precision=None, theoretical=False,
                           context_tokens=None, kv_reservation="current", interleaved_prefill=True,
-                          max_seqs_per_rank=None, _calibration=None) -> GenerationEstimate:
+                          max_seqs_per_rank=None, prompt_segments=1, max_batched_tokens=None,
+                          _calibration=None) -> GenerationEstimate:
     """Steady-state output tokens/s of ``gpus`` GPUs generating ``response_tokens`` after ``prompt_tokens``.
 
     Parameters
@@ -146,6 +235,13 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
         (:mod:`tcocalc.roofline.disaggregated`).
     max_seqs_per_rank : the engine's cap on running sequences per attention-DP rank (``max_num_seqs``); default:
         KV memory alone bounds the batch.
+    max_batched_tokens : [tokens] the engine's token budget per step and attention rank (vLLM
+        ``max_num_batched_tokens``, SGLang ``chunked_prefill_size``, TensorRT-LLM ``max_num_tokens``), or
+        ``"trtllm-bench"`` for the budget that benchmark derives: newcomers' prompts are prefilled whole, in as
+        few steps as it allows, and the steps between only decode (:func:`_continuous_batching_step`). Default:
+        every step carries its share of the prompts' tokens.
+    prompt_segments : with ``max_batched_tokens``, the prompt reaches the engine in this many equal pieces, each
+        prefilled when it arrives (an agentic trajectory's turns; default 1, the whole prompt at once).
 
     Raises
     ------
@@ -154,6 +250,9 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
     """
     check_kv_reservation(kv_reservation)
     gpus = check_whole("gpus", gpus)
+    segments = check_positive("prompt_segments", prompt_segments)
+    budget = max_batched_tokens if max_batched_tokens in (None, TRTLLM_BENCH) else check_positive(
+        "max_batched_tokens", max_batched_tokens)
     p = check_positive("prompt_tokens", prompt_tokens)
     r = check_positive("response_tokens", response_tokens)
     if concurrency is not None:
@@ -184,20 +283,8 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
         else:
             grid = np.unique(np.concatenate([np.geomspace(1, b_max, 24), [b_max]]))
         cands.append((par, weights, b_max, replicas, grid))
-    best = None  # (output/s per GPU, layout, its step costs, index of the best concurrency, grid, ...)
-    if cands:
-        # every layout's grid at once (rows; a shorter grid padded with its last size, which argmax never prefers)
-        width = max(len(c[4]) for c in cands)
-        grids = np.array([np.pad(c[4], (0, width - len(c[4])), mode="edge") for c in cands])
-        lay = Layouts.of([c[0] for c in cands]).column()
-        res = forward_cost(m, acc, cal, lay, precision=precision, kv_precision=kv_precision, dec_seqs=grids,
-                           dec_ctx=ctx, pre_seqs=grids / r if interleaved_prefill else 0.0, pre_tokens=p)
-        rates = grids / (res["stage_s"] * lay.pp)
-        for j, (par, weights, b_max, replicas, grid) in enumerate(cands):
-            i = int(np.argmax(rates[j]))
-            per_gpu = float(rates[j, i]) * replicas / gpus
-            if best is None or per_gpu > best[0]:
-                best = (per_gpu, par, {k: v[j] for k, v in res.items()}, i, grid, b_max, weights, replicas)
+    best = _best_candidate(m, acc, cal, cands, precision=precision, kv_precision=kv_precision, ctx=ctx, p=p, r=r,
+                           gpus=gpus, prefill=interleaved_prefill, segments=segments, budget=budget)
     if best is None:
         raise _no_fit(m, acc, cal, precision, kv_precision, ctx, p + r, gpus, concurrency, parallel)
     per_gpu, par, res, i, grid, b_max, weights, replicas = best

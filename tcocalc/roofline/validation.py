@@ -33,7 +33,8 @@ def predict_case(case: dict, *, calibration=None) -> float:
         est = generation_throughput(case["model"], case["hardware"], gpus=gpus,
                                     prompt_tokens=case["prompt_tokens"], response_tokens=case["response_tokens"],
                                     precision=case["precision"], parallel=par, concurrency=case.get("concurrency"),
-                                    kv_reservation=case.get("kv_reservation", "current"), _calibration=calibration)
+                                    kv_reservation=case.get("kv_reservation", "current"),
+                                    max_batched_tokens=case.get("max_batched_tokens"), _calibration=calibration)
         return {"generation": est.output_tokens_per_s_per_gpu, "tpot": est.tpot_s, "ttft": est.ttft_s}[kind]
     est = training_throughput(case["model"], case["hardware"], gpus=case["gpus"], seq_tokens=case["seq_tokens"],
                               precision=case["precision"], parallel=par,
@@ -96,7 +97,7 @@ def long_output_table():
     import pandas as pd
 
     from .parallel import Parallelism
-    from .serving import generation_throughput
+    from .serving import TRTLLM_BENCH, generation_throughput
 
     rows = []
     for c in long_output_cases():
@@ -105,7 +106,8 @@ def long_output_table():
             par = Parallelism(tp=c["tp"], pp=c["pp"], ep=c["ep"], dp=c["dp"])
             est = generation_throughput(c["catalog_model"], c["hardware"], gpus=par.gpus, prompt_tokens=c["isl"],
                                         response_tokens=c["osl"], precision=c["precision"], parallel=par,
-                                        kv_reservation="full")  # trtllm-bench: GUARANTEED_NO_EVICT
+                                        kv_reservation="full",  # trtllm-bench: GUARANTEED_NO_EVICT
+                                        max_batched_tokens=TRTLLM_BENCH)  # and its max_num_tokens heuristic
             pred = est.output_tokens_per_s_per_gpu
         err = None if pred is None else pred / c["published_tok_s_per_gpu"] - 1.0
         rows.append({"id": c["id"], "case": f"{c['model']} on {c['hardware'] or '(not in the catalog)'} "
