@@ -16,7 +16,10 @@ trust the RL step model"). On 2026-12-01 (after the joint IPC/per-tensor refit a
 it gives Hopper 739 / 0.867 / 0.867 / 360 us and Blackwell 2234 / 0.760 / 1.0 / 168 us: medians fall (validation
 10.7% -> 9.4%, long-output 10.1% -> 8.9%) but LO-101 leaves the ±25% band, GEN-07a and LO-28 grow, NeMo RL goes
 11.3% -> 11.6% and verl 12.7% -> 13.2%, so the shipped factors were kept (README, "How far to trust the roofline
-engine").
+engine"). After prompts were prefilled whole (same day) it gives Hopper 625 / 0.877 / 0.840 / 380 us and Blackwell
+2239 / 0.761 / 1.0 / 170 us: validation 8.3% over the 40 cases of that day, long-output 9.3%, but the SemiAnalysis
+reconstruction drops from 1.83 to 1.23 useful samples/s (trainer idle 54% against the published 29%), so again
+the shipped factors stay.
 
 ``--with-long-output`` adds TensorRT-LLM's long-output rows of the same generation (data/validation_long_output.csv,
 at their published layouts; known misses left out). Not used for the shipped factors. Checked on 2026-12-01 with
