@@ -230,8 +230,8 @@ def test_readme_speedups_come_from_the_code(args, text):
     from pathlib import Path
 
     e = tc.disaggregated_throughput(**args)
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    assert text.format(e.speedup_vs_aggregated) in readme
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())  # wrap-blind
+    assert " ".join(text.format(e.speedup_vs_aggregated).split()) in readme
 
 
 def test_readme_glm5_figures_come_from_the_code():
