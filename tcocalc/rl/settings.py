@@ -79,5 +79,6 @@ def settings(scn: Scenario) -> Settings:
         bucketed_weight_load=_pick(g.bucketed_weight_load, p["bucketed_weight_load"]),
         trainer_overhead=_pick(t.framework_overhead, p["trainer_overhead"]),
         max_num_seqs=_pick(g.max_num_seqs, _engine_max_num_seqs(engine, g.hardware)),
-        cuda_graph_max_batch=eng["cuda_graph_max_batch"], max_num_batched_tokens=eng["max_num_batched_tokens"],
+        cuda_graph_max_batch=eng["cuda_graph_max_batch"],
+        max_num_batched_tokens=_pick(g.max_num_batched_tokens, eng["max_num_batched_tokens"]),
         stream_minibatches=_pick(o.stream_minibatches, p["stream_minibatches"]))
