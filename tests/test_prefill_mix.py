@@ -118,3 +118,14 @@ def test_scenario_key_sets_the_engine_budget():
         assert direction * (b / a - 1) > 0.05, (stem, a, b)
     with pytest.raises(tc.ScenarioError, match="max_num_batched_tokens"):
         tc.load_scenario(root / "default.toml").with_values({"generator.max_num_batched_tokens": 0})
+
+
+def test_engine_budget_follows_the_documented_gpu_gates():
+    """serving-engines.md A.1/A.2: vLLM's offline engine batches 16,384 tokens per step on >= 70 GiB GPUs and
+    8,192 on smaller ones or an A100; SGLang's chunked_prefill_size is 8,192 on 60-160 GiB GPUs and 16,384 from
+    160 GiB (B200, MI300X)."""
+    from tcocalc.catalog.frameworks import engine_max_num_batched_tokens as budget
+
+    assert [budget("vllm", tc.hardware(h)) for h in ("H100", "A100", "B200")] == [16384, 8192, 16384]
+    assert [budget("sglang", tc.hardware(h)) for h in ("H100", "H200", "B200", "MI300X")] == [8192, 8192, 16384,
+                                                                                                16384]

@@ -44,7 +44,9 @@ def test_every_preset_has_every_key_with_a_source_and_the_schema_lists_them_all(
             assert raw["framework"][name]["sources"][key].strip(), (name, key)
     assert engine_defaults("vllm") == {"max_num_seqs": 1024, "max_num_batched_tokens": 16384,
                                        "cuda_graph_max_batch": 512, "max_num_seqs_small_gpu": 256,
-                                       "small_gpu_below_gib": 70}  # serving-engines.md A.1
+                                       "small_gpu_below_gib": 70, "max_num_batched_tokens_small_gpu": 8192,
+                                       "max_num_batched_tokens_large_gpu": 16384,
+                                       "large_gpu_from_gib": 160}  # serving-engines.md A.1
 
 
 def test_a_preset_without_a_source_is_refused_naming_the_field():

@@ -15,7 +15,8 @@ from .._data import parse_shipped
 from ..errors import DataFileError
 from .provenance import parse_toml
 
-__all__ = ["FRAMEWORK_KEYS", "ENGINE_KEYS", "framework_presets", "engine_defaults", "parse_frameworks"]
+__all__ = ["FRAMEWORK_KEYS", "ENGINE_KEYS", "framework_presets", "engine_defaults", "engine_max_num_seqs",
+           "engine_max_num_batched_tokens", "parse_frameworks"]
 
 #: preset key -> the type its value must have
 FRAMEWORK_KEYS: dict[str, type] = {
@@ -25,7 +26,9 @@ FRAMEWORK_KEYS: dict[str, type] = {
 }
 #: engine key -> type
 ENGINE_KEYS: dict[str, type] = {"max_num_seqs": int, "max_num_batched_tokens": int, "cuda_graph_max_batch": int,
-                                "max_num_seqs_small_gpu": int, "small_gpu_below_gib": int}
+                                "max_num_seqs_small_gpu": int, "small_gpu_below_gib": int,
+                                "max_num_batched_tokens_small_gpu": int, "max_num_batched_tokens_large_gpu": int,
+                                "large_gpu_from_gib": int}
 _CHOICES = {"engine": ("vllm", "sglang"), "weight_sync": ("nccl-broadcast", "p2p")}
 
 
@@ -96,5 +99,22 @@ def engine_max_num_seqs(engine: str, acc) -> int:
     more whose name lacks "a100", 256 otherwise (serving-engines.md A.1). The datasheet capacity is read as GiB,
     as vLLM reads the device (an "80 GB" H100 reports 79.19 GiB)."""
     eng = engine_defaults(engine)
-    small = acc.hbm_bytes / 1e9 < eng["small_gpu_below_gib"] or "a100" in acc.name.lower()
-    return eng["max_num_seqs_small_gpu"] if small else eng["max_num_seqs"]
+    return eng["max_num_seqs_small_gpu"] if _small_gpu(eng, acc) else eng["max_num_seqs"]
+
+
+def _small_gpu(eng: dict, acc) -> bool:
+    return acc.hbm_bytes / 1e9 < eng["small_gpu_below_gib"] or "a100" in acc.name.lower()
+
+
+def engine_max_num_batched_tokens(engine: str, acc) -> int:
+    """The engine's default tokens per step (the prefill chunk) on accelerator ``acc``: below the small-GPU gate
+    (vLLM: under 70 GiB, or an A100) ``max_num_batched_tokens_small_gpu``, from ``large_gpu_from_gib`` (SGLang:
+    160 GiB, B200 and MI300X) ``max_num_batched_tokens_large_gpu``, else ``max_num_batched_tokens`` (vLLM's
+    offline LLM class 16,384 / 8,192, SGLang's ``chunked_prefill_size`` 8,192 / 16,384; serving-engines.md A.1,
+    A.2; data/frameworks.toml)."""
+    eng = engine_defaults(engine)
+    if _small_gpu(eng, acc):
+        return eng["max_num_batched_tokens_small_gpu"]
+    if acc.hbm_bytes / 1e9 >= eng["large_gpu_from_gib"]:
+        return eng["max_num_batched_tokens_large_gpu"]
+    return eng["max_num_batched_tokens"]

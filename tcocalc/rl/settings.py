@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..catalog.accelerators import hardware
-from ..catalog.frameworks import engine_defaults, engine_max_num_seqs, framework_presets
+from ..catalog.frameworks import engine_defaults, engine_max_num_batched_tokens, engine_max_num_seqs, framework_presets
 from ..errors import ScenarioError
 from ..scenario import Scenario
 
@@ -57,6 +57,16 @@ def _engine_max_num_seqs(engine: str, hardware_name: str) -> int:
     return engine_max_num_seqs(engine, acc)
 
 
+def _engine_max_num_batched_tokens(engine: str, hardware_name: str) -> int:
+    """:func:`~tcocalc.catalog.frameworks.engine_max_num_batched_tokens` on the named GPU; the H100-class default
+    while the name is unknown."""
+    try:
+        acc = hardware(hardware_name)
+    except KeyError:
+        return engine_defaults(engine)["max_num_batched_tokens"]
+    return engine_max_num_batched_tokens(engine, acc)
+
+
 def settings(scn: Scenario) -> Settings:
     """The scenario's keys over its framework preset over the engine's defaults."""
     presets = framework_presets()
@@ -80,5 +90,5 @@ def settings(scn: Scenario) -> Settings:
         trainer_overhead=_pick(t.framework_overhead, p["trainer_overhead"]),
         max_num_seqs=_pick(g.max_num_seqs, _engine_max_num_seqs(engine, g.hardware)),
         cuda_graph_max_batch=eng["cuda_graph_max_batch"],
-        max_num_batched_tokens=_pick(g.max_num_batched_tokens, eng["max_num_batched_tokens"]),
+        max_num_batched_tokens=_pick(g.max_num_batched_tokens, _engine_max_num_batched_tokens(engine, g.hardware)),
         stream_minibatches=_pick(o.stream_minibatches, p["stream_minibatches"]))

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..catalog.calibration import calibration_for
-from ..catalog.frameworks import engine_defaults, engine_max_num_seqs
+from ..catalog.frameworks import engine_max_num_batched_tokens, engine_max_num_seqs
 from ..errors import InfeasibleError, ScenarioError
 from .forward import check_positive, check_whole, forward_cost, kv_bytes_per_seq_per_gpu, resolve_inputs
 from .parallel import Layouts, Parallelism
@@ -159,9 +159,9 @@ def kv_transfer_seconds(m, acc, cal, par: Parallelism, kv_precision: str, prompt
 
 def engine_caps(engine: str, acc) -> tuple[float, float]:
     """(tokens per prefill step, sequences per attention-DP rank) of ``engine`` on ``acc`` from its documented
-    defaults: data/frameworks.toml ``max_num_batched_tokens`` and
+    defaults (data/frameworks.toml): :func:`~tcocalc.catalog.frameworks.engine_max_num_batched_tokens` and
     :func:`~tcocalc.catalog.frameworks.engine_max_num_seqs`."""
-    return float(engine_defaults(engine)["max_num_batched_tokens"]), float(engine_max_num_seqs(engine, acc))
+    return float(engine_max_num_batched_tokens(engine, acc)), float(engine_max_num_seqs(engine, acc))
 
 
 def _pinned(m, acc, precision, kv, par):
