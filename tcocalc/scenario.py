@@ -102,7 +102,7 @@ class GeneratorSection(_Section):
                                                       "(default: preset)")
     max_num_seqs: int | None = Field(None, ge=1, le=1_000_000, description="most sequences one engine instance "
                                      "decodes at once (default: the engine's documented default)")
-    max_num_batched_tokens: int | None = Field(None, ge=16, le=1_048_576, description="tokens one engine step "
+    max_num_batched_tokens: int | None = Field(None, ge=1, le=1_048_576, description="tokens one engine step "
                                                "takes in, the prefill chunk (vLLM max_num_batched_tokens, SGLang "
                                                "chunked_prefill_size; default: the engine's documented default)")
     async_scheduling: bool | None = Field(None, description="the engine prepares step N+1 on the CPU while step N "

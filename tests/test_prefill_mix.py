@@ -94,6 +94,9 @@ def test_generation_throughput_rejects_a_bad_budget():
     with pytest.raises(tc.ScenarioError, match="max_batched_tokens"):
         tc.generation_throughput("Llama-3.1-8B", "H100", gpus=1, prompt_tokens=100, response_tokens=100,
                                  max_batched_tokens=-5)
+    with pytest.raises(tc.ScenarioError, match="trtllm-bench"):
+        tc.generation_throughput("Llama-3.1-8B", "H100", gpus=1, prompt_tokens=100, response_tokens=100,
+                                 max_batched_tokens="vllm")
     with pytest.raises(tc.ScenarioError, match="prompt_segments"):
         tc.generation_throughput("Llama-3.1-8B", "H100", gpus=1, prompt_tokens=100, response_tokens=100,
                                  max_batched_tokens=8192, prompt_segments=0)

@@ -15,8 +15,8 @@ from .._data import parse_shipped
 from ..errors import DataFileError
 from .provenance import parse_toml
 
-__all__ = ["FRAMEWORK_KEYS", "ENGINE_KEYS", "framework_presets", "engine_defaults", "engine_max_num_seqs",
-           "engine_max_num_batched_tokens", "parse_frameworks"]
+__all__ = ["FRAMEWORK_KEYS", "ENGINE_KEYS", "BENCHMARK_KEYS", "framework_presets", "engine_defaults",
+           "engine_max_num_seqs", "engine_max_num_batched_tokens", "benchmark_defaults", "parse_frameworks"]
 
 #: preset key -> the type its value must have
 FRAMEWORK_KEYS: dict[str, type] = {
@@ -29,6 +29,8 @@ ENGINE_KEYS: dict[str, type] = {"max_num_seqs": int, "max_num_batched_tokens": i
                                 "max_num_seqs_small_gpu": int, "small_gpu_below_gib": int,
                                 "max_num_batched_tokens_small_gpu": int, "max_num_batched_tokens_large_gpu": int,
                                 "large_gpu_from_gib": int}
+#: benchmark key -> type (a benchmark tool that sizes the engine's caps itself)
+BENCHMARK_KEYS: dict[str, type] = {"min_num_tokens": int, "max_num_tokens": int}
 _CHOICES = {"engine": ("vllm", "sglang"), "weight_sync": ("nccl-broadcast", "p2p")}
 
 
@@ -58,22 +60,25 @@ def _check_table(file: str, entry: str, table: dict, keys: dict[str, type]) -> d
     return out
 
 
-def parse_frameworks(text: str, file: str = "data/frameworks.toml") -> tuple[dict, dict]:
-    """(presets by framework name, engine defaults by engine name), every value and source checked."""
+def parse_frameworks(text: str, file: str = "data/frameworks.toml") -> tuple[dict, dict, dict]:
+    """(presets by framework name, engine defaults by engine name, benchmark-tool defaults by tool name), every
+    value and source checked."""
     raw = parse_toml(text, file)
     presets = {name: _check_table(file, f"framework.{name}", t, FRAMEWORK_KEYS)
                for name, t in raw.get("framework", {}).items()}
     engines = {name: _check_table(file, f"engine.{name}", t, ENGINE_KEYS) for name, t in raw.get("engine", {}).items()}
+    benchmarks = {name: _check_table(file, f"benchmark.{name}", t, BENCHMARK_KEYS)
+                  for name, t in raw.get("benchmark", {}).items()}
     if "generic" not in presets:
         raise DataFileError(file, "framework.generic", "", "missing: the neutral default preset")
     for name, p in presets.items():
         if p["engine"] not in engines:
             raise DataFileError(file, f"framework.{name}", "engine", f"no [engine.{p['engine']}] defaults")
-    return presets, engines
+    return presets, engines, benchmarks
 
 
 @functools.cache
-def _shipped() -> tuple[dict, dict]:
+def _shipped() -> tuple[dict, dict, dict]:
     return parse_shipped("frameworks.toml", parse_frameworks)
 
 
@@ -92,6 +97,15 @@ def engine_defaults(engine: str) -> dict:
         from ..errors import ScenarioError
         raise ScenarioError("engine", f"unknown engine {engine!r}; known: {', '.join(sorted(engines))}")
     return dict(engines[engine])
+
+
+def benchmark_defaults(tool: str) -> dict:
+    """The documented caps of a benchmark tool that sizes the engine itself (``trtllm-bench``: the bounds of its
+    ``max_num_tokens`` heuristic). A missing tool is a DataFileError naming data/frameworks.toml."""
+    benches = _shipped()[2]
+    if tool not in benches:
+        raise DataFileError("data/frameworks.toml", f"benchmark.{tool}", "", "missing")
+    return dict(benches[tool])
 
 
 def engine_max_num_seqs(engine: str, acc) -> int:

@@ -47,24 +47,15 @@ def _pick(explicit, preset):
     return preset if explicit is None else explicit
 
 
-def _engine_max_num_seqs(engine: str, hardware_name: str) -> int:
-    """:func:`~tcocalc.catalog.frameworks.engine_max_num_seqs` on the named GPU; the large-GPU default while the
-    name is unknown (the cluster stage resolves and names it)."""
+def _engine_default(by_gpu, key: str, engine: str, hardware_name: str) -> int:
+    """``by_gpu(engine, acc)`` (:func:`~tcocalc.catalog.frameworks.engine_max_num_seqs`,
+    :func:`~tcocalc.catalog.frameworks.engine_max_num_batched_tokens`) on the named GPU; the engine's H100-class
+    ``key`` while the name is unknown (the cluster stage resolves and names it)."""
     try:
         acc = hardware(hardware_name)
     except KeyError:
-        return engine_defaults(engine)["max_num_seqs"]
-    return engine_max_num_seqs(engine, acc)
-
-
-def _engine_max_num_batched_tokens(engine: str, hardware_name: str) -> int:
-    """:func:`~tcocalc.catalog.frameworks.engine_max_num_batched_tokens` on the named GPU; the H100-class default
-    while the name is unknown."""
-    try:
-        acc = hardware(hardware_name)
-    except KeyError:
-        return engine_defaults(engine)["max_num_batched_tokens"]
-    return engine_max_num_batched_tokens(engine, acc)
+        return engine_defaults(engine)[key]
+    return by_gpu(engine, acc)
 
 
 def settings(scn: Scenario) -> Settings:
@@ -88,7 +79,8 @@ def settings(scn: Scenario) -> Settings:
         async_scheduling=_pick(g.async_scheduling, p["async_scheduling"]),
         bucketed_weight_load=_pick(g.bucketed_weight_load, p["bucketed_weight_load"]),
         trainer_overhead=_pick(t.framework_overhead, p["trainer_overhead"]),
-        max_num_seqs=_pick(g.max_num_seqs, _engine_max_num_seqs(engine, g.hardware)),
+        max_num_seqs=_pick(g.max_num_seqs, _engine_default(engine_max_num_seqs, "max_num_seqs", engine, g.hardware)),
         cuda_graph_max_batch=eng["cuda_graph_max_batch"],
-        max_num_batched_tokens=_pick(g.max_num_batched_tokens, _engine_max_num_batched_tokens(engine, g.hardware)),
+        max_num_batched_tokens=_pick(g.max_num_batched_tokens, _engine_default(
+            engine_max_num_batched_tokens, "max_num_batched_tokens", engine, g.hardware)),
         stream_minibatches=_pick(o.stream_minibatches, p["stream_minibatches"]))

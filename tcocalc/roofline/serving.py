@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..catalog.calibration import calibration_for
+from ..catalog.frameworks import benchmark_defaults
 from ..errors import InfeasibleError, ScenarioError
 from .forward import (
     check_positive,
@@ -126,10 +127,12 @@ def _rank_budget(budget, seqs_per_rank: float, prompt_tokens: float, response_to
     """Tokens per step one rank's scheduler may batch [tokens]: ``budget`` itself, or for ``"trtllm-bench"`` the
     benchmark's heuristic ``max_num_tokens = min(max(bs·(1 + ISL/OSL), 2048), 32768)`` with ``bs`` the KV-bound
     requests per rank (NVIDIA/TensorRT-LLM@a7e572fb ``tensorrt_llm/bench/build/tuning.py``; serving-engines.md
-    A.3; the rounding steps are left out)."""
+    A.3; the rounding steps are left out; the bounds from data/frameworks.toml ``[benchmark.trtllm-bench]``)."""
     if budget != TRTLLM_BENCH:
         return float(budget)
-    return float(min(max(seqs_per_rank * (1.0 + prompt_tokens / response_tokens), 2048.0), 32768.0))
+    caps = benchmark_defaults(TRTLLM_BENCH)
+    return float(min(max(seqs_per_rank * (1.0 + prompt_tokens / response_tokens), caps["min_num_tokens"]),
+                     caps["max_num_tokens"]))
 
 
 def _continuous_batching_step(m, acc, cal, lay, *, precision, kv_precision, dec_seqs, dec_ctx, prompt_tokens,
@@ -155,12 +158,15 @@ def _continuous_batching_step(m, acc, cal, lay, *, precision, kv_precision, dec_
     schedule their own); ``chunk_cap`` [tokens] is the largest piece one rank prefills in a step."""
     pp = lay.pp
     dec_seqs = np.asarray(dec_seqs, dtype=float)
+
+    def step(**prefill):
+        return forward_cost(m, acc, cal, lay, precision=precision, kv_precision=kv_precision, dec_seqs=dec_seqs,
+                            dec_ctx=dec_ctx, **prefill)
+
     if not prompt_tokens:
-        return forward_cost(m, acc, cal, lay, precision=precision, kv_precision=kv_precision, dec_seqs=dec_seqs,
-                            dec_ctx=dec_ctx)
+        return step()
     if budget is None:
-        return forward_cost(m, acc, cal, lay, precision=precision, kv_precision=kv_precision, dec_seqs=dec_seqs,
-                            dec_ctx=dec_ctx, pre_seqs=dec_seqs / response_tokens, pre_tokens=prompt_tokens)
+        return step(pre_seqs=dec_seqs / response_tokens, pre_tokens=prompt_tokens)
     piece = prompt_tokens / segments
     lam = dec_seqs * segments / (response_tokens * pp)
     demand = lam * piece
@@ -170,12 +176,9 @@ def _continuous_batching_step(m, acc, cal, lay, *, precision, kv_precision, dec_
     tau = np.minimum(together, room)
     busy = np.minimum(demand / tau, 1.0)
     tau = np.where(busy >= 1.0, demand, tau)
-    decode_only = forward_cost(m, acc, cal, lay, precision=precision, kv_precision=kv_precision, dec_seqs=dec_seqs,
-                               dec_ctx=dec_ctx)
+    decode_only = step()
     chunk = min(piece, float(chunk_cap if chunk_cap is not None else np.min(budget)))  # one request's tokens in a step
-    mixed = forward_cost(m, acc, cal, lay, precision=precision, kv_precision=kv_precision, dec_seqs=dec_seqs,
-                         dec_ctx=dec_ctx, pre_seqs=tau / chunk * pp, pre_tokens=chunk,
-                         pre_ctx=(prompt_tokens - chunk) / 2.0)
+    mixed = step(pre_seqs=tau / chunk * pp, pre_tokens=chunk, pre_ctx=(prompt_tokens - chunk) / 2.0)
     return {k: (1.0 - busy) * decode_only[k] + busy * mixed[k] for k in decode_only}
 
 
@@ -251,8 +254,11 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
     check_kv_reservation(kv_reservation)
     gpus = check_whole("gpus", gpus)
     segments = check_positive("prompt_segments", prompt_segments)
-    budget = max_batched_tokens if max_batched_tokens in (None, TRTLLM_BENCH) else check_positive(
-        "max_batched_tokens", max_batched_tokens)
+    budget = max_batched_tokens
+    if isinstance(budget, str) and budget != TRTLLM_BENCH:
+        raise ScenarioError("max_batched_tokens", f"expected a number of tokens or {TRTLLM_BENCH!r}, got {budget!r}")
+    if budget is not None and budget != TRTLLM_BENCH:
+        budget = check_positive("max_batched_tokens", budget)
     p = check_positive("prompt_tokens", prompt_tokens)
     r = check_positive("response_tokens", response_tokens)
     if concurrency is not None:
