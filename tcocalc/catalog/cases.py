@@ -16,6 +16,7 @@ from .provenance import check_entry, parse_csv, parse_toml
 __all__ = ["validation_cases", "parse_validation_cases", "long_output_cases", "parse_long_output_cases"]
 
 _REQUIRED = ("id", "kind", "model", "hardware", "precision", "unit", "source")
+_RECOMPUTE = ("none", "selective", "full")  # tcocalc.roofline.training.RECOMPUTE_MODES
 
 
 def parse_validation_cases(text: str, file: str = "data/validation_cases.toml") -> tuple[dict, ...]:
@@ -24,6 +25,8 @@ def parse_validation_cases(text: str, file: str = "data/validation_cases.toml") 
     for c in cases:
         entry = str(c.get("id", "?")) if isinstance(c, dict) else "?"
         check_entry(file, entry, c, require=_REQUIRED, value_fields=("published", "tolerance"))
+        if "recompute" in c and c["recompute"] not in _RECOMPUTE:
+            raise DataFileError(file, entry, "recompute", f"must be one of {list(_RECOMPUTE)}, got {c['recompute']!r}")
     return cases
 
 

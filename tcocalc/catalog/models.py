@@ -13,7 +13,9 @@ Parameter counting (../shared/reference/facts.md §2.1; docs/rl-modeling.md §3.
   ``H·H_q·(d_nope+d_rope)`` without a q-LoRA), ``H·(r_kv+d_rope) + r_kv·H_q·(d_nope+d_v) + H_q·d_v·H``
   plus the two LoRA norms; GLM-5's DSA indexer adds ``r_q·n_i·d_i + H·d_i + H·n_i + 2·d_i``;
 * SwiGLU MLP ``3·H·I``; an MoE layer has ``E`` routed experts of ``3·H·I_moe``, shared experts of the
-  same size and a router ``H·E``. Active parameters count ``k`` routed experts.
+  same size and a router ``H·E``. Active parameters count ``k`` routed experts. A non-gated MLP (GPT-2/3,
+  Megatron's GPT: ``fc1``, GELU, ``fc2``; ``mlp_gated = False``) has two matrices, ``2·H·I``. Biases of a
+  non-gated GPT (``13·H`` per layer) are not counted: 0.01% of GPT-3-175B.
 * Multi-token-prediction layers are excluded (as in the official totals).
 """
 
@@ -107,6 +109,12 @@ class _HFConfig:
         return value
 
 
+NON_GATED_MODEL_TYPES = frozenset({"gpt2", "gpt_neox", "gptj", "gpt_bigcode", "opt", "bloom", "falcon", "phi",
+                                   "starcoder2"})
+"""Hugging Face ``model_type`` values whose MLP is not gated (``fc1``/``c_fc``, activation, ``fc2``/``c_proj``).
+:meth:`ModelArch.from_hf_config` makes the MLP gated (SwiGLU) unless the config's ``gated_linear_unit``
+(Megatron-Core's ``TransformerConfig`` name) is false, or it is absent and ``model_type`` is one of these."""
+
 #: ModelArch's derived parameter counts, cached per instance (functools.cached_property) for the layout searches.
 _CACHED_COUNTS = ("attention_params_per_layer", "indexer_params_per_layer", "dense_mlp_params", "expert_params",
                   "moe_always_on_params_per_layer", "embedding_params", "lm_head_params", "routed_expert_params_total",
@@ -136,7 +144,9 @@ class ModelArch(BaseModel):
     num_kv_heads: int = Field(gt=0)
     head_dim: int = Field(gt=0)
     vocab_size: int = Field(gt=0)
-    intermediate_size: int = Field(ge=0, description="dense SwiGLU FFN width (0 if every layer is MoE)")
+    intermediate_size: int = Field(ge=0, description="dense MLP (FFN) width (0 if every layer is MoE)")
+    mlp_gated: bool = Field(default=True, description="gated MLP (SwiGLU: gate, up, down = 3 matrices); False: "
+                                                      "fc1, activation, fc2 (GPT's GELU MLP, 2 matrices)")
     tie_word_embeddings: bool = False
     qkv_bias: bool = False
     qk_norm: bool = False
@@ -191,10 +201,10 @@ class ModelArch(BaseModel):
         """Build from a Hugging Face ``config.json`` dictionary.
 
         Understands the keys of Llama, Qwen2/2.5, Qwen3 (dense and MoE), DeepSeek-V3/R1, GLM-4.5 and
-        GLM-5 configs. Every key it reads is checked before use: counts are whole numbers (an integral
-        float such as ``4096.0`` is accepted) in their range, up to :data:`MAX_CONFIG_INT`; flags are
-        booleans; ``null`` counts as absent. A missing or bad key, or keys that do not fit together
-        (e.g. ``num_attention_heads`` not a multiple of ``num_key_value_heads``), raises
+        GLM-5 configs (MLP gating: :data:`NON_GATED_MODEL_TYPES`). Every key it reads is checked before use:
+        counts are whole numbers (an integral float such as ``4096.0`` is accepted) in their range, up to
+        :data:`MAX_CONFIG_INT`; flags are booleans; ``null`` counts as absent. A missing or bad key, or keys that
+        do not fit together (e.g. ``num_attention_heads`` not a multiple of ``num_key_value_heads``), raises
         :class:`~tcocalc.errors.ScenarioError` whose field is ``model.config.<key>``.
         """
         from pydantic import ValidationError
@@ -256,6 +266,7 @@ class ModelArch(BaseModel):
             head_dim=head_dim,
             vocab_size=cfg.count("vocab_size", minimum=1),
             intermediate_size=intermediate,
+            mlp_gated=cfg.flag("gated_linear_unit", default=mtype not in NON_GATED_MODEL_TYPES),
             tie_word_embeddings=cfg.flag("tie_word_embeddings", default=False),
             qkv_bias=cfg.flag("attention_bias", "qkv_bias", default=mtype == "qwen2"),
             qk_norm=cfg.flag("use_qk_norm", default=mtype in ("qwen3", "qwen3_moe")),
@@ -337,15 +348,20 @@ class ModelArch(BaseModel):
         q_in = self.q_lora_rank or h
         return float(q_in * n * d + h * d + h * n + 2 * d)
 
+    @property
+    def mlp_matrices(self) -> int:
+        """Weight matrices of one MLP (or expert): 3 gated (gate, up, down), 2 non-gated (fc1, fc2)."""
+        return 3 if self.mlp_gated else 2
+
     @functools.cached_property
     def dense_mlp_params(self) -> float:
-        """One dense SwiGLU MLP plus its pre-MLP norm [params]."""
-        return float(3 * self.hidden_size * self.intermediate_size + self.hidden_size)
+        """One dense MLP plus its pre-MLP norm: ``3·H·I`` (SwiGLU) or ``2·H·I`` (non-gated) ``+ H`` [params]."""
+        return float(self.mlp_matrices * self.hidden_size * self.intermediate_size + self.hidden_size)
 
     @functools.cached_property
     def expert_params(self) -> float:
         """One routed (or shared) expert [params]."""
-        return float(3 * self.hidden_size * self.moe_intermediate_size)
+        return float(self.mlp_matrices * self.hidden_size * self.moe_intermediate_size)
 
     @functools.cached_property
     def moe_always_on_params_per_layer(self) -> float:

@@ -41,6 +41,15 @@ __all__ = ["KernelTime", "prefill", "decode", "forward_cost", "inference_memory_
 ACT_BYTES = 2.0  # activations travel in bf16 between kernels
 ELEMENTWISE_HIDDEN_PASSES = 10.0  # hidden-sized reads + writes per token and layer (norms, residuals); see op 4
 SWIGLU_PASSES = 3.0  # intermediate-sized reads + writes per token and layer (SwiGLU); see op 4
+GELU_PASSES = 2.0
+"""Intermediate-sized reads + writes per token and layer of a non-gated MLP's activation (Megatron's fused bias-GELU
+reads the ``fc1`` output and writes the ``fc2`` input: ``I + I``), against :data:`SWIGLU_PASSES` (gate, up, out)."""
+
+
+def mlp_activation_passes(m) -> float:
+    """Intermediate-sized element-wise passes of ``m``'s MLP activation: 3 gated (SwiGLU), 2 non-gated (GELU)."""
+    return SWIGLU_PASSES if m.mlp_gated else GELU_PASSES
+
 
 
 @dataclass(frozen=True)
@@ -330,9 +339,9 @@ def forward_cost(m: ModelArch, acc: Accelerator, cal: Calibration, par: Parallel
         n_ops_layer += 3.0
     # 4. element-wise kernels, memory only, not split by TP [derived by counting tensor reads and writes]:
     #    two RMSNorms (read h, write h: 4h) and two residual adds (read 2h, write h: 6h) = 10h per token;
-    #    SwiGLU reads gate and up (2I) and writes I = 3I per token (split by TP)
+    #    SwiGLU reads gate and up (2I) and writes I = 3I per token, a GELU reads and writes I = 2I (split by TP)
     act_width = (m.intermediate_size if not m.is_moe else m.experts_per_token * m.moe_intermediate_size)
-    by = ACT_BYTES * tok * (ELEMENTWISE_HIDDEN_PASSES * h + SWIGLU_PASSES * act_width / tp)
+    by = ACT_BYTES * tok * (ELEMENTWISE_HIDDEN_PASSES * h + mlp_activation_passes(m) * act_width / tp)
     op(0.0 * tok, by, 0.0 * tok, layers)
     # 5. LM head: logits only for the last position of each sequence
     gemm(seqs_rank, m.lm_head_params, m.vocab_size / tp, h, params_div=tp)

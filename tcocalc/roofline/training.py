@@ -7,12 +7,14 @@ Per micro-batch (one sequence of ``seq_tokens``) and GPU, each layer costs
   ``rows = ep·s·k/E`` tokens each;
 * causal attention core ``3 x`` its forward FLOPs in BF16 (Transformer Engine keeps attention in BF16
   under FP8 recipes) at the FlashAttention efficiency;
-* element-wise traffic (norms, residuals, SwiGLU), three passes (forward, backward);
+* element-wise traffic (norms, residuals, the MLP activation: SwiGLU or GELU), three passes (forward,
+  backward);
 * exposed communication: sequence-parallel TP collectives (four all-reduce equivalents per layer,
   a calibrated share exposed), MoE all-to-all (dispatch + combine, forward and backward), pipeline
   hand-offs, and once per step the distributed-optimizer gradient reduce-scatter and parameter
   all-gather (a calibrated share exposed);
-* activation recompute when memory requires it (selective, then full: one more forward).
+* activation recompute when memory requires it (selective, then full: one more forward), or the mode the caller
+  names (``recompute=``).
 
 The step adds the 1F1B pipeline bubble ``(pp-1)/(m·vp)`` for ``m`` micro-batches per data-parallel
 rank (Narayanan et al. 2021, arXiv 2104.04473), and the Adam update (memory-bound).
@@ -27,9 +29,11 @@ PP16: 8 per stage, the first and last 7 plus the embedding or the head).
 
 Memory per GPU: bf16 weights (2 B/param), fp32 gradient buffer (4 B/param), Adam master weights and
 moments (12 B/param) sharded over data parallelism (distributed optimizer / ZeRO-1, Rajbhandari et al.
-2020), and activations ``s·(15h + 4.75·I)/tp`` bytes per layer and in-flight micro-batch
+2020), and activations ``s·(15h + 4.75·I)/tp`` bytes per layer and in-flight micro-batch for a gated MLP
 (Korthikanti et al. 2022, arXiv 2205.05198, eq. for sequence parallelism with flash attention:
-``34·s·h/tp`` at ``I = 4h``); full recompute keeps only each layer's ``2·s·h/tp`` input.
+``34·s·h/tp`` at ``I = 4h``), ``s·(18h + 4·I)/tp`` for a non-gated GELU MLP (Korthikanti's own derivation,
+section 4.1, with the MLP width kept: ``34·s·h/tp`` exactly at ``I = 4h``); full recompute keeps only each layer's
+``2·s·h/tp`` input.
 
 MFU (CONTRACT.md) = ``training_flops_per_token(seq, causal) · tokens/s / (GPUs · dense peak)``.
 """
@@ -47,11 +51,11 @@ from ..units import bytes_per_element
 from .forward import (
     ACT_BYTES,
     ELEMENTWISE_HIDDEN_PASSES,
-    SWIGLU_PASSES,
     check_positive,
     check_whole,
     gemm_efficiency,
     link_rate,
+    mlp_activation_passes,
     resolve_inputs,
 )
 from .parallel import Layouts, Parallelism
@@ -138,23 +142,49 @@ def _cp_comm(m, acc, cal, lay: Layouts, seq_local, layers) -> np.ndarray:
 
 def activation_bytes_per_layer(m, seq, tp, recompute: str):
     """Activation memory one layer keeps for the backward pass per GPU [B] (Korthikanti et al. 2022,
-    arXiv 2205.05198: ``34·s·h`` per sequence without recompute, ``2·s·h`` with full recompute, split by TP)."""
+    arXiv 2205.05198: ``34·s·h`` per sequence without recompute, ``2·s·h`` with full recompute, split by TP).
+
+    Non-gated (GPT) MLP, Korthikanti section 4.1 per token in bytes, with the MLP width ``I`` kept: attention
+    ``11h`` (LayerNorm output 2h, Q and K 4h, V 2h, projection input 2h, dropout mask h; the ``5as/h`` score
+    term is left out, as flash attention does), MLP ``3h + 4I`` (input 2h, GELU input 2I, ``fc2`` input 2I,
+    dropout mask h), two LayerNorm inputs ``4h``: ``18h + 4I``, ``34h`` at ``I = 4h``. The gated form
+    ``15h + 4.75·I`` also gives ``34h`` at ``I = 4h``."""
     h = m.hidden_size
     if recompute == "full":
         return ACT_BYTES * seq * h / tp
     i_eff = m.experts_per_token * m.moe_intermediate_size if m.is_moe else m.intermediate_size
-    return seq * (15.0 * h + 4.75 * i_eff) / tp * (1.0 if recompute == "none" else 0.9)
+    per_token = 15.0 * h + 4.75 * i_eff if m.mlp_gated else 18.0 * h + 4.0 * i_eff
+    return seq * per_token / tp * (1.0 if recompute == "none" else 0.9)
 
 
 RECOMPUTE_MODES = ("none", "selective", "full")
 
 
+def check_recompute(recompute) -> int | None:
+    """Index into :data:`RECOMPUTE_MODES` of a named mode, ``None`` for ``None`` (the lightest that fits);
+    ScenarioError naming ``recompute`` otherwise."""
+    if recompute is None:
+        return None
+    if not isinstance(recompute, str) or recompute not in RECOMPUTE_MODES:
+        raise ScenarioError("recompute", f"must be one of {list(RECOMPUTE_MODES)} or None (the lightest that "
+                                         f"fits), got {recompute!r}")
+    return RECOMPUTE_MODES.index(recompute)
+
+
+def _recompute_choice(fitting, forced: int | None):
+    """(fits, recompute index) per layout from whether each mode fits: the lightest that fits, or the forced one."""
+    if forced is None:
+        return fitting[0] | fitting[1] | fitting[2], np.where(fitting[0], 0, np.where(fitting[1], 1, 2))
+    fits = np.asarray(fitting[forced])
+    return fits, np.full(np.shape(fits), forced)
+
+
 def training_step(m, acc, cal, par: Parallelism, *, seq: float, global_batch: float, precision: str,
-                  offload: bool = False) -> dict | None:
+                  offload: bool = False, recompute: str | None = None) -> dict | None:
     """Cost of one optimizer step for a fixed layout (:func:`training_steps` for one layout, as floats); ``None``
     when it does not fit in memory."""
     res = training_steps(m, acc, cal, Layouts.of([par]), seq=seq, global_batch=global_batch, precision=precision,
-                         offload=offload)
+                         offload=offload, recompute=recompute)
     return _step_row(res, 0, offload)
 
 
@@ -167,7 +197,7 @@ def _step_row(res: dict, i: int, offload: bool) -> dict | None:
 
 
 def training_steps(m, acc, cal, lay: Layouts, *, seq: float, global_batch, precision: str,
-                   offload: bool = False) -> dict:
+                   offload: bool = False, recompute: str | None = None) -> dict:
     """Cost of one optimizer step for each layout of ``lay`` (arrays, vectorised over layouts).
 
     Returns ``fits`` (the layout fits in memory), ``step_s`` (inf where it does not), ``memory``, ``state``
@@ -177,7 +207,11 @@ def training_steps(m, acc, cal, lay: Layouts, *, seq: float, global_batch, preci
     ``offload``: Adam master weights and moments live in host memory (DeepSpeed/verl "optimizer offload",
     as in verl's DeepSeek-V3 run on 96 H20, validation RL-08); the GPU keeps bf16 weights and gradients
     (4 B/param) and each step moves gradients down and weights up (4 B/param) at the host link rate.
+
+    ``recompute``: ``None`` picks the lightest mode that fits for each layout; a name of :data:`RECOMPUTE_MODES`
+    forces it (a layout fits only if it fits with that mode).
     """
+    forced = check_recompute(recompute)
     tp, pp, dp, ep, cp = lay.tp, lay.pp, lay.dp, lay.ep, lay.cp
     h, L = m.hidden_size, m.num_layers
     seq_full, seq = seq, seq / cp                   # context parallelism: each GPU holds seq/cp of a sequence
@@ -195,8 +229,7 @@ def training_steps(m, acc, cal, lay: Layouts, *, seq: float, global_batch, preci
     in_flight = np.minimum(pp, micro) * layers
     acts = [in_flight * activation_bytes_per_layer(m, seq, tp, mode) for mode in RECOMPUTE_MODES]
     fitting = [state + a <= cap for a in acts]
-    recompute = np.where(fitting[0], 0, np.where(fitting[1], 1, 2))     # the lightest recompute that fits
-    fits = fitting[0] | fitting[1] | fitting[2]
+    fits, recompute = _recompute_choice(fitting, forced)
     act = np.choose(recompute, acts)
     mem = state + act
 
@@ -235,7 +268,8 @@ def training_steps(m, acc, cal, lay: Layouts, *, seq: float, global_batch, preci
         comm += np.where(ep > 1, cal.ep_comm_exposed * moe_layers * vol / link_rate(acc, cal, group), 0.0)
     i_eff = m.experts_per_token * m.moe_intermediate_size if m.is_moe else m.intermediate_size
     # element-wise traffic: the inference count (kernels op 4) for forward, backward (x2)
-    t_compute += layers * 3.0 * ACT_BYTES * (seq / tp) * (ELEMENTWISE_HIDDEN_PASSES * h + SWIGLU_PASSES * i_eff) / bw
+    t_compute += layers * 3.0 * ACT_BYTES * (seq / tp) * (ELEMENTWISE_HIDDEN_PASSES * h
+                                                           + mlp_activation_passes(m) * i_eff) / bw
     t_compute = np.where(recompute == 1, t_compute + t_attn / 3.0,
                          np.where(recompute == 2, t_compute * (4.0 / 3.0), t_compute))
     # LM head on the last stage; uneven stages give that stage one layer fewer, and the slower of it and a
@@ -316,7 +350,7 @@ def _check_cp_divides(par: Parallelism, seq: float) -> None:
 
 
 def training_throughput(model, hw, *, gpus, seq_tokens, precision="bf16", parallel=None,
-                        global_batch_tokens=None, theoretical=False, optimizer_offload=None,
+                        global_batch_tokens=None, theoretical=False, optimizer_offload=None, recompute=None,
                         _calibration=None) -> TrainingEstimate:
     """Training tokens/s, MFU and memory for ``gpus`` GPUs on sequences of ``seq_tokens``.
 
@@ -329,12 +363,16 @@ def training_throughput(model, hw, *, gpus, seq_tokens, precision="bf16", parall
     theoretical : pure datasheet roofline.
     optimizer_offload : keep Adam state in host memory; ``None`` (default) offloads only when no layout fits
         on the GPUs alone, ``False`` never, ``True`` always.
+    recompute : None | "none" | "selective" | "full"  activation recompute; ``None`` (default) the lightest that
+        fits each layout; a named mode forces it (the search then keeps only layouts that fit with it).
 
-    Raises ScenarioError for bad arguments and InfeasibleError (with the smallest GPU count that fits)
+    Raises ScenarioError for bad arguments (naming ``recompute`` when the named mode fits no layout but a heavier
+    one would, with the modes that fit) and InfeasibleError (with the smallest GPU count that fits)
     when no layout holds the model.
     """
     gpus = check_whole("gpus", gpus)
     seq = check_positive("seq_tokens", seq_tokens)
+    check_recompute(recompute)
     m, acc, precision, _, par0 = resolve_inputs(model, hw, precision, None, parallel)
     cal = _calibration or calibration_for(acc, theoretical=theoretical)
     gbt = DEFAULT_GLOBAL_BATCH_TOKENS if global_batch_tokens is None else check_positive(
@@ -346,18 +384,18 @@ def training_throughput(model, hw, *, gpus, seq_tokens, precision="bf16", parall
         layouts = [par0]
     else:
         layouts = list(candidate_layouts(m, acc, gpus, seq))
-    best = None
     lay = Layouts.of(layouts)
     gbs = np.maximum(gbt / seq, lay.dp.astype(float))
-    for offload in ((False, True) if optimizer_offload is None else (bool(optimizer_offload),)):
-        if not len(lay):
-            break
-        steps = training_steps(m, acc, cal, lay, seq=seq, global_batch=gbs, precision=precision, offload=offload)
-        if steps["fits"].any():  # offload only when nothing fits on the GPUs alone
-            i = int(np.argmax(gbs * seq / steps["step_s"]))  # the first of the fastest
-            gb = float(gbs[i])
-            best = (gb * seq / float(steps["step_s"][i]), lay.at(i), _step_row(steps, i, offload), gb)
-            break
+    offloads = (False, True) if optimizer_offload is None else (bool(optimizer_offload),)
+    best = _fastest(m, acc, cal, lay, seq, gbs, precision, offloads, recompute)
+    if best is None and recompute is not None:
+        fitting = [mode for mode in RECOMPUTE_MODES
+                   if mode != recompute and _fastest(m, acc, cal, lay, seq, gbs, precision, offloads, mode) is not None]
+        if fitting:
+            where = f"layout {parallel.label()}" if parallel is not None else f"any layout of {gpus} GPUs"
+            raise ScenarioError("recompute", f"recompute={recompute!r} does not fit in memory on {where} "
+                                             f"({m.name}, {acc.name}, {seq:,.0f}-token sequences); "
+                                             f"{' or '.join(repr(x) for x in fitting)} fits")
     if best is None:
         raise _no_fit(m, acc, cal, gpus, seq, gbt, precision, parallel, optimizer_offload is not False)
     tps, par, res, gb = best
@@ -370,6 +408,21 @@ def training_throughput(model, hw, *, gpus, seq_tokens, precision="bf16", parall
         bubble_fraction=res["bubble"], compute_s=res["compute_s"], comm_s=res["comm_s"], tier=cal.tier,
         mfu_convention=f"6·N_fl + causal attention FLOPs over dense {precision} peak "
                        f"({peak / 1e12:,.0f} TFLOP/s per GPU)")
+
+
+def _fastest(m, acc, cal, lay: Layouts, seq, gbs, precision, offloads, recompute):
+    """(tokens/s, layout, step row, global batch [sequences]) of the fastest layout of ``lay`` that fits, trying
+    the offload options in order (offload only when nothing fits on the GPUs alone); ``None`` when none fits."""
+    for offload in offloads:
+        if not len(lay):
+            break
+        steps = training_steps(m, acc, cal, lay, seq=seq, global_batch=gbs, precision=precision, offload=offload,
+                               recompute=recompute)
+        if steps["fits"].any():
+            i = int(np.argmax(gbs * seq / steps["step_s"]))  # the first of the fastest
+            gb = float(gbs[i])
+            return gb * seq / float(steps["step_s"][i]), lay.at(i), _step_row(steps, i, offload), gb
+    return None
 
 
 def _no_fit(m, acc, cal, gpus, seq, gbt, precision, parallel, offload: bool) -> InfeasibleError:

@@ -38,9 +38,14 @@ def predict_case(case: dict, *, calibration=None) -> float:
         return {"generation": est.output_tokens_per_s_per_gpu, "tpot": est.tpot_s, "ttft": est.ttft_s}[kind]
     est = training_throughput(case["model"], case["hardware"], gpus=case["gpus"], seq_tokens=case["seq_tokens"],
                               precision=case["precision"], parallel=par,
-                              global_batch_tokens=case["global_batch"] * case["seq_tokens"], _calibration=calibration)
+                              global_batch_tokens=case["global_batch"] * case["seq_tokens"],
+                              recompute=case.get("recompute"), _calibration=calibration)
     if kind == "training":
         return est.tokens_per_s_per_gpu
+    if kind == "step_s":  # seconds per optimizer step
+        return est.global_batch_tokens / (est.tokens_per_s_per_gpu * case["gpus"])
+    if kind == "mfu":
+        return est.mfu
     if kind == "gpu_hours":
         return case["tokens"] / est.tokens_per_s_per_gpu / 3600.0
     raise DataFileError("data/validation_cases.toml", case["id"], "kind", f"unknown kind {kind!r}")
