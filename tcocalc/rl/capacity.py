@@ -30,8 +30,9 @@ from .decode_floor import decode_floor_seconds
 from .phases import WorkloadStats
 from .settings import settings
 
-__all__ = ["GeneratorCapacity", "PrefillPool", "generator_capacity", "trainer_capacity", "trainer_min_gpus",
-           "sample_flops", "trajectory_flops_coefficients", "TrainerRates", "pinned_layout", "smallest_fitting_layout"]
+__all__ = ["GeneratorCapacity", "PrefillPool", "generator_capacity", "generator_alternatives", "trainer_capacity",
+           "trainer_min_gpus", "sample_flops", "trajectory_flops_coefficients", "TrainerRates", "pinned_layout",
+           "smallest_fitting_layout"]
 
 
 @dataclass(frozen=True)
@@ -205,9 +206,10 @@ def _generator_capacity(m, acc, precision, kv, prefill, generated, ctx, env_s, t
                         mem_util=None, disagg=None, budget=None) -> GeneratorCapacity:
     """The serving instance: the throughput-best one (highest steady-state output per GPU within KV memory;
     :func:`_best_instance`, ``max_gpus`` the pool when it is smaller than that instance), or the pinned
-    tensor-parallel degree. Choosing an instance for latency when a staleness bound caps throughput is a
-    known open item (README, "Assumptions and known limits"); ``solve_split`` tries the wider tensor-parallel
-    instances and says when one pays. ``disagg`` = (chunk tokens, pinned prefill GPUs)
+    tensor-parallel degree. The pipeline also tries the tensor/expert-parallel instance of the same GPUs when this
+    one uses attention DP (:func:`generator_alternatives`); a wider automatic search is an open item (README,
+    "Assumptions and known limits"); ``solve_split`` tries the wider tensor-parallel instances and says when one
+    pays. ``disagg`` = (chunk tokens, pinned prefill GPUs)
     for a disaggregated generator: decode-only instances and a prefill pool (:func:`_prefill_pool`). ``budget``:
     the engine's tokens per step; an aggregated instance prefills each turn's new tokens whole, in as few steps
     as it allows (:func:`~tcocalc.roofline.serving.generation_throughput`, ``max_batched_tokens``)."""
@@ -262,24 +264,47 @@ def _prefill_pool(m, acc, cal, precision, kv, prefill, turns, chunk, pinned) -> 
                        demand_per_replica=0.0, kv_transfer_s=t_kv, pinned_gpus=pinned), latency
 
 
-def generator_capacity(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int | None = None) -> GeneratorCapacity:
-    """The generator's serving instance, step-time fit and steady-state rate for this phase (cached).
-
-    ``max_gpus``: the largest generator pool it serves; when even that cannot hold the usual instance (a
-    1-GPU generator, say), the best instance that fits in it is used instead."""
+def _capacity_args(scn, cluster: Cluster, ws: WorkloadStats) -> tuple:
+    """The arguments of :func:`_generator_capacity` for this phase (``pinned_tp`` 10th, ``max_gpus`` 11th)."""
     g = scn.generator
     st = settings(scn)
     graph_max = min(st.cuda_graph_max_batch, 2 * st.max_num_seqs)  # vLLM: min(2 x max_num_seqs, 512)
     cpu = 1.0 if st.async_scheduling else 1.0 + rl_calibration()["engine_cpu_share"]
     engine = (st.cuda_graphs, graph_max, st.max_num_seqs, cpu)
-    args = (cluster.model, cluster.generator, g.precision, g.kv_precision, ws.prefill_tokens, ws.generated_per_kept,
+    return (cluster.model, cluster.generator, g.precision, g.kv_precision, ws.prefill_tokens, ws.generated_per_kept,
             ws.context_tokens, ws.tool_s + ws.startup_s, ws.turns, scn.workload.prefix_caching, g.tp, None, engine,
             g.gpu_memory_utilization, (st.max_num_batched_tokens, g.prefill_gpus) if g.disaggregated else None,
             st.max_num_batched_tokens)
+
+
+def generator_capacity(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int | None = None) -> GeneratorCapacity:
+    """The generator's serving instance, step-time fit and steady-state rate for this phase (cached).
+
+    ``max_gpus``: the largest generator pool it serves; when even that cannot hold the usual instance (a
+    1-GPU generator, say), the best instance that fits in it is used instead."""
+    args = _capacity_args(scn, cluster, ws)
     cap = _generator_capacity(*args)
-    if max_gpus is not None and g.tp is None and cap.instance_gpus > max_gpus:
+    if max_gpus is not None and scn.generator.tp is None and cap.instance_gpus > max_gpus:
         cap = _generator_capacity(*args[:11], int(max_gpus), *args[12:])
     return cap
+
+
+def generator_alternatives(scn, cluster: Cluster, ws: WorkloadStats, cap: GeneratorCapacity) -> tuple:
+    """Other serving instances the RL flow should be tried on beside ``cap``, the steady-state throughput-best
+    (docs/rl-modeling.md §4.4): when ``cap`` spreads attention over data-parallel ranks, the tensor- and
+    expert-parallel instance on the same GPUs. Attention DP wins fixed-length steady state (more sequences per
+    GPU, no attention all-reduce) but decodes each sequence slower at a small batch, which an RL step's tail,
+    staleness window and tool turns wait on: the Qwen3-235B-A22B generator of the SemiAnalysis scenario is
+    one. Nothing when the instance is pinned (``generator.tp``) or disaggregated, or when the alternative does not
+    fit."""
+    g = scn.generator
+    if g.tp is not None or g.disaggregated or cap.instance.dp <= 1:
+        return ()
+    args = _capacity_args(scn, cluster, ws)
+    try:
+        return (_generator_capacity(*args[:10], cap.instance_gpus, *args[11:]),)
+    except (InfeasibleError, ScenarioError):
+        return ()
 
 
 def trajectory_flops_coefficients(m: ModelArch) -> tuple[float, float]:

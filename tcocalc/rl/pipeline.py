@@ -16,7 +16,7 @@ import numpy as np
 from ..economics.tco import cluster_usd_per_hour
 from ..scenario import Scenario
 from . import capacity
-from .capacity import GeneratorCapacity, generator_capacity
+from .capacity import GeneratorCapacity, generator_alternatives, generator_capacity
 from .cluster import Cluster
 from .flow import STEP_MODELS, Flow, Rates, clear_tail_tables, pool_rates
 from .phases import WorkloadStats
@@ -46,8 +46,28 @@ class PhaseResult:
 
 
 def evaluate_splits(cluster: Cluster, scn: Scenario, ws: WorkloadStats, n_t, n_g) -> PhaseResult:
-    """All stages for splits ``(n_t[i], n_g[i])`` of one phase; infeasible splits are flagged, never NaN."""
+    """All stages for splits ``(n_t[i], n_g[i])`` of one phase; infeasible splits are flagged, never NaN.
+
+    The generator's instance is the steady-state throughput-best one unless an alternative on the same GPUs
+    (:func:`~tcocalc.rl.capacity.generator_alternatives`) delivers more useful samples/s through this run's flow
+    at the best of these splits: the instance a planner would pick for this run (docs/rl-modeling.md §4.4)."""
     gcap = generator_capacity(scn, cluster, ws, max_gpus=int(np.max(n_g)))  # a pool too small for the usual instance
+    best = _stages(cluster, scn, ws, gcap, n_t, n_g)
+    for alt in generator_alternatives(scn, cluster, ws, gcap):
+        other = _stages(cluster, scn, ws, alt, n_t, n_g)
+        if _best_useful(other) > _best_useful(best):
+            best = other
+    return best
+
+
+def _best_useful(res: PhaseResult) -> float:
+    """The most useful samples/s any feasible split of ``res`` delivers (0 when none is feasible)."""
+    useful = np.where(res.feasible, res.metrics["useful_samples_per_s"], 0.0)
+    return float(np.max(useful)) if np.size(useful) else 0.0
+
+
+def _stages(cluster: Cluster, scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, n_t, n_g) -> PhaseResult:
+    """The stages after the generator's capacity: pool rates, flow, staleness, sandboxes, cost and metrics."""
     rates = pool_rates(cluster, scn, ws, gcap, n_t, n_g)
     flow = STEP_MODELS[scn.orchestration.mode](scn, ws, gcap, rates)
     stale = staleness(scn, ws, gcap, flow)
