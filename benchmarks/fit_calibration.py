@@ -21,6 +21,17 @@ engine"). After prompts were prefilled whole (same day) it gives Hopper 625 / 0.
 reconstruction drops from 1.83 to 1.23 useful samples/s (trainer idle 54% against the published 29%), so again
 the shipped factors stay.
 
+``--band`` holds the fit to issue 13's target that every public row stays in its band: each validation row and each
+long-output row of the generation (known misses left out) adds a steep penalty for any excess beyond its tolerance
+(:func:`fit_generation`). On 2026-12-01 (after the dense GPT rows and the RL flow's instance choice)
+``--with-rl --band`` gives Hopper 872 / 0.897 / 0.903 / 367 us and Blackwell 2144 / 0.735 / 0.989 / 147 us: every
+validation and long-output row stays in its band, the validation median goes 11.0% -> 9.6% over 55 cases (7.8%
+without the known misses), long-output 8.8% -> 8.1%, NeMo RL 11.3% -> 11.4% (NEMO-34 leaves its band at -25.2%),
+verl 12.5% -> 14.7%, and the SemiAnalysis reconstruction comes to 1.91 useful samples/s at 28% trainer idle against
+the published 1.95 and ~30% (1.83 and 31% now); but the known misses grow (GEN-07a +69% -> +74%, LO-28 -25.5% ->
+-29.1%, LAT-05's TPOT -35% -> -37%), which the issue rules out, so the shipped factors stay. Without ``--band`` the
+same fit (Hopper 1196 / 0.924 / 0.972 / 346 us) puts GEN-08a at +25.1% and TRN-09a outside its ±3 points.
+
 ``--with-long-output`` adds TensorRT-LLM's long-output rows of the same generation (data/validation_long_output.csv,
 at their published layouts; known misses left out). Not used for the shipped factors. Checked on 2026-12-01 with
 ``--with-rl --with-long-output`` (79 Hopper and 117 Blackwell rows): Hopper 1018 / 0.912 / 0.924 / 380 us,
@@ -39,8 +50,9 @@ per-chip overrides on that chip's long-output rows and cross-validates them grou
 The long-output rows are predicted as ``tcocalc validate --long-output`` predicts them (trtllm-bench's token budget
 since 2026-12-01; the 2026-12-01 ``--with-long-output`` figures above predate it).
 
-Run: ``.venv/bin/python benchmarks/fit_calibration.py [--with-rl] [--with-long-output] [--accelerator NAME]``; it
-prints the fitted values and the resulting errors; copy the values into data/calibration.toml.
+Run: ``.venv/bin/python benchmarks/fit_calibration.py [--with-rl] [--with-long-output] [--band]
+[--accelerator NAME]``; it prints the fitted values and the resulting errors; copy the values into
+data/calibration.toml.
 """
 
 from __future__ import annotations
@@ -60,7 +72,7 @@ from tcocalc.rl import pipeline as rl_pipeline
 from tcocalc.rl.validation import nemo_case_scenario
 from tcocalc.roofline.parallel import Parallelism
 from tcocalc.roofline.serving import TRTLLM_BENCH, generation_throughput
-from tcocalc.roofline.validation import predict_case, validation_cases
+from tcocalc.roofline.validation import LONG_OUTPUT_TOLERANCE, predict_case, validation_cases
 
 PARAMS = ("gemm_half_dim", "inference_runtime_efficiency", "training_runtime_efficiency", "alltoall_latency_scaleup_s")
 LOWER = (1.0, 0.2, 0.2, 0.0)
@@ -93,22 +105,39 @@ def _long_output_prediction(c: dict) -> float:
                                  kv_reservation="full", max_batched_tokens=TRTLLM_BENCH).output_tokens_per_s_per_gpu
 
 
-def fit_generation(generation: str, with_rl: bool = False, with_long_output: bool = False):
+BAND_WEIGHT = 20.0
+"""``--band``: weight of a row's excess beyond its band, ``max(0, |log(pred/pub)| - log(1 + tol - margin))``, in the
+residuals (large against the soft-L1 scale 0.2, so the fit gives up median accuracy before a row leaves its band)."""
+BAND_MARGIN = 0.01
+"""``--band``: the band is kept one point inside each row's tolerance (a row at the edge is not "within")."""
+
+
+def fit_generation(generation: str, with_rl: bool = False, with_long_output: bool = False, band: bool = False):
+    """Fit :data:`PARAMS` of ``generation``. ``band``: the fit is held to issue 13's target that every public row stays
+    in its band: the generation's validation rows and its long-output rows (known misses left out) add a penalty
+    residual (:data:`BAND_WEIGHT`) for any excess beyond their tolerance (validation) or ±25% (long output), while
+    the loss itself stays over the fitted rows. The long-output rows then bound the fit without being fitted."""
     def ours(hw):
         return bool(hw) and tc.hardware(hw).generation == generation
 
     cases = [c for c in validation_cases() if ours(c["hardware"]) and not c.get("known_miss")]
     long_rows = [c for c in long_output_cases()
                  if with_long_output and c["catalog_model"] and ours(c["hardware"]) and not c["known_miss"]]
+    bounded = [c for c in long_output_cases()
+               if band and c["catalog_model"] and ours(c["hardware"]) and not c["known_miss"]]
     rl = [(c, nemo_case_scenario(c)) for c in nemo_rl_cases()
           if with_rl and ours(c["hardware"]) and not c.get("known_miss")]
+    tol = np.log1p(np.array([c["tolerance"] for c in cases] + [LONG_OUTPUT_TOLERANCE] * len(bounded)) - BAND_MARGIN)
 
     def residuals(x):
         _trial(generation, x)
-        out = [np.log(predict_case(c, calibration=calibration_for(tc.hardware(c["hardware"]))) / c["published"])
+        val = [np.log(predict_case(c, calibration=calibration_for(tc.hardware(c["hardware"]))) / c["published"])
                for c in cases]
-        out += [np.log(_long_output_prediction(c) / c["published_tok_s_per_gpu"]) for c in long_rows]
+        out = val + [np.log(_long_output_prediction(c) / c["published_tok_s_per_gpu"]) for c in long_rows]
         out += [np.log(tc.evaluate(scn).metrics["step_time_s"] / c["step_time_s"]) for c, scn in rl]
+        if band:
+            edge = np.abs(val + [np.log(_long_output_prediction(c) / c["published_tok_s_per_gpu"]) for c in bounded])
+            out += list(BAND_WEIGHT * np.maximum(edge - tol, 0.0))
         return np.array(out)
 
     x0 = [_SHIPPED()[generation][p]["value"] for p in PARAMS]
@@ -116,6 +145,7 @@ def fit_generation(generation: str, with_rl: bool = False, with_long_output: boo
         res = least_squares(residuals, x0, bounds=(LOWER, UPPER), loss="soft_l1", f_scale=0.2, diff_step=1e-3)
     finally:
         _restore()
+    res.fun = res.fun[:len(cases) + len(long_rows) + len(rl)]  # the rows' residuals; the band penalties follow
     return cases + long_rows + [c for c, _ in rl], res
 
 
@@ -181,6 +211,8 @@ def main() -> None:
     ap.add_argument("--with-rl", action="store_true", help="also fit NeMo RL's published step times")
     ap.add_argument("--with-long-output", action="store_true",
                     help="also fit TensorRT-LLM's long-output rows (not used for the shipped factors)")
+    ap.add_argument("--band", action="store_true",
+                    help="hold every validation and long-output row of the generation inside its band")
     ap.add_argument("--accelerator", metavar="NAME",
                     help="fit one chip's serving overrides on its long-output rows (and cross-validate) instead")
     args = ap.parse_args()
@@ -195,7 +227,7 @@ def main() -> None:
         cross_validate_accelerator(args.accelerator)
         return
     for gen in ("hopper", "blackwell"):
-        cases, res = fit_generation(gen, with_rl=args.with_rl, with_long_output=args.with_long_output)
+        cases, res = fit_generation(gen, with_rl=args.with_rl, with_long_output=args.with_long_output, band=args.band)
         print(f"[{gen}] " + ", ".join(f"{p} = {v:.4g}" for p, v in zip(PARAMS, res.x, strict=True)))
         errs = np.expm1(res.fun) * 100
         for c, e in zip(cases, errs, strict=True):
