@@ -2,7 +2,8 @@
 
 For each hardware generation with validation rows (Hopper: H100/H200/H800; Blackwell: B200/GB200/
 GB300) it fits ``gemm_half_dim``, ``inference_runtime_efficiency``, ``training_runtime_efficiency`` and
-``alltoall_latency_scaleup_s`` jointly over ALL of that generation's cases in data/validation_cases.toml
+``alltoall_latency_scaleup_s`` (Ampere, A100, whose rows are training only: its training runtime efficiency alone,
+:data:`GENERATION_PARAMS`) jointly over ALL of that generation's cases in data/validation_cases.toml
 (generation, latency and training rows, every model), minimising a robust (soft-L1) loss on
 log(predicted/published). Nothing is fitted per model or per case. Cases marked ``known_miss`` (with the
 reason) are left out of the fit and still reported by ``tcocalc validate``.
@@ -78,14 +79,18 @@ PARAMS = ("gemm_half_dim", "inference_runtime_efficiency", "training_runtime_eff
 LOWER = (1.0, 0.2, 0.2, 0.0)
 UPPER = (4096.0, 1.0, 1.0, 500e-6)
 _SHIPPED = calibration_module._raw
+GENERATION_PARAMS = {"hopper": PARAMS, "blackwell": PARAMS, "ampere": ("training_runtime_efficiency",)}
+"""What each generation's rows can fit: Ampere's only rows are training iterations (TRN-10, Megatron-LM on A100
+since 2026-12-01), which constrain its training runtime efficiency and nothing else; its other factors stay
+borrowed from Hopper."""
 
 
-def _trial(generation: str, values) -> None:
-    """Make ``values`` (of :data:`PARAMS`) the generation's calibration for everything the library computes next:
+def _trial(generation: str, values, params=PARAMS) -> None:
+    """Make ``values`` (of ``params``) the generation's calibration for everything the library computes next:
     the parsed data file is swapped for a copy with them, and the caches that hold results computed under the
     old factors are cleared."""
     raw = copy.deepcopy(_SHIPPED())
-    for p, v in zip(PARAMS, values, strict=True):
+    for p, v in zip(params, values, strict=True):
         raw[generation][p]["value"] = float(v)
     calibration_module._raw = lambda: raw
     calibration_module._calibration.cache_clear()
@@ -113,10 +118,11 @@ BAND_MARGIN = 0.01
 
 
 def fit_generation(generation: str, with_rl: bool = False, with_long_output: bool = False, band: bool = False):
-    """Fit :data:`PARAMS` of ``generation``. ``band``: the fit is held to issue 13's target that every public row stays
-    in its band: the generation's validation rows and its long-output rows (known misses left out) add a penalty
-    residual (:data:`BAND_WEIGHT`) for any excess beyond their tolerance (validation) or ±25% (long output), while
-    the loss itself stays over the fitted rows. The long-output rows then bound the fit without being fitted."""
+    """Fit ``generation``'s factors (:data:`GENERATION_PARAMS`). ``band``: the fit is held to issue 13's target that
+    every public row stays in its band: the generation's validation rows and its long-output rows (known misses left
+    out) add a penalty residual (:data:`BAND_WEIGHT`) for any excess beyond their tolerance (validation) or ±25%
+    (long output), while the loss itself stays over the fitted rows. The long-output rows then bound the fit
+    without being fitted."""
     def ours(hw):
         return bool(hw) and tc.hardware(hw).generation == generation
 
@@ -129,8 +135,10 @@ def fit_generation(generation: str, with_rl: bool = False, with_long_output: boo
           if with_rl and ours(c["hardware"]) and not c.get("known_miss")]
     tol = np.log1p(np.array([c["tolerance"] for c in cases] + [LONG_OUTPUT_TOLERANCE] * len(bounded)) - BAND_MARGIN)
 
+    params = GENERATION_PARAMS[generation]
+
     def residuals(x):
-        _trial(generation, x)
+        _trial(generation, x, params)
         val = [np.log(predict_case(c, calibration=calibration_for(tc.hardware(c["hardware"]))) / c["published"])
                for c in cases]
         out = val + [np.log(_long_output_prediction(c) / c["published_tok_s_per_gpu"]) for c in long_rows]
@@ -140,9 +148,10 @@ def fit_generation(generation: str, with_rl: bool = False, with_long_output: boo
             out += list(BAND_WEIGHT * np.maximum(edge - tol, 0.0))
         return np.array(out)
 
-    x0 = [_SHIPPED()[generation][p]["value"] for p in PARAMS]
+    x0 = [_SHIPPED()[generation][p]["value"] for p in params]
+    lower, upper = zip(*[(LOWER[PARAMS.index(p)], UPPER[PARAMS.index(p)]) for p in params], strict=True)
     try:
-        res = least_squares(residuals, x0, bounds=(LOWER, UPPER), loss="soft_l1", f_scale=0.2, diff_step=1e-3)
+        res = least_squares(residuals, x0, bounds=(lower, upper), loss="soft_l1", f_scale=0.2, diff_step=1e-3)
     finally:
         _restore()
     res.fun = res.fun[:len(cases) + len(long_rows) + len(rl)]  # the rows' residuals; the band penalties follow
@@ -226,9 +235,9 @@ def main() -> None:
         print(f"   median |error| {np.median(np.abs(errs)):.1f}%  over {len(rows)} rows; cross-validation:")
         cross_validate_accelerator(args.accelerator)
         return
-    for gen in ("hopper", "blackwell"):
+    for gen, params in GENERATION_PARAMS.items():
         cases, res = fit_generation(gen, with_rl=args.with_rl, with_long_output=args.with_long_output, band=args.band)
-        print(f"[{gen}] " + ", ".join(f"{p} = {v:.4g}" for p, v in zip(PARAMS, res.x, strict=True)))
+        print(f"[{gen}] " + ", ".join(f"{p} = {v:.4g}" for p, v in zip(params, res.x, strict=True)))
         errs = np.expm1(res.fun) * 100
         for c, e in zip(cases, errs, strict=True):
             print(f"   {c['id']:12s} {e:+7.1f}%")
