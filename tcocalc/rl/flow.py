@@ -122,10 +122,8 @@ def pool_rates(cluster: Cluster, scn: Scenario, ws: WorkloadStats, gcap: Generat
         t_sync = colocated_switch_seconds(cluster.generator, gcap.weights_per_gpu_bytes, tr.state_bytes,
                                           offload=st.colocated_offload) + per_tensor
     else:
-        t_sync = np.array([weight_sync_seconds(cluster.model.params_total, cluster.trainer, cluster.generator,
-                                               int(a), int(b), instance_gpus=gcap.instance_gpus,
-                                               transport=st.weight_sync) for a, b in zip(n_t, n_g, strict=True)])
-        t_sync = t_sync + per_tensor
+        t_sync = weight_sync_seconds(cluster.model.params_total, cluster.trainer, cluster.generator, n_t, n_g,
+                                     instance_gpus=gcap.instance_gpus, transport=st.weight_sync) + per_tensor
     # the framework's cap on trajectories in flight spreads over the replicas (AReaL max concurrent rollouts)
     cap = scn.orchestration.max_rollouts_in_flight
     slots = np.full(n_rep.shape, gcap.b_max) if cap is None else np.clip(cap / np.maximum(n_rep, 1), 1.0, gcap.b_max)

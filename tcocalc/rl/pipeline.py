@@ -49,33 +49,38 @@ def evaluate_splits(cluster: Cluster, scn: Scenario, ws: WorkloadStats, n_t, n_g
     """All stages for splits ``(n_t[i], n_g[i])`` of one phase; infeasible splits are flagged, never NaN.
 
     The generator's instance is the steady-state throughput-best one unless an alternative on the same GPUs
-    (:func:`~tcocalc.rl.capacity.generator_alternatives`) delivers more useful samples/s through this run's flow
-    at the best of these splits: the instance a planner would pick for this run (docs/rl-modeling.md §4.4)."""
+    (:func:`~tcocalc.rl.capacity.generator_alternatives`) trains more samples/s through this run's flow at the
+    best of these splits (useful samples are a fixed share of them): the instance a planner would pick for this
+    run (docs/rl-modeling.md §4.4)."""
+    step_model = STEP_MODELS[scn.orchestration.mode]
     gcap = generator_capacity(scn, cluster, ws, max_gpus=int(np.max(n_g)))  # a pool too small for the usual instance
-    best = _stages(cluster, scn, ws, gcap, n_t, n_g)
-    for alt in generator_alternatives(scn, cluster, ws, gcap):
-        other = _stages(cluster, scn, ws, alt, n_t, n_g)
-        if _best_useful(other) > _best_useful(best):
-            best = other
-    return best
-
-
-def _best_useful(res: PhaseResult) -> float:
-    """The most useful samples/s any feasible split of ``res`` delivers (0 when none is feasible)."""
-    useful = np.where(res.feasible, res.metrics["useful_samples_per_s"], 0.0)
-    return float(np.max(useful)) if np.size(useful) else 0.0
-
-
-def _stages(cluster: Cluster, scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, n_t, n_g) -> PhaseResult:
-    """The stages after the generator's capacity: pool rates, flow, staleness, sandboxes, cost and metrics."""
     rates = pool_rates(cluster, scn, ws, gcap, n_t, n_g)
-    flow = STEP_MODELS[scn.orchestration.mode](scn, ws, gcap, rates)
+    flow = step_model(scn, ws, gcap, rates)
+    for alt in generator_alternatives(scn, cluster, ws, gcap):
+        alt_rates = pool_rates(cluster, scn, ws, alt, n_t, n_g)
+        if _ceiling(alt_rates) <= _best(rates, flow.trained_per_s):
+            continue  # neither pool would let it train faster than the flow already does: its flow cannot win
+        alt_flow = step_model(scn, ws, alt, alt_rates)
+        if _best(alt_rates, alt_flow.trained_per_s) > _best(rates, flow.trained_per_s):
+            gcap, rates, flow = alt, alt_rates, alt_flow
     stale = staleness(scn, ws, gcap, flow)
     live = sandbox_load(scn, ws, flow)
     usd_h = cluster_usd_per_hour(scn, rates.n_t, rates.n_g, live * scn.sandbox.cpu_cores)
     metrics = contract_metrics(scn, ws, rates, flow, stale, live, usd_h)
     return PhaseResult(workload=ws, generator=gcap, rates=rates, flow=flow, staleness=stale, sandboxes=live,
                        usd_per_hour=usd_h, metrics=metrics)
+
+
+def _best(rates: Rates, per_split) -> float:
+    """The largest of ``per_split`` over the feasible splits (0 when none is feasible)."""
+    values = np.where(rates.feasible, per_split, 0.0)
+    return float(np.max(values)) if np.size(values) else 0.0
+
+
+def _ceiling(rates: Rates) -> float:
+    """The most samples/s any feasible split could train with these pool rates: a flow exceeds neither the
+    trainer's nor the generator's capacity (:class:`~tcocalc.rl.flow.Rates`)."""
+    return _best(rates, np.minimum(rates.trainer_samples_per_s, rates.generator_samples_per_s))
 
 
 def clear_caches() -> None:

@@ -23,26 +23,33 @@ process instead (:mod:`tcocalc.rl.switching`).
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..catalog.calibration import rl_calibration
 
 __all__ = ["weight_sync_seconds", "rl_calibration"]
 
 
-def weight_sync_seconds(params_total: float, trainer_acc, generator_acc, trainer_gpus: int, generator_gpus: int,
-                        *, instance_gpus: int = 1, transport: str = "nccl-broadcast") -> float:
-    """Seconds to push ``params_total`` bf16 weights from the trainer pool to the generator pool."""
+def weight_sync_seconds(params_total: float, trainer_acc, generator_acc, trainer_gpus, generator_gpus,
+                        *, instance_gpus: int = 1, transport: str = "nccl-broadcast"):
+    """Seconds to push ``params_total`` bf16 weights from the trainer pool to the generator pool; ``trainer_gpus``
+    and ``generator_gpus`` may be arrays of splits (an array comes back), else a float."""
     cal = rl_calibration()
     eta = cal["weight_sync_efficiency"]
     nbytes = 2.0 * params_total
-    same = trainer_acc.name == generator_acc.name
-    if same and trainer_gpus + generator_gpus <= trainer_acc.scaleup_domain_gpus:
-        return nbytes / min(trainer_gpus, generator_gpus) / (eta * trainer_acc.scaleup_bytes_per_s)
+    n_t, n_g = np.asarray(trainer_gpus), np.asarray(generator_gpus)
+    inside = (trainer_acc.name == generator_acc.name) & (n_t + n_g <= trainer_acc.scaleup_domain_gpus)
+    scaleup = nbytes / np.maximum(np.minimum(n_t, n_g), 1) / (eta * trainer_acc.scaleup_bytes_per_s)
     nic = min(trainer_acc.scaleout_bytes_per_s, generator_acc.scaleout_bytes_per_s)
     inst = max(int(instance_gpus), 1)
     if transport == "p2p":
         per_gpu = nbytes / inst
-        replicas = max(generator_gpus // inst, 1)
-        send = nbytes * replicas / (max(trainer_gpus, 1) * trainer_acc.scaleout_bytes_per_s)
-        return cal["weight_sync_p2p_fixed_s"] + max(per_gpu / (eta * generator_acc.scaleout_bytes_per_s), send / eta)
-    server = generator_acc.server_gpus or inst  # unknown server size: the whole model per server, as before
-    return cal["weight_sync_fixed_s"] + nbytes * min(1.0, server / inst) / (eta * nic)
+        replicas = np.maximum(n_g // inst, 1)
+        send = nbytes * replicas / (np.maximum(n_t, 1) * trainer_acc.scaleout_bytes_per_s)
+        out = cal["weight_sync_p2p_fixed_s"] + np.maximum(per_gpu / (eta * generator_acc.scaleout_bytes_per_s),
+                                                          send / eta)
+    else:
+        server = generator_acc.server_gpus or inst  # unknown server size: the whole model per server, as before
+        out = cal["weight_sync_fixed_s"] + nbytes * min(1.0, server / inst) / (eta * nic) + 0.0 * n_g
+    out = np.where(inside, scaleup, out)
+    return float(out) if out.ndim == 0 else out
