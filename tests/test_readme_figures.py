@@ -85,3 +85,41 @@ def test_simulator_grid_size_and_solver_split_count(readme):
     scn = tc.load_scenario(ROOT / "scenarios" / "semianalysis_qwen3_235b_h200.toml")
     n = len(tc.solve_split(scn.with_split(1024, 3072)).sweep)
     assert f"every split of 4,096 H200 ({n} splits)" in readme
+
+
+def test_tinker_gap_waterfall_figures(readme):
+    """"Where the gap comes from": the Prime RL run's multi-tenancy, discards, MFU and B200 bars and its ideal rented
+    B200 cost; the slime run's multi-tenancy and B200 bars (tc.tinker_gap, B200 the default comparison)."""
+    def bars(stem):
+        gap = tc.tinker_gap(tc.load_scenario(ROOT / "scenarios" / f"{stem}.toml")).set_index("cause")["usd_per_mtok"]
+        return {k.split(":")[0].split(" (")[0]: v for k, v in gap.items()}
+
+    prime, slime = bars("semianalysis_qwen3_235b_h200"), bars("semianalysis_qwen3_235b_slime")
+    mfu = prime["MFU below the trainer's best"]
+    assert (f"multi-tenancy is worth ${prime['multi-tenancy']:.2f}/Mtok, while discarded rollouts "
+            f"(${prime['discarded rollouts']:.2f}) and the low MFU (${mfu:.2f})" in readme)
+    hw = prime["hardware generation"]
+    assert hw < 0 and f"B200 does not help (−${-hw:.2f}:" in readme
+    ideal = prime["Tinker list price"] + prime["Tinker margin and what the model leaves out"]
+    assert f"an ideal rented B200 cluster would cost ${ideal:.2f}, below Tinker's ${prime['Tinker list price']:.2f}" \
+        in readme
+    assert f"multi-tenancy is the largest bar (${slime['multi-tenancy']:.2f};" in readme
+    assert f"token than H200 (−${-slime['hardware generation']:.2f})" in readme
+
+
+def test_size_a_cluster_table(readme):
+    """"Size a cluster": the cheapest plan meeting 2 useful samples/s, Hopper vs Blackwell, own vs rent (the README's
+    own loop): each row's run hours and cost, and the owned Blackwell saving against owned Hopper."""
+    scn = tc.load_scenario(ROOT / "scenarios" / "semianalysis_qwen3_235b_h200.toml")
+    providers = list(tc.cloud_prices()["provider"].unique())
+    cost = {}
+    for family, hw in [("Hopper", ["H100", "H200"]), ("Blackwell", ["B200", "B300", "GB200-NVL72"])]:
+        for supply, supplies in (("own", ["own"]), ("rent", providers)):
+            best = tc.size_cluster(scn, {"useful_samples_per_s": 2.0}, {"trainer_hardware": hw,
+                                                                        "generator_hardware": hw,
+                                                                        "supplies": supplies}).best
+            cost[family, supply] = best["run_usd"]
+            row = f"| {best['run_hours']:.1f} h | ${best['run_usd']:,.0f} |"
+            assert re.search(rf"\| {family} \| {supply}[^|]*\|[^|]*{re.escape(row)}", readme), (family, supply, row)
+    saving = 1.0 - cost["Blackwell", "own"] / cost["Hopper", "own"]
+    assert f"Owned Blackwell meets the pace at about {100 * saving:.0f}% below the owned Hopper cost" in readme
