@@ -71,9 +71,7 @@ from tcocalc.catalog.cases import long_output_cases
 from tcocalc.catalog.rl_cases import nemo_rl_cases
 from tcocalc.rl import pipeline as rl_pipeline
 from tcocalc.rl.validation import nemo_case_scenario
-from tcocalc.roofline.parallel import Parallelism
-from tcocalc.roofline.serving import TRTLLM_BENCH, generation_throughput
-from tcocalc.roofline.validation import LONG_OUTPUT_TOLERANCE, predict_case, validation_cases
+from tcocalc.roofline.validation import LONG_OUTPUT_TOLERANCE, predict_case, predict_long_output, validation_cases
 
 PARAMS = ("gemm_half_dim", "inference_runtime_efficiency", "training_runtime_efficiency", "alltoall_latency_scaleup_s")
 LOWER = (1.0, 0.2, 0.2, 0.0)
@@ -104,10 +102,7 @@ def _restore() -> None:
 
 def _long_output_prediction(c: dict) -> float:
     """A long-output row's output tokens/s per GPU at its published layout (as ``long_output_table`` predicts it)."""
-    par = Parallelism(tp=c["tp"], pp=c["pp"], ep=c["ep"], dp=c["dp"])
-    return generation_throughput(c["catalog_model"], c["hardware"], gpus=par.gpus, prompt_tokens=c["isl"],
-                                 response_tokens=c["osl"], precision=c["precision"], parallel=par,
-                                 kv_reservation="full", max_batched_tokens=TRTLLM_BENCH).output_tokens_per_s_per_gpu
+    return predict_long_output(c)
 
 
 BAND_WEIGHT = 20.0

@@ -25,6 +25,9 @@ def parse_validation_cases(text: str, file: str = "data/validation_cases.toml") 
     for c in cases:
         entry = str(c.get("id", "?")) if isinstance(c, dict) else "?"
         check_entry(file, entry, c, require=_REQUIRED, value_fields=("published", "tolerance"))
+        block = c.get("kv_block_tokens", 1)
+        if type(block) is not int or block < 1:
+            raise DataFileError(file, entry, "kv_block_tokens", f"must be a whole number of tokens >= 1, got {block!r}")
         if "recompute" in c and c["recompute"] not in _RECOMPUTE:
             raise DataFileError(file, entry, "recompute", f"must be one of {list(_RECOMPUTE)}, got {c['recompute']!r}")
     return cases

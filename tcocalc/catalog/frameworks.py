@@ -16,7 +16,8 @@ from ..errors import DataFileError
 from .provenance import parse_toml
 
 __all__ = ["FRAMEWORK_KEYS", "ENGINE_KEYS", "BENCHMARK_KEYS", "framework_presets", "engine_defaults",
-           "engine_max_num_seqs", "engine_max_num_batched_tokens", "benchmark_defaults", "parse_frameworks"]
+           "engine_max_num_seqs", "engine_max_num_batched_tokens", "engine_kv_block_tokens", "benchmark_defaults",
+           "parse_frameworks"]
 
 #: preset key -> the type its value must have
 FRAMEWORK_KEYS: dict[str, type] = {
@@ -28,9 +29,10 @@ FRAMEWORK_KEYS: dict[str, type] = {
 ENGINE_KEYS: dict[str, type] = {"max_num_seqs": int, "max_num_batched_tokens": int, "cuda_graph_max_batch": int,
                                 "max_num_seqs_small_gpu": int, "small_gpu_below_gib": int,
                                 "max_num_batched_tokens_small_gpu": int, "max_num_batched_tokens_large_gpu": int,
-                                "large_gpu_from_gib": int}
+                                "large_gpu_from_gib": int, "kv_block_tokens": int, "kv_block_tokens_mla": int,
+                                "kv_block_tokens_mla_blackwell": int}
 #: benchmark key -> type (a benchmark tool that sizes the engine's caps itself)
-BENCHMARK_KEYS: dict[str, type] = {"min_num_tokens": int, "max_num_tokens": int}
+BENCHMARK_KEYS: dict[str, type] = {"min_num_tokens": int, "max_num_tokens": int, "kv_block_tokens": int}
 _CHOICES = {"engine": ("vllm", "sglang"), "weight_sync": ("nccl-broadcast", "p2p")}
 
 
@@ -132,3 +134,12 @@ def engine_max_num_batched_tokens(engine: str, acc) -> int:
     if acc.hbm_bytes / 1e9 >= eng["large_gpu_from_gib"]:
         return eng["max_num_batched_tokens_large_gpu"]
     return eng["max_num_batched_tokens"]
+
+
+def engine_kv_block_tokens(engine: str, m, acc) -> int:
+    """Tokens per KV-cache block of ``engine`` for model ``m`` on accelerator ``acc``: a request holds whole blocks
+    (vLLM 16, MLA 64, MLA on Blackwell 128; SGLang's token-granular page of 1; serving-engines.md A.1, A.2)."""
+    eng = engine_defaults(engine)
+    if m.attention != "mla":
+        return eng["kv_block_tokens"]
+    return eng["kv_block_tokens_mla_blackwell" if acc.generation == "blackwell" else "kv_block_tokens_mla"]

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..catalog.calibration import calibration_for, rl_calibration
+from ..catalog.frameworks import engine_kv_block_tokens
 from ..catalog.models import ModelArch
 from ..errors import InfeasibleError, ScenarioError
 from ..roofline.parallel import Layouts, Parallelism
@@ -203,7 +204,7 @@ def _memory_calibration(acc, mem_util: float | None):
 @functools.lru_cache(maxsize=256)
 def _generator_capacity(m, acc, precision, kv, prefill, generated, ctx, env_s, turns,
                         caching, pinned_tp=None, max_gpus=None, engine=(True, 512, 1024, 1.0),
-                        mem_util=None, disagg=None, budget=None) -> GeneratorCapacity:
+                        mem_util=None, disagg=None, budget=None, kv_block=1) -> GeneratorCapacity:
     """The serving instance: the throughput-best one (highest steady-state output per GPU within KV memory;
     :func:`_best_instance`, ``max_gpus`` the pool when it is smaller than that instance), or the pinned
     tensor-parallel degree. The pipeline also tries the tensor/expert-parallel instance of the same GPUs when this
@@ -212,9 +213,11 @@ def _generator_capacity(m, acc, precision, kv, prefill, generated, ctx, env_s, t
     pays. ``disagg`` = (chunk tokens, pinned prefill GPUs)
     for a disaggregated generator: decode-only instances and a prefill pool (:func:`_prefill_pool`). ``budget``:
     the engine's tokens per step; an aggregated instance prefills each turn's new tokens whole, in as few steps
-    as it allows (:func:`~tcocalc.roofline.serving.generation_throughput`, ``max_batched_tokens``)."""
+    as it allows (:func:`~tcocalc.roofline.serving.generation_throughput`, ``max_batched_tokens``). ``kv_block``: the
+    engine's KV block in tokens (a trajectory holds whole blocks; ``kv_block_tokens``)."""
     kw = dict(prompt_tokens=max(prefill, 1.0), response_tokens=max(generated, 1.0), precision=precision,
-              kv_precision=kv, context_tokens=ctx, prompt_segments=max(turns, 1), max_batched_tokens=budget)
+              kv_precision=kv, context_tokens=ctx, prompt_segments=max(turns, 1), max_batched_tokens=budget,
+              kv_block_tokens=kv_block)
     cal = _memory_calibration(acc, mem_util)
     if cal is not None:
         kw["_calibration"] = cal
@@ -274,7 +277,7 @@ def _capacity_args(scn, cluster: Cluster, ws: WorkloadStats) -> tuple:
     return (cluster.model, cluster.generator, g.precision, g.kv_precision, ws.prefill_tokens, ws.generated_per_kept,
             ws.context_tokens, ws.tool_s + ws.startup_s, ws.turns, scn.workload.prefix_caching, g.tp, None, engine,
             g.gpu_memory_utilization, (st.max_num_batched_tokens, g.prefill_gpus) if g.disaggregated else None,
-            st.max_num_batched_tokens)
+            st.max_num_batched_tokens, engine_kv_block_tokens(st.engine, cluster.model, cluster.generator))
 
 
 def generator_capacity(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int | None = None) -> GeneratorCapacity:

@@ -35,7 +35,7 @@ from .forward import (
 from .parallel import Layouts, Parallelism
 
 __all__ = ["GenerationEstimate", "generation_throughput", "candidate_serving_layouts", "fewest_stages",
-           "kv_pool_per_gpu", "check_kv_reservation"]
+           "kv_pool_per_gpu", "check_kv_reservation", "kv_tokens_held"]
 
 _POW2 = (1, 2, 4, 8, 16, 32, 64)
 
@@ -213,7 +213,7 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
                           concurrency=None, parallel=None, kv_precision=None, theoretical=False,
                           context_tokens=None, kv_reservation="current", interleaved_prefill=True,
                           max_seqs_per_rank=None, prompt_segments=1, max_batched_tokens=None,
-                          _calibration=None) -> GenerationEstimate:
+                          kv_block_tokens=None, _calibration=None) -> GenerationEstimate:
     """Steady-state output tokens/s of ``gpus`` GPUs generating ``response_tokens`` after ``prompt_tokens``.
 
     Parameters
@@ -245,6 +245,9 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
         every step carries its share of the prompts' tokens.
     prompt_segments : with ``max_batched_tokens``, the prompt reaches the engine in this many equal pieces, each
         prefilled when it arrives (an agentic trajectory's turns; default 1, the whole prompt at once).
+    kv_block_tokens : [tokens] the engine's KV-cache block (vLLM 16, MLA 64/128; TensorRT-LLM 32; SGLang 1): a
+        request holds whole blocks (:func:`kv_tokens_held`), which lowers the KV-bound concurrency. Default 1
+        (token-granular).
 
     Raises
     ------
@@ -263,6 +266,7 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
     r = check_positive("response_tokens", response_tokens)
     if concurrency is not None:
         check_positive("concurrency", concurrency)
+    block = 1 if kv_block_tokens is None else check_whole("kv_block_tokens", kv_block_tokens)
     m, acc, precision, kv_precision, par0 = resolve_inputs(model, hw, precision, kv_precision, parallel)
     cal = _calibration or calibration_for(acc, theoretical=theoretical)
     layouts = [par0] if parallel is not None else fewest_stages(candidate_serving_layouts(m, acc, gpus), m, acc,
@@ -275,7 +279,8 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
         weights, pool = kv_pool_per_gpu(m, acc, cal, par, precision)
         if pool <= 0:
             continue
-        per_seq = float(kv_bytes_per_seq_per_gpu(m, par, kv_precision, p + r if kv_reservation == "full" else ctx))
+        per_seq = float(kv_bytes_per_seq_per_gpu(m, par, kv_precision, kv_tokens_held(ctx, p, r, kv_reservation,
+                                                                                      block)))
         per_rank = np.floor(pool / per_seq)  # per_seq already spans the pp stages
         b_max = par.dp * (per_rank if max_seqs_per_rank is None else min(per_rank, float(max_seqs_per_rank)))
         replicas = gpus // par.gpus
@@ -305,6 +310,18 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
         memory_per_gpu_bytes=weights + kv_used + cal.inference_workspace_bytes,
         max_concurrency=float(b_max) * replicas, weights_per_gpu_bytes=weights,
         bound=max(parts, key=parts.get), tier=cal.tier)
+
+
+def kv_tokens_held(ctx, prompt_tokens, response_tokens, kv_reservation: str, block: int) -> float:
+    """KV tokens one running request holds against the pool [tokens]. Paged KV caches allocate whole blocks of
+    ``block`` tokens (vLLM's block, TensorRT-LLM's ``tokens_per_block``, SGLang's page; serving-engines.md A.1-A.3):
+    ``"full"`` reservation takes ``⌈(P + R)/block⌉·block`` (TensorRT-LLM's capacity scheduler reserves
+    ``ceil((prompt + max_tokens)/block)`` blocks); ``"current"`` takes the mean context plus the mean unfilled
+    part of its last block, ``(block − 1)/2`` [derived: the context's position within a block is uniform over
+    a request's life]. ``block = 1`` is token-granular."""
+    if kv_reservation == "full":
+        return float(np.ceil((prompt_tokens + response_tokens) / block) * block)
+    return float(ctx) + (block - 1) / 2.0
 
 
 def _fits_one_sequence(m, acc, cal, par, precision, kv_precision, ctx) -> bool:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from ..catalog.cases import long_output_cases, validation_cases
 from ..errors import DataFileError
 
-__all__ = ["validation_cases", "predict_case", "validation_table", "long_output_table", "LONG_OUTPUT_TOLERANCE"]
+__all__ = ["validation_cases", "predict_case", "validation_table", "long_output_table", "predict_long_output",
+           "LONG_OUTPUT_TOLERANCE"]
 
 LONG_OUTPUT_TOLERANCE = 0.25
 """Issue 13's band for every public generation row."""
@@ -30,11 +31,13 @@ def predict_case(case: dict, *, calibration=None) -> float:
         return _predict_pool(case, par, calibration)
     if kind in ("generation", "tpot", "ttft"):
         gpus = par.gpus if par else case.get("gpus", 1)
+        budget = case.get("max_batched_tokens")
+        block = case.get("kv_block_tokens", _bench_block() if budget == "trtllm-bench" else None)
         est = generation_throughput(case["model"], case["hardware"], gpus=gpus,
                                     prompt_tokens=case["prompt_tokens"], response_tokens=case["response_tokens"],
                                     precision=case["precision"], parallel=par, concurrency=case.get("concurrency"),
                                     kv_reservation=case.get("kv_reservation", "current"),
-                                    max_batched_tokens=case.get("max_batched_tokens"), _calibration=calibration)
+                                    max_batched_tokens=budget, kv_block_tokens=block, _calibration=calibration)
         return {"generation": est.output_tokens_per_s_per_gpu, "tpot": est.tpot_s, "ttft": est.ttft_s}[kind]
     est = training_throughput(case["model"], case["hardware"], gpus=case["gpus"], seq_tokens=case["seq_tokens"],
                               precision=case["precision"], parallel=par,
@@ -49,6 +52,27 @@ def predict_case(case: dict, *, calibration=None) -> float:
     if kind == "gpu_hours":
         return case["tokens"] / est.tokens_per_s_per_gpu / 3600.0
     raise DataFileError("data/validation_cases.toml", case["id"], "kind", f"unknown kind {kind!r}")
+
+
+def _bench_block() -> int:
+    """trtllm-bench's KV block (TensorRT-LLM ``tokens_per_block``, data/frameworks.toml)."""
+    from ..catalog.frameworks import benchmark_defaults
+
+    return benchmark_defaults("trtllm-bench")["kv_block_tokens"]
+
+
+def predict_long_output(c: dict, *, calibration=None) -> float:
+    """One long-output row's output tokens/s per GPU at its published layout, as trtllm-bench runs it: the capacity
+    scheduler's full KV reservation (GUARANTEED_NO_EVICT) in whole ``tokens_per_block`` blocks and the benchmark's
+    ``max_num_tokens`` heuristic (serving-engines.md A.3)."""
+    from .parallel import Parallelism
+    from .serving import TRTLLM_BENCH, generation_throughput
+
+    par = Parallelism(tp=c["tp"], pp=c["pp"], ep=c["ep"], dp=c["dp"])
+    return generation_throughput(c["catalog_model"], c["hardware"], gpus=par.gpus, prompt_tokens=c["isl"],
+                                 response_tokens=c["osl"], precision=c["precision"], parallel=par,
+                                 kv_reservation="full", max_batched_tokens=TRTLLM_BENCH,
+                                 kv_block_tokens=_bench_block(), _calibration=calibration).output_tokens_per_s_per_gpu
 
 
 def _predict_pool(case: dict, par, calibration) -> float:
@@ -101,19 +125,9 @@ def long_output_table():
     cannot represent has NA, never NaN)."""
     import pandas as pd
 
-    from .parallel import Parallelism
-    from .serving import TRTLLM_BENCH, generation_throughput
-
     rows = []
     for c in long_output_cases():
-        pred = None
-        if c["catalog_model"] and c["hardware"]:
-            par = Parallelism(tp=c["tp"], pp=c["pp"], ep=c["ep"], dp=c["dp"])
-            est = generation_throughput(c["catalog_model"], c["hardware"], gpus=par.gpus, prompt_tokens=c["isl"],
-                                        response_tokens=c["osl"], precision=c["precision"], parallel=par,
-                                        kv_reservation="full",  # trtllm-bench: GUARANTEED_NO_EVICT
-                                        max_batched_tokens=TRTLLM_BENCH)  # and its max_num_tokens heuristic
-            pred = est.output_tokens_per_s_per_gpu
+        pred = predict_long_output(c) if c["catalog_model"] and c["hardware"] else None
         err = None if pred is None else pred / c["published_tok_s_per_gpu"] - 1.0
         rows.append({"id": c["id"], "case": f"{c['model']} on {c['hardware'] or '(not in the catalog)'} "
                                            f"{c['precision']}, "
