@@ -46,7 +46,8 @@ def test_every_preset_has_every_key_with_a_source_and_the_schema_lists_them_all(
                                        "cuda_graph_max_batch": 512, "max_num_seqs_small_gpu": 256,
                                        "small_gpu_below_gib": 70, "max_num_batched_tokens_small_gpu": 8192,
                                        "max_num_batched_tokens_large_gpu": 16384,
-                                       "large_gpu_from_gib": 160}  # serving-engines.md A.1
+                                       "large_gpu_from_gib": 160, "kv_block_tokens": 16, "kv_block_tokens_mla": 64,
+                                       "kv_block_tokens_mla_blackwell": 128}  # serving-engines.md A.1
 
 
 def test_a_preset_without_a_source_is_refused_naming_the_field():

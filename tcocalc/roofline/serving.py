@@ -257,11 +257,7 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
     check_kv_reservation(kv_reservation)
     gpus = check_whole("gpus", gpus)
     segments = check_positive("prompt_segments", prompt_segments)
-    budget = max_batched_tokens
-    if isinstance(budget, str) and budget != TRTLLM_BENCH:
-        raise ScenarioError("max_batched_tokens", f"expected a number of tokens or {TRTLLM_BENCH!r}, got {budget!r}")
-    if budget is not None and budget != TRTLLM_BENCH:
-        budget = check_positive("max_batched_tokens", budget)
+    budget = _check_budget(max_batched_tokens)
     p = check_positive("prompt_tokens", prompt_tokens)
     r = check_positive("response_tokens", response_tokens)
     if concurrency is not None:
@@ -322,6 +318,15 @@ def kv_tokens_held(ctx, prompt_tokens, response_tokens, kv_reservation: str, blo
     if kv_reservation == "full":
         return float(np.ceil((prompt_tokens + response_tokens) / block) * block)
     return float(ctx) + (block - 1) / 2.0
+
+
+def _check_budget(budget):
+    """``max_batched_tokens`` checked: ``None``, ``"trtllm-bench"`` or a positive number (ScenarioError naming it)."""
+    if isinstance(budget, str) and budget != TRTLLM_BENCH:
+        raise ScenarioError("max_batched_tokens", f"expected a number of tokens or {TRTLLM_BENCH!r}, got {budget!r}")
+    if budget is not None and budget != TRTLLM_BENCH:
+        return check_positive("max_batched_tokens", budget)
+    return budget
 
 
 def _fits_one_sequence(m, acc, cal, par, precision, kv_precision, ctx) -> bool:
