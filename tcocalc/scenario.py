@@ -105,6 +105,9 @@ class GeneratorSection(_Section):
     max_num_batched_tokens: int | None = Field(None, ge=1, le=1_048_576, description="tokens one engine step "
                                                "takes in, the prefill chunk (vLLM max_num_batched_tokens, SGLang "
                                                "chunked_prefill_size; default: the engine's documented default)")
+    kv_block_tokens: int | None = Field(None, ge=1, le=4096, description="tokens per KV-cache block, of which a "
+                                        "trajectory holds whole blocks (vLLM block_size, SGLang page_size; default: "
+                                        "the engine's documented default for the model's attention)")
     async_scheduling: bool | None = Field(None, description="the engine prepares step N+1 on the CPU while step N "
                                           "runs; false exposes its CPU work every step (default: preset)")
     bucketed_weight_load: bool | None = Field(None, description="weights reach the engine in large buckets; false "

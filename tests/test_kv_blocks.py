@@ -64,3 +64,24 @@ def test_the_rl_generator_takes_its_engines_block():
     assert vllm.instance == sglang.instance
     assert vllm.b_max <= sglang.b_max
     assert vllm.b_max >= math.floor(sglang.b_max * ws.context_tokens / (ws.context_tokens + 7.5)) - 1
+
+
+def test_scenario_key_sets_the_block():
+    """[generator] kv_block_tokens overrides the engine's default: a 4,096-token block makes each trajectory of the
+    default scenario hold about 2,048 tokens more, so fewer fit; a bad value is a ScenarioError naming the key."""
+    from pathlib import Path
+
+    from tcocalc.rl.capacity import generator_capacity
+    from tcocalc.rl.cluster import resolve
+    from tcocalc.rl.phases import phase_list, workload_stats
+
+    scn = tc.load_scenario(Path(__file__).resolve().parents[1] / "scenarios" / "default.toml")
+    name, start, steps, over = phase_list(scn)[0]
+    ws = workload_stats(scn, over, name, start, steps)
+    big = scn.with_values({"generator.kv_block_tokens": 4096})
+    base_cap, big_cap = generator_capacity(scn, resolve(scn), ws), generator_capacity(big, resolve(big), ws)
+    assert big_cap.b_max < base_cap.b_max
+    assert big_cap.b_max == pytest.approx(base_cap.b_max * (ws.context_tokens + 7.5) / (ws.context_tokens + 2047.5),
+                                          abs=1.0)
+    with pytest.raises(tc.ScenarioError, match="kv_block_tokens"):
+        scn.with_values({"generator.kv_block_tokens": 0})

@@ -277,7 +277,8 @@ def _capacity_args(scn, cluster: Cluster, ws: WorkloadStats) -> tuple:
     return (cluster.model, cluster.generator, g.precision, g.kv_precision, ws.prefill_tokens, ws.generated_per_kept,
             ws.context_tokens, ws.tool_s + ws.startup_s, ws.turns, scn.workload.prefix_caching, g.tp, None, engine,
             g.gpu_memory_utilization, (st.max_num_batched_tokens, g.prefill_gpus) if g.disaggregated else None,
-            st.max_num_batched_tokens, engine_kv_block_tokens(st.engine, cluster.model, cluster.generator))
+            st.max_num_batched_tokens, g.kv_block_tokens if g.kv_block_tokens is not None
+            else engine_kv_block_tokens(st.engine, cluster.model, cluster.generator))
 
 
 def generator_capacity(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int | None = None) -> GeneratorCapacity:
