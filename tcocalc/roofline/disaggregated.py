@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..catalog.calibration import calibration_for
-from ..catalog.frameworks import engine_max_num_batched_tokens, engine_max_num_seqs
+from ..catalog.frameworks import engine_kv_block_tokens, engine_max_num_batched_tokens, engine_max_num_seqs
 from ..errors import InfeasibleError, ScenarioError
 from .forward import check_positive, check_whole, forward_cost, kv_bytes_per_seq_per_gpu, resolve_inputs
 from .parallel import Layouts, Parallelism
@@ -127,11 +127,12 @@ def prefill_pool_rate(m, acc, cal, *, prompt_tokens, precision, kv_precision, ch
 
 
 def decode_pool_rate(m, acc, cal, *, prompt_tokens, response_tokens, precision, kv_precision, max_seqs_per_rank,
-                     kv_reservation="current", parallel=None, max_gpus=None) -> PoolRate | None:
+                     kv_reservation="current", parallel=None, max_gpus=None, kv_block_tokens=None) -> PoolRate | None:
     """The decode instance with the most output tokens/s per GPU (or the pinned one): decode-only steps of ``b``
     sequences at the mean context ``P + R/2``, ``b`` within the KV pool (reserving the running context, or
-    prompt + whole output with ``kv_reservation="full"``) and ``max_seqs_per_rank`` per attention-DP rank
-    (:func:`~tcocalc.roofline.serving.generation_throughput` with ``interleaved_prefill=False`` per instance)."""
+    prompt + whole output with ``kv_reservation="full"``, in whole ``kv_block_tokens`` blocks) and
+    ``max_seqs_per_rank`` per attention-DP rank (:func:`~tcocalc.roofline.serving.generation_throughput` with
+    ``interleaved_prefill=False`` per instance)."""
     p, r = float(prompt_tokens), float(response_tokens)
     best = None
     for par in _layouts(m, acc, cal, precision, kv_precision, p + r, parallel, max_gpus):
@@ -139,7 +140,8 @@ def decode_pool_rate(m, acc, cal, *, prompt_tokens, response_tokens, precision, 
             est = generation_throughput(m, acc, gpus=par.gpus, prompt_tokens=p, response_tokens=r,
                                         precision=precision, kv_precision=kv_precision, parallel=par,
                                         kv_reservation=kv_reservation, interleaved_prefill=False,
-                                        max_seqs_per_rank=max_seqs_per_rank, _calibration=cal)
+                                        max_seqs_per_rank=max_seqs_per_rank, kv_block_tokens=kv_block_tokens,
+                                        _calibration=cal)
         except InfeasibleError:  # not even one sequence fits this instance
             continue
         if best is None or est.output_tokens_per_s_per_gpu > best.tokens_per_s_per_gpu:
@@ -232,6 +234,7 @@ def disaggregated_throughput(model, hw, *, gpus, prompt_tokens, response_tokens,
     prefill_parallel, decode_parallel = (_pinned(m, acc, precision, kv, q) for q in (prefill_parallel, decode_parallel))
     cal = calibration_for(acc, theoretical=theoretical)
     chunk, max_seqs = engine_caps(engine, acc)
+    block = engine_kv_block_tokens(engine, m, acc)
 
     def pre_rate(par, max_gpus):
         return prefill_pool_rate(m, acc, cal, prompt_tokens=p, precision=precision, kv_precision=kv,
@@ -240,7 +243,7 @@ def disaggregated_throughput(model, hw, *, gpus, prompt_tokens, response_tokens,
     def dec_rate(par, max_gpus):
         return decode_pool_rate(m, acc, cal, prompt_tokens=p, response_tokens=r, precision=precision,
                                 kv_precision=kv, max_seqs_per_rank=max_seqs, kv_reservation=kv_reservation,
-                                parallel=par, max_gpus=max_gpus)
+                                parallel=par, max_gpus=max_gpus, kv_block_tokens=block)
 
     pre, dec = pre_rate(prefill_parallel, g - 1), dec_rate(decode_parallel, g - 1)
     if pre is None or dec is None:
@@ -270,7 +273,8 @@ def disaggregated_throughput(model, hw, *, gpus, prompt_tokens, response_tokens,
     try:
         agg = generation_throughput(m, acc, gpus=g, prompt_tokens=p, response_tokens=r, precision=precision,
                                     kv_precision=kv, kv_reservation=kv_reservation, theoretical=theoretical,
-                                    max_seqs_per_rank=max_seqs, max_batched_tokens=chunk)  # the same engine
+                                    max_seqs_per_rank=max_seqs, max_batched_tokens=chunk,
+                                    kv_block_tokens=block)  # the same engine
         agg_rate = agg.output_tokens_per_s_per_gpu
     except InfeasibleError:
         agg_rate = None

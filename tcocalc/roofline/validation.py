@@ -79,6 +79,7 @@ def _predict_pool(case: dict, par, calibration) -> float:
     """One pool of a disaggregated deployment at its published instance: input tokens/s per GPU of a prefill
     instance, output tokens/s per GPU of a decode instance (:mod:`tcocalc.roofline.disaggregated`)."""
     from ..catalog.calibration import calibration_for
+    from ..catalog.frameworks import engine_kv_block_tokens
     from .disaggregated import decode_pool_rate, engine_caps, prefill_pool_rate
     from .forward import resolve_inputs
 
@@ -92,7 +93,8 @@ def _predict_pool(case: dict, par, calibration) -> float:
     else:
         rate = decode_pool_rate(m, acc, cal, prompt_tokens=case["prompt_tokens"],
                                 response_tokens=case["response_tokens"], precision=precision, kv_precision=kv,
-                                max_seqs_per_rank=max_seqs, parallel=par)
+                                max_seqs_per_rank=max_seqs, parallel=par,
+                                kv_block_tokens=engine_kv_block_tokens(case.get("engine", "vllm"), m, acc))
     if rate is None:
         raise DataFileError("data/validation_cases.toml", case["id"], "parallel", "the instance does not fit")
     return rate.tokens_per_s_per_gpu
