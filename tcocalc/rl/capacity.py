@@ -268,7 +268,8 @@ def _prefill_pool(m, acc, cal, precision, kv, prefill, turns, chunk, pinned) -> 
 
 
 def _capacity_args(scn, cluster: Cluster, ws: WorkloadStats) -> tuple:
-    """The arguments of :func:`_generator_capacity` for this phase (``pinned_tp`` 10th, ``max_gpus`` 11th)."""
+    """The arguments of :func:`_generator_capacity` for this phase, in order (``pinned_tp`` at index 10, ``max_gpus``
+    at index 11)."""
     g = scn.generator
     st = settings(scn)
     graph_max = min(st.cuda_graph_max_batch, 2 * st.max_num_seqs)  # vLLM: min(2 x max_num_seqs, 512)
