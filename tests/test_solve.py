@@ -288,3 +288,34 @@ def test_readme_instance_figures_come_from_the_solver(solved):
         line = next(a for a in solved[stem][2].advice if a.startswith(f"A TP{tp} "))
         gain = line.split("(+")[1].split("%")[0]
         assert f"`{stem}`: {label}, +{gain}%" in " ".join(readme.split()), (stem, gain)
+
+
+def test_the_rl_flow_keeps_the_tp8_generator_under_a_recalibration():
+    """The SemiAnalysis generator's steady-state best instance flips to attention DP (TP4 x DP2) under the Hopper
+    factors the whole-prompt --with-rl fit gave (625 / 0.877 / 0.840 / 380 us), which decodes each sequence slower;
+    the RL flow now keeps TP8 EP8, which trains more (README, "How far to trust the roofline engine": the refit no
+    longer collapses the reconstruction, 1.23 useful samples/s before)."""
+    import importlib.util
+
+    from tcocalc.rl.capacity import generator_capacity
+    from tcocalc.rl.cluster import resolve
+    from tcocalc.rl.phases import phase_list, workload_stats
+
+    path = SCN.parent / "benchmarks" / "fit_calibration.py"
+    spec = importlib.util.spec_from_file_location("fit_calibration", path)
+    fit = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fit)
+    scn = tc.load_scenario(SCN / "semianalysis_qwen3_235b_h200.toml")
+    fit._trial("hopper", (625.0, 0.877, 0.840, 380e-6))
+    try:
+        name, start, steps, over = phase_list(scn)[0]
+        ws = workload_stats(scn, over, name, start, steps)
+        steady = generator_capacity(scn, resolve(scn), ws, max_gpus=scn.generator.gpus)
+        rep = tc.evaluate(scn)
+    finally:
+        fit._restore()
+        from tcocalc.rl import pipeline
+        pipeline.clear_caches()
+    assert steady.instance.dp > 1                                   # the steady-state pick: attention DP
+    assert rep.phases["generator_instance"].tolist() == ["TP8 PP1 EP8 DP1"]
+    assert rep.metrics["useful_samples_per_s"] > 1.8                 # 1.23 with the attention-DP instance
