@@ -123,3 +123,11 @@ def test_size_a_cluster_table(readme):
             assert re.search(rf"\| {family} \| {supply}[^|]*\|[^|]*{re.escape(row)}", readme), (family, supply, row)
     saving = 1.0 - cost["Blackwell", "own"] / cost["Hopper", "own"]
     assert f"Owned Blackwell meets the pace at about {100 * saving:.0f}% below the owned Hopper cost" in readme
+
+
+def test_disaggregation_under_a_per_user_speed(readme):
+    """"Prefill/decode disaggregation": the Llama-3.3-70B case (64 H100, 4,000/1,000) at 50 and 20 ms per token."""
+    args = dict(gpus=64, prompt_tokens=4000, response_tokens=1000)
+    x50, x20 = (tc.disaggregated_throughput("Llama-3.3-70B", "H100", max_tpot_s=t, **args).speedup_vs_aggregated
+                for t in (0.05, 0.02))
+    assert f"the Llama-3.3-70B case at 50 ms per output token {x50:.2f}x, at 20 ms {x20:.2f}x" in readme

@@ -127,12 +127,13 @@ def prefill_pool_rate(m, acc, cal, *, prompt_tokens, precision, kv_precision, ch
 
 
 def decode_pool_rate(m, acc, cal, *, prompt_tokens, response_tokens, precision, kv_precision, max_seqs_per_rank,
-                     kv_reservation="current", parallel=None, max_gpus=None, kv_block_tokens=None) -> PoolRate | None:
+                     kv_reservation="current", parallel=None, max_gpus=None, kv_block_tokens=None,
+                     max_tpot_s=None) -> PoolRate | None:
     """The decode instance with the most output tokens/s per GPU (or the pinned one): decode-only steps of ``b``
     sequences at the mean context ``P + R/2``, ``b`` within the KV pool (reserving the running context, or
     prompt + whole output with ``kv_reservation="full"``, in whole ``kv_block_tokens`` blocks) and
     ``max_seqs_per_rank`` per attention-DP rank (:func:`~tcocalc.roofline.serving.generation_throughput` with
-    ``interleaved_prefill=False`` per instance)."""
+    ``interleaved_prefill=False`` per instance), at most ``max_tpot_s`` per output token when given."""
     p, r = float(prompt_tokens), float(response_tokens)
     best = None
     for par in _layouts(m, acc, cal, precision, kv_precision, p + r, parallel, max_gpus):
@@ -141,8 +142,8 @@ def decode_pool_rate(m, acc, cal, *, prompt_tokens, response_tokens, precision, 
                                         precision=precision, kv_precision=kv_precision, parallel=par,
                                         kv_reservation=kv_reservation, interleaved_prefill=False,
                                         max_seqs_per_rank=max_seqs_per_rank, kv_block_tokens=kv_block_tokens,
-                                        _calibration=cal)
-        except InfeasibleError:  # not even one sequence fits this instance
+                                        max_tpot_s=max_tpot_s, _calibration=cal)
+        except InfeasibleError:  # not even one sequence fits this instance (or meets the TPOT limit)
             continue
         if best is None or est.output_tokens_per_s_per_gpu > best.tokens_per_s_per_gpu:
             best = PoolRate(parallel=par, tokens_per_s_per_gpu=est.output_tokens_per_s_per_gpu, step_s=est.tpot_s,
@@ -204,7 +205,8 @@ def _prefill_counts(prefill_gpus, g: int, pre: Parallelism, d: int) -> np.ndarra
 
 def disaggregated_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, precision="bf16",
                              kv_precision=None, prefill_gpus=None, prefill_parallel=None, decode_parallel=None,
-                             engine="vllm", kv_reservation="current", theoretical=False) -> DisaggregatedEstimate:
+                             engine="vllm", kv_reservation="current", theoretical=False,
+                             max_tpot_s=None) -> DisaggregatedEstimate:
     """Steady-state output tokens/s of ``gpus`` GPUs split into a prefill and a decode pool (module docstring).
 
     Parameters
@@ -219,6 +221,8 @@ def disaggregated_throughput(model, hw, *, gpus, prompt_tokens, response_tokens,
     engine : "vllm" | "sglang"          whose documented chunk (``max_num_batched_tokens``) sizes the prefill step
         and whose running cap (``max_num_seqs``, per attention-DP rank) bounds the decode batch.
     kv_reservation : "current" | "full" as :func:`generation_throughput`.
+    max_tpot_s : [s] per output token, optional: the decode pool (and the aggregated comparison) keeps only batches
+        that meet it (:func:`~tcocalc.roofline.serving.generation_throughput`'s ``max_tpot_s``).
 
     Raises
     ------
@@ -230,6 +234,7 @@ def disaggregated_throughput(model, hw, *, gpus, prompt_tokens, response_tokens,
     p = check_positive("prompt_tokens", prompt_tokens)
     r = check_positive("response_tokens", response_tokens)
     check_kv_reservation(kv_reservation)
+    max_tpot = None if max_tpot_s is None else check_positive("max_tpot_s", max_tpot_s)
     m, acc, precision, kv, _ = resolve_inputs(model, hw, precision, kv_precision, None)
     prefill_parallel, decode_parallel = (_pinned(m, acc, precision, kv, q) for q in (prefill_parallel, decode_parallel))
     cal = calibration_for(acc, theoretical=theoretical)
@@ -243,9 +248,16 @@ def disaggregated_throughput(model, hw, *, gpus, prompt_tokens, response_tokens,
     def dec_rate(par, max_gpus):
         return decode_pool_rate(m, acc, cal, prompt_tokens=p, response_tokens=r, precision=precision,
                                 kv_precision=kv, max_seqs_per_rank=max_seqs, kv_reservation=kv_reservation,
-                                parallel=par, max_gpus=max_gpus, kv_block_tokens=block)
+                                parallel=par, max_gpus=max_gpus, kv_block_tokens=block, max_tpot_s=max_tpot)
 
     pre, dec = pre_rate(prefill_parallel, g - 1), dec_rate(decode_parallel, g - 1)
+    if dec is None and max_tpot is not None and decode_pool_rate(
+            m, acc, cal, prompt_tokens=p, response_tokens=r, precision=precision, kv_precision=kv,
+            max_seqs_per_rank=max_seqs, kv_reservation=kv_reservation, parallel=decode_parallel, max_gpus=g - 1,
+            kv_block_tokens=block) is not None:
+        raise InfeasibleError(f"max_tpot_s: no decode instance of {m.name} ({precision}) on {acc.name} within "
+                              f"{g - 1} GPUs decodes within {max_tpot * 1e3:.3g} ms per output token; relax it or "
+                              f"use a faster GPU (generation_throughput names the fastest layout)")
     if pre is None or dec is None:
         if (pre is None and prefill_parallel is not None) or (dec is None and decode_parallel is not None):
             which = "prefill_parallel" if pre is None else "decode_parallel"
@@ -274,7 +286,7 @@ def disaggregated_throughput(model, hw, *, gpus, prompt_tokens, response_tokens,
         agg = generation_throughput(m, acc, gpus=g, prompt_tokens=p, response_tokens=r, precision=precision,
                                     kv_precision=kv, kv_reservation=kv_reservation, theoretical=theoretical,
                                     max_seqs_per_rank=max_seqs, max_batched_tokens=chunk,
-                                    kv_block_tokens=block)  # the same engine
+                                    kv_block_tokens=block, max_tpot_s=max_tpot)  # the same engine, the same SLA
         agg_rate = agg.output_tokens_per_s_per_gpu
     except InfeasibleError:
         agg_rate = None

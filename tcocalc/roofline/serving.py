@@ -182,12 +182,13 @@ def _continuous_batching_step(m, acc, cal, lay, *, precision, kv_precision, dec_
     return {k: (1.0 - busy) * decode_only[k] + busy * mixed[k] for k in decode_only}
 
 
-def _best_candidate(m, acc, cal, cands, *, precision, kv_precision, ctx, p, r, gpus, prefill, segments, budget):
+def _best_candidate(m, acc, cal, cands, *, precision, kv_precision, ctx, p, r, gpus, prefill, segments, budget,
+                    max_tpot=None):
     """The candidate layout and concurrency with the most output per GPU: ``(output/s per GPU, layout, its step
     costs, index of the best concurrency, grid, KV-bound concurrency, weight bytes, replicas)``, or ``None`` when
-    no layout fits. ``cands``: (layout, weight bytes, KV-bound concurrency, replicas, batch grid) of each layout;
-    every layout's grid is costed at once (rows; a shorter grid padded with its last size, which argmax never
-    prefers)."""
+    no layout fits (or none meets ``max_tpot`` [s per output token] at any of its batch sizes). ``cands``: (layout,
+    weight bytes, KV-bound concurrency, replicas, batch grid) of each layout; every layout's grid is costed at once
+    (rows; a shorter grid padded with its last size, which argmax never prefers)."""
     if not cands:
         return None
     width = max(len(c[4]) for c in cands)
@@ -199,10 +200,13 @@ def _best_candidate(m, acc, cal, cands, *, precision, kv_precision, ctx, p, r, g
                                     dec_seqs=grids, dec_ctx=ctx, prompt_tokens=p if prefill else 0.0,
                                     response_tokens=r, segments=segments, budget=per_instance,
                                     chunk_cap=None if ranks is None else min(ranks))
-    rates = grids / (res["stage_s"] * lay.pp)
+    tpot = res["stage_s"] * lay.pp
+    rates = grids / tpot if max_tpot is None else np.where(tpot <= max_tpot, grids / tpot, -np.inf)
     best = None
     for j, (par, weights, b_max, replicas, grid) in enumerate(cands):
         i = int(np.argmax(rates[j]))
+        if not np.isfinite(rates[j, i]):
+            continue  # no batch of this layout meets the TPOT limit
         per_gpu = float(rates[j, i]) * replicas / gpus
         if best is None or per_gpu > best[0]:
             best = (per_gpu, par, {k: v[j] for k, v in res.items()}, i, grid, b_max, weights, replicas)
@@ -213,7 +217,7 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
                           concurrency=None, parallel=None, kv_precision=None, theoretical=False,
                           context_tokens=None, kv_reservation="current", interleaved_prefill=True,
                           max_seqs_per_rank=None, prompt_segments=1, max_batched_tokens=None,
-                          kv_block_tokens=None, _calibration=None) -> GenerationEstimate:
+                          kv_block_tokens=None, max_tpot_s=None, _calibration=None) -> GenerationEstimate:
     """Steady-state output tokens/s of ``gpus`` GPUs generating ``response_tokens`` after ``prompt_tokens``.
 
     Parameters
@@ -248,6 +252,9 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
     kv_block_tokens : [tokens] the engine's KV-cache block (vLLM 16, MLA 64/128; TensorRT-LLM 32; SGLang 1): a
         request holds whole blocks (:func:`kv_tokens_held`), which lowers the KV-bound concurrency. Default 1
         (token-granular).
+    max_tpot_s : [s] a latency target per output token (an interactivity SLA, ``1 / (tokens/s per user)``): the
+        search keeps only batches whose step meets it, so throughput is the most the layouts deliver at that
+        per-user speed (the largest batch under the limit, refined between grid points). Default: none.
 
     Raises
     ------
@@ -263,6 +270,7 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
     if concurrency is not None:
         check_positive("concurrency", concurrency)
     block = 1 if kv_block_tokens is None else check_whole("kv_block_tokens", kv_block_tokens)
+    max_tpot = None if max_tpot_s is None else check_positive("max_tpot_s", max_tpot_s)
     m, acc, precision, kv_precision, par0 = resolve_inputs(model, hw, precision, kv_precision, parallel)
     cal = _calibration or calibration_for(acc, theoretical=theoretical)
     layouts = [par0] if parallel is not None else fewest_stages(candidate_serving_layouts(m, acc, gpus), m, acc,
@@ -270,30 +278,17 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
     if parallel is not None and gpus % par0.gpus:
         raise ScenarioError("gpus", f"{gpus} GPUs cannot be divided into instances of {par0.gpus} ({par0.label()})")
     ctx = p + r / 2.0 if context_tokens is None else check_positive("context_tokens", context_tokens)
-    cands = []  # (layout, weight bytes, KV-bound concurrency, replicas, batch grid) of each layout that fits
-    for par in layouts:
-        weights, pool = kv_pool_per_gpu(m, acc, cal, par, precision)
-        if pool <= 0:
-            continue
-        per_seq = float(kv_bytes_per_seq_per_gpu(m, par, kv_precision, kv_tokens_held(ctx, p, r, kv_reservation,
-                                                                                      block)))
-        per_rank = np.floor(pool / per_seq)  # per_seq already spans the pp stages
-        b_max = par.dp * (per_rank if max_seqs_per_rank is None else min(per_rank, float(max_seqs_per_rank)))
-        replicas = gpus // par.gpus
-        if b_max < 1:
-            continue
-        if concurrency is not None:
-            b = float(concurrency) / replicas
-            if b > b_max:
-                continue
-            grid = np.array([b])
-        else:
-            grid = np.unique(np.concatenate([np.geomspace(1, b_max, 24), [b_max]]))
-        cands.append((par, weights, b_max, replicas, grid))
-    best = _best_candidate(m, acc, cal, cands, precision=precision, kv_precision=kv_precision, ctx=ctx, p=p, r=r,
-                           gpus=gpus, prefill=interleaved_prefill, segments=segments, budget=budget)
+    held = kv_tokens_held(ctx, p, r, kv_reservation, block)
+    cands = _candidates(m, acc, cal, layouts, precision, kv_precision, held, gpus, max_seqs_per_rank, concurrency)
+    step_kw = dict(precision=precision, kv_precision=kv_precision, ctx=ctx, p=p, r=r, gpus=gpus,
+                   prefill=interleaved_prefill, segments=segments, budget=budget)
+    best = _best_candidate(m, acc, cal, cands, max_tpot=max_tpot, **step_kw)
+    if best is None and max_tpot is not None and _best_candidate(m, acc, cal, cands, **step_kw) is not None:
+        raise _tpot_unmet(m, acc, cal, cands, max_tpot, step_kw, concurrency)
     if best is None:
         raise _no_fit(m, acc, cal, precision, kv_precision, ctx, p + r, gpus, concurrency, parallel)
+    if max_tpot is not None and concurrency is None:
+        best = _refine_under_tpot(m, acc, cal, best, max_tpot, step_kw)
     per_gpu, par, res, i, grid, b_max, weights, replicas = best
     b, tpot = float(grid[i]), float(res["stage_s"][i]) * par.pp
     one = forward_cost(m, acc, cal, par, precision=precision, kv_precision=kv_precision, pre_seqs=1.0, pre_tokens=p)
@@ -318,6 +313,60 @@ def kv_tokens_held(ctx, prompt_tokens, response_tokens, kv_reservation: str, blo
     if kv_reservation == "full":
         return float(np.ceil((prompt_tokens + response_tokens) / block) * block)
     return float(ctx) + (block - 1) / 2.0
+
+
+def _candidates(m, acc, cal, layouts, precision, kv_precision, held, gpus, max_seqs_per_rank, concurrency) -> list:
+    """(layout, weight bytes, KV-bound concurrency, replicas, batch grid) of each layout that holds a sequence of
+    ``held`` KV tokens: the grid spans 1 to the KV-bound concurrency (24 geometric steps), or is the pinned
+    ``concurrency`` per replica where it fits."""
+    cands = []
+    for par in layouts:
+        weights, pool = kv_pool_per_gpu(m, acc, cal, par, precision)
+        if pool <= 0:
+            continue
+        per_seq = float(kv_bytes_per_seq_per_gpu(m, par, kv_precision, held))
+        per_rank = np.floor(pool / per_seq)  # per_seq already spans the pp stages
+        b_max = par.dp * (per_rank if max_seqs_per_rank is None else min(per_rank, float(max_seqs_per_rank)))
+        replicas = gpus // par.gpus
+        if b_max < 1:
+            continue
+        if concurrency is not None:
+            b = float(concurrency) / replicas
+            if b > b_max:
+                continue
+            grid = np.array([b])
+        else:
+            grid = np.unique(np.concatenate([np.geomspace(1, b_max, 24), [b_max]]))
+        cands.append((par, weights, b_max, replicas, grid))
+    return cands
+
+
+def _refine_under_tpot(m, acc, cal, best, max_tpot, step_kw):
+    """The chosen layout re-searched on a fine batch grid between the best grid size under ``max_tpot`` and the next
+    (the step time grows with the batch, so the largest batch under the limit lies in that bracket)."""
+    per_gpu, par, res, i, grid, b_max, weights, replicas = best
+    upper = float(grid[i + 1]) if i + 1 < len(grid) else float(grid[i])
+    if upper <= float(grid[i]):
+        return best
+    fine = np.linspace(float(grid[i]), upper, 33)
+    refined = _best_candidate(m, acc, cal, [(par, weights, b_max, replicas, fine)], max_tpot=max_tpot, **step_kw)
+    return refined if refined is not None and refined[0] >= per_gpu else best
+
+
+def _tpot_unmet(m, acc, cal, cands, max_tpot, step_kw, concurrency=None) -> InfeasibleError:
+    """InfeasibleError for a TPOT target no layout meets at the pinned concurrency or even at one sequence per
+    instance, naming the fastest layout and its step at one sequence."""
+    if concurrency is not None:
+        return InfeasibleError(f"max_tpot_s: at concurrency {concurrency:g} no layout of {step_kw['gpus']} x "
+                               f"{acc.name} decodes {m.name} within {max_tpot * 1e3:.3g} ms per output token; "
+                               f"lower the concurrency or leave it unset to search")
+    one = [(c[0], c[1], c[2], c[3], np.array([1.0])) for c in cands]
+    fastest = min((_best_candidate(m, acc, cal, [c], **step_kw) for c in one), key=lambda b: b[2]["stage_s"][0]
+                  * b[1].pp)
+    t1 = float(fastest[2]["stage_s"][0]) * fastest[1].pp
+    return InfeasibleError(f"max_tpot_s: no layout of {step_kw['gpus']} x {acc.name} decodes {m.name} within "
+                           f"{max_tpot * 1e3:.3g} ms per output token; the fastest, {fastest[1].label()}, takes "
+                           f"{t1 * 1e3:.3g} ms at one sequence per instance", layout=fastest[1])
 
 
 def _check_budget(budget):
