@@ -90,6 +90,11 @@ def _trial(generation: str, values, params=PARAMS) -> None:
     raw = copy.deepcopy(_SHIPPED())
     for p, v in zip(params, values, strict=True):
         raw[generation][p]["value"] = float(v)
+    _install(raw)
+
+
+def _install(raw: dict) -> None:
+    """Make ``raw`` the parsed data/calibration.toml and clear every cache computed under the old factors."""
     calibration_module._raw = lambda: raw
     calibration_module._calibration.cache_clear()
     rl_pipeline.clear_caches()
@@ -100,9 +105,9 @@ def _restore() -> None:
     calibration_module._calibration.cache_clear()
 
 
-def _long_output_prediction(c: dict) -> float:
-    """A long-output row's output tokens/s per GPU at its published layout (as ``long_output_table`` predicts it)."""
-    return predict_long_output(c)
+def _log_errors(rows) -> list[float]:
+    """``log(predicted/published)`` of long-output rows (as ``tcocalc validate --long-output`` predicts them)."""
+    return [float(np.log(predict_long_output(c) / c["published_tok_s_per_gpu"])) for c in rows]
 
 
 BAND_WEIGHT = 20.0
@@ -126,6 +131,7 @@ def fit_generation(generation: str, with_rl: bool = False, with_long_output: boo
                  if with_long_output and c["catalog_model"] and ours(c["hardware"]) and not c["known_miss"]]
     bounded = [c for c in long_output_cases()
                if band and c["catalog_model"] and ours(c["hardware"]) and not c["known_miss"]]
+    lo_rows = list({c["id"]: c for c in long_rows + bounded}.values())  # each row predicted once per trial
     rl = [(c, nemo_case_scenario(c)) for c in nemo_rl_cases()
           if with_rl and ours(c["hardware"]) and not c.get("known_miss")]
     tol = np.log1p(np.array([c["tolerance"] for c in cases] + [LONG_OUTPUT_TOLERANCE] * len(bounded)) - BAND_MARGIN)
@@ -136,10 +142,11 @@ def fit_generation(generation: str, with_rl: bool = False, with_long_output: boo
         _trial(generation, x, params)
         val = [np.log(predict_case(c, calibration=calibration_for(tc.hardware(c["hardware"]))) / c["published"])
                for c in cases]
-        out = val + [np.log(_long_output_prediction(c) / c["published_tok_s_per_gpu"]) for c in long_rows]
+        lo = dict(zip((c["id"] for c in lo_rows), _log_errors(lo_rows), strict=True))
+        out = val + [lo[c["id"]] for c in long_rows]
         out += [np.log(tc.evaluate(scn).metrics["step_time_s"] / c["step_time_s"]) for c, scn in rl]
         if band:
-            edge = np.abs(val + [np.log(_long_output_prediction(c) / c["published_tok_s_per_gpu"]) for c in bounded])
+            edge = np.abs(val + [lo[c["id"]] for c in bounded])
             out += list(BAND_WEIGHT * np.maximum(edge - tol, 0.0))
         return np.array(out)
 
@@ -163,8 +170,7 @@ def _trial_accelerator(name: str, values) -> None:
     table = raw.setdefault("accelerator", {}).setdefault(name, {})
     for p, v in zip(ACCELERATOR_PARAMS, values, strict=True):
         table[p] = {"value": float(v), "kind": "fitted", "source": "trial"}
-    calibration_module._raw = lambda: raw
-    calibration_module._calibration.cache_clear()
+    _install(raw)
 
 
 def fit_accelerator(name: str, rows=None):
@@ -182,7 +188,7 @@ def fit_accelerator(name: str, rows=None):
 
     def residuals(x):
         _trial_accelerator(acc.name, x)
-        return np.array([np.log(_long_output_prediction(c) / c["published_tok_s_per_gpu"]) for c in rows])
+        return np.array(_log_errors(rows))
 
     x0 = [getattr(base, p) for p in ACCELERATOR_PARAMS]
     try:
@@ -193,9 +199,9 @@ def fit_accelerator(name: str, rows=None):
     return rows, res
 
 
-def cross_validate_accelerator(name: str) -> None:
-    """Leave one (model, ISL/OSL) group out, fit on the rest, print the held-out errors."""
-    rows, _ = fit_accelerator(name)
+def cross_validate_accelerator(name: str, rows) -> None:
+    """Leave one (model, ISL/OSL) group of ``rows`` (the chip's, as :func:`fit_accelerator` returns them) out, fit
+    on the rest, print the held-out errors."""
     groups: dict[tuple, list] = {}
     for c in rows:
         groups.setdefault((c["catalog_model"], c["isl"], c["osl"]), []).append(c)
@@ -203,7 +209,7 @@ def cross_validate_accelerator(name: str) -> None:
         _, res = fit_accelerator(name, [c for c in rows if c not in held])
         _trial_accelerator(tc.hardware(name).name, res.x)
         try:
-            errs = [100 * (_long_output_prediction(c) / c["published_tok_s_per_gpu"] - 1) for c in held]
+            errs = list(100 * np.expm1(_log_errors(held)))
         finally:
             _restore()
         print(f"   held out {key[0]} {key[1]}/{key[2]}: fit " + ", ".join(f"{v:.4g}" for v in res.x) + "; "
@@ -228,7 +234,7 @@ def main() -> None:
         for c, e in zip(rows, errs, strict=True):
             print(f"   {c['id']:12s} {e:+7.1f}%")
         print(f"   median |error| {np.median(np.abs(errs)):.1f}%  over {len(rows)} rows; cross-validation:")
-        cross_validate_accelerator(args.accelerator)
+        cross_validate_accelerator(args.accelerator, rows)
         return
     for gen, params in GENERATION_PARAMS.items():
         cases, res = fit_generation(gen, with_rl=args.with_rl, with_long_output=args.with_long_output, band=args.band)

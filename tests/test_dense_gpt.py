@@ -130,3 +130,12 @@ def test_ampere_training_efficiency_is_what_the_documented_fit_gives():
     assert res.x[0] == pytest.approx(shipped.training_runtime_efficiency, rel=0.01)
     assert shipped.provenance["training_runtime_efficiency"]["kind"] == "fitted"
     assert shipped.provenance["inference_runtime_efficiency"]["kind"] == "borrowed"
+
+
+def test_the_data_file_check_knows_the_same_recompute_modes():
+    """catalog.cases checks a case's ``recompute`` against its own copy of the modes (the catalog layer may not import
+    the roofline one): the copy must stay the training model's."""
+    from tcocalc.catalog import cases
+    from tcocalc.roofline.training import RECOMPUTE_MODES
+
+    assert cases._RECOMPUTE == RECOMPUTE_MODES

@@ -91,7 +91,7 @@ def test_after_a_solve_the_advice_explains_what_limits_the_split(solved):
 def test_a_neighbour_that_cannot_hold_the_model_is_named(solved):
     """GLM-5 solved at 32:96: 24 trainer GPUs cannot train the 744B model (memory); the staleness bound caps the
     drift phase and generation the first, whose RL flow runs the TP8 EP8 instance on the 96 generator GPUs
-    (capacity.generator_alternatives; the attention-DP instance left it staleness-bound before 2026-12-01)."""
+    (capacity.generator_capacities; the attention-DP instance left it staleness-bound before 2026-12-01)."""
     _, _, sol = solved["glm5_h200_drift"]
     assert (sol.metrics["trainer_gpus"], sol.metrics["generator_gpus"]) == (32, 96)
     text = "\n".join(sol.advice)
@@ -281,7 +281,7 @@ def test_no_instance_line_where_a_wider_instance_gains_nothing_or_tp_is_pinned(s
 
 def test_readme_instance_figures_come_from_the_solver(solved):
     """README, "Serving instance choice": the solver's TP line for default, as printed; gb300_agentic_96's TP4 line
-    is gone since its RL flow picks the TP8 instance itself (capacity.generator_alternatives)."""
+    is gone since its RL flow picks the TP8 instance itself (capacity.generator_capacities)."""
     readme = (SCN.parent / "README.md").read_text()
     assert not any(a.startswith("A TP") for a in solved["gb300_agentic_96"][2].advice)
     for stem, tp, label in (("default", 4, "TP4 instead of TP2"),):

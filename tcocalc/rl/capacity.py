@@ -31,7 +31,7 @@ from .decode_floor import decode_floor_seconds
 from .phases import WorkloadStats
 from .settings import settings
 
-__all__ = ["GeneratorCapacity", "PrefillPool", "generator_capacity", "generator_alternatives", "trainer_capacity",
+__all__ = ["GeneratorCapacity", "PrefillPool", "generator_capacity", "generator_capacities", "trainer_capacity",
            "trainer_min_gpus", "sample_flops", "trajectory_flops_coefficients", "TrainerRates", "pinned_layout",
            "smallest_fitting_layout"]
 
@@ -208,7 +208,7 @@ def _generator_capacity(m, acc, precision, kv, prefill, generated, ctx, env_s, t
     """The serving instance: the throughput-best one (highest steady-state output per GPU within KV memory;
     :func:`_best_instance`, ``max_gpus`` the pool when it is smaller than that instance), or the pinned
     tensor-parallel degree. The pipeline also tries the tensor/expert-parallel instance of the same GPUs when this
-    one uses attention DP (:func:`generator_alternatives`); a wider automatic search is an open item (README,
+    one uses attention DP (:func:`generator_capacities`); a wider automatic search is an open item (README,
     "Assumptions and known limits"); ``solve_split`` tries the wider tensor-parallel instances and says when one
     pays. ``disagg`` = (chunk tokens, pinned prefill GPUs)
     for a disaggregated generator: decode-only instances and a prefill pool (:func:`_prefill_pool`). ``budget``:
@@ -287,29 +287,33 @@ def generator_capacity(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int |
 
     ``max_gpus``: the largest generator pool it serves; when even that cannot hold the usual instance (a
     1-GPU generator, say), the best instance that fits in it is used instead."""
-    args = _capacity_args(scn, cluster, ws)
+    return _steady_best(scn, _capacity_args(scn, cluster, ws), max_gpus)
+
+
+def _steady_best(scn, args: tuple, max_gpus: int | None) -> GeneratorCapacity:
     cap = _generator_capacity(*args)
     if max_gpus is not None and scn.generator.tp is None and cap.instance_gpus > max_gpus:
         cap = _generator_capacity(*args[:11], int(max_gpus), *args[12:])
     return cap
 
 
-def generator_alternatives(scn, cluster: Cluster, ws: WorkloadStats, cap: GeneratorCapacity) -> tuple:
-    """Other serving instances the RL flow should be tried on beside ``cap``, the steady-state throughput-best
-    (docs/rl-modeling.md §4.4): when ``cap`` spreads attention over data-parallel ranks, the tensor- and
-    expert-parallel instance on the same GPUs. Attention DP wins fixed-length steady state (more sequences per
-    GPU, no attention all-reduce) but decodes each sequence slower at a small batch, which an RL step's tail,
-    staleness window and tool turns wait on: the Qwen3-235B-A22B generator of the SemiAnalysis scenario is
-    one. Nothing when the instance is pinned (``generator.tp``) or disaggregated, or when the alternative does not
-    fit."""
+def generator_capacities(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int | None = None) -> tuple:
+    """The serving instances the RL flow should be tried on: :func:`generator_capacity`'s steady-state
+    throughput-best first, then, when it spreads attention over data-parallel ranks, the tensor- and
+    expert-parallel instance on the same GPUs (docs/rl-modeling.md §4.4). Attention DP wins fixed-length steady
+    state (more sequences per GPU, no attention all-reduce) but decodes each sequence slower at a small batch,
+    which an RL step's tail, staleness window and tool turns wait on: the Qwen3-235B-A22B generator of the
+    SemiAnalysis scenario is one. No alternative when the instance is pinned (``generator.tp``) or disaggregated,
+    or when it does not fit. The engine settings are resolved once for both."""
+    args = _capacity_args(scn, cluster, ws)
+    cap = _steady_best(scn, args, max_gpus)
     g = scn.generator
     if g.tp is not None or g.disaggregated or cap.instance.dp <= 1:
-        return ()
-    args = _capacity_args(scn, cluster, ws)
+        return (cap,)
     try:
-        return (_generator_capacity(*args[:10], cap.instance_gpus, *args[11:]),)
+        return (cap, _generator_capacity(*args[:10], cap.instance_gpus, *args[11:]))
     except (InfeasibleError, ScenarioError):
-        return ()
+        return (cap,)
 
 
 def trajectory_flops_coefficients(m: ModelArch) -> tuple[float, float]:

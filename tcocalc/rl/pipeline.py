@@ -16,7 +16,7 @@ import numpy as np
 from ..economics.tco import cluster_usd_per_hour
 from ..scenario import Scenario
 from . import capacity
-from .capacity import GeneratorCapacity, generator_alternatives, generator_capacity
+from .capacity import GeneratorCapacity, generator_capacities
 from .cluster import Cluster
 from .flow import STEP_MODELS, Flow, Rates, clear_tail_tables, pool_rates
 from .phases import WorkloadStats
@@ -49,14 +49,15 @@ def evaluate_splits(cluster: Cluster, scn: Scenario, ws: WorkloadStats, n_t, n_g
     """All stages for splits ``(n_t[i], n_g[i])`` of one phase; infeasible splits are flagged, never NaN.
 
     The generator's instance is the steady-state throughput-best one unless an alternative on the same GPUs
-    (:func:`~tcocalc.rl.capacity.generator_alternatives`) trains more samples/s through this run's flow at the
+    (:func:`~tcocalc.rl.capacity.generator_capacities`) trains more samples/s through this run's flow at the
     best of these splits (useful samples are a fixed share of them): the instance a planner would pick for this
     run (docs/rl-modeling.md §4.4)."""
     step_model = STEP_MODELS[scn.orchestration.mode]
-    gcap = generator_capacity(scn, cluster, ws, max_gpus=int(np.max(n_g)))  # a pool too small for the usual instance
+    # max_gpus: a pool too small for the usual instance gets the best that fits
+    gcap, *alternatives = generator_capacities(scn, cluster, ws, max_gpus=int(np.max(n_g)))
     rates = pool_rates(cluster, scn, ws, gcap, n_t, n_g)
     flow = step_model(scn, ws, gcap, rates)
-    for alt in generator_alternatives(scn, cluster, ws, gcap):
+    for alt in alternatives:
         alt_rates = pool_rates(cluster, scn, ws, alt, n_t, n_g)
         if _ceiling(alt_rates) <= _best(rates, flow.trained_per_s):
             continue  # neither pool would let it train faster than the flow already does: its flow cannot win

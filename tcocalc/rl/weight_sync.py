@@ -50,6 +50,6 @@ def weight_sync_seconds(params_total: float, trainer_acc, generator_acc, trainer
                                                           send / eta)
     else:
         server = generator_acc.server_gpus or inst  # unknown server size: the whole model per server, as before
-        out = cal["weight_sync_fixed_s"] + nbytes * min(1.0, server / inst) / (eta * nic) + 0.0 * n_g
-    out = np.where(inside, scaleup, out)
+        out = cal["weight_sync_fixed_s"] + nbytes * min(1.0, server / inst) / (eta * nic)
+    out = np.where(inside, scaleup, out)  # shaped like the splits
     return float(out) if out.ndim == 0 else out

@@ -51,7 +51,6 @@ def mlp_activation_passes(m) -> float:
     return SWIGLU_PASSES if m.mlp_gated else GELU_PASSES
 
 
-
 @dataclass(frozen=True)
 class KernelTime:
     """Time of one prefill or decode step of a serving instance.
