@@ -22,7 +22,7 @@ NUMBERS = {
     "trainer_gpus": (int, 1, 100_000), "generator_gpus": (int, 1, 100_000), "max_staleness": (float, 0.0, 1000.0),
     "prompts": (int, 1, 1_000_000), "group": (int, 1, 10_000), "prompt_tokens": (float, 1.0, 1e7),
     "resp_mean": (float, 1.0, 1e7), "turns": (int, 1, 10_000), "tool_s": (float, 0.0, 1e5),
-    "usd_gpu_h": (float, 0.01, 1e4),
+    "usd_gpu_h": (float, 0.01, 1e4), "draft_tokens": (int, 0, 16), "acceptance": (float, 0.0, 1.0),
 }
 TOGGLES = ("solve", "simulate")
 SCENARIO_PARAM = "scenario"  # the URL parameter naming the scenario (a file's stem, or an uploaded file's name)
@@ -36,7 +36,8 @@ LABELS = {"model.name": "Model", "trainer.hardware": "Trainer hardware", "traine
           "sandbox.tool_call_s": "Tool call [s]", "economics.usd_per_gpu_hour": "GPU cost [USD/GPU-h]",
           "orchestration.framework": "Framework preset", "generator.disaggregated": "Prefill/decode",
           "generator.prefill_gpus": "Prefill/decode", "trainer.multinode_nvlink": "NVLink between servers",
-          "generator.multinode_nvlink": "NVLink between servers"}
+          "generator.multinode_nvlink": "NVLink between servers",
+          "generator.speculative_tokens": "Draft tokens (speculative)", "generator.acceptance_rate": "Draft acceptance"}
 SERVING = ("aggregated", "disaggregated")  # the Prefill/decode box: generator.disaggregated false / true
 # The NVLink box: both pools' multinode_nvlink true / false; a file that sets them differently keeps its own
 NVLINK = ("multi-node", "per server")
@@ -153,6 +154,8 @@ start = {
     "framework": scn0.orchestration.framework,
     "serving": SERVING[int(scn0.generator.disaggregated)],
     "nvlink": nvlink_choice(scn0),
+    "draft_tokens": scn0.generator.speculative_tokens or 0,
+    "acceptance": float(scn0.generator.acceptance_rate if scn0.generator.acceptance_rate is not None else 0.8),
 }
 hw_names = list(ui.hardware_table()["name"])
 models = ui.model_names()
@@ -223,7 +226,10 @@ with st.expander("Cluster and workload", expanded=True):
     c3.number_input("GPU cost [USD/GPU-h]", step=0.1, key="usd_gpu_h", **limits("usd_gpu_h"),
                     help="all-in cost per GPU-hour; the Cost page derives one from capex and opex")
     solve = c4.toggle("Find the best split", key="solve", **initial("solve"))
-    c1, c2, c3, _ = st.columns(4)
+    c1, c2, c3, c4 = st.columns(4)
+    c4.number_input("Draft tokens (speculative)", key="draft_tokens", **limits("draft_tokens"),
+                    help="speculative decoding: tokens a one-layer draft module (MTP, EAGLE) proposes per decode "
+                         "step, verified in one pass; 0 = off (docs/rl-modeling.md §4.10)")
     c3.selectbox("NVLink between servers", choices["nvlink"], key="nvlink", **initial("nvlink"),
                  help="multi-node: an NVL72 rack's 4-GPU trays reach each other over NVLink (the job holds an IMEX "
                       "channel); per server: traffic between servers takes the scale-out network, as without "
@@ -236,6 +242,11 @@ with st.expander("Cluster and workload", expanded=True):
                  help="sets what differs between RL frameworks: CUDA graphs, colocated offload, log-prob and "
                       "reference passes, weight-sync transport and loading, async scheduling (data/frameworks.toml); "
                       "keys in the scenario file override it")
+    c1, *_ = st.columns(4)
+    c1.number_input("Draft acceptance", step=0.05, key="acceptance", **limits("acceptance"),
+                    disabled=not ss.get("draft_tokens"),
+                    help="probability a draft token is accepted (DeepSeek-V3's MTP measured 0.85-0.90); used when "
+                         "draft tokens > 0")
 
 # The URL keeps the scenario, the inputs that differ from its values and the toggles that are on. It is left
 # alone while it still holds inputs for an uploaded file that has not been uploaded again.
@@ -255,6 +266,8 @@ try:
         "economics.usd_per_gpu_hour": float(ss["usd_gpu_h"]), "orchestration.framework": ss["framework"],
         "generator.disaggregated": ss["serving"] == "disaggregated",
         **({} if ss["serving"] == "disaggregated" else {"generator.prefill_gpus": None}),
+        "generator.speculative_tokens": int(ss["draft_tokens"]) or None,
+        "generator.acceptance_rate": float(ss["acceptance"]) if ss["draft_tokens"] else None,
         **({} if ss["nvlink"] == NVLINK_MIXED else {"trainer.multinode_nvlink": ss["nvlink"] == NVLINK[0],
                                                     "generator.multinode_nvlink": ss["nvlink"] == NVLINK[0]})})
         .with_response_mean(float(ss["resp_mean"]))

@@ -119,6 +119,13 @@ class GeneratorSection(_Section):
                                 "GPUs joined by a KV transfer (docs/rl-modeling.md §4.9)")
     prefill_gpus: int | None = Field(None, ge=1, le=1_000_000, description="GPUs of the prefill pool, a multiple "
                                      "of its instance (disaggregated only; default: solved with the split)")
+    speculative_tokens: int | None = Field(None, ge=1, le=16, description="speculative decoding: draft tokens "
+                                           "per step, verified in one pass (DeepSeek-V3 MTP, EAGLE: 1; default: "
+                                           "none)")
+    acceptance_rate: float | None = Field(None, ge=0, le=1, description="probability a draft token is accepted "
+                                          "(required with speculative_tokens; DeepSeek-V3's MTP: 0.85-0.90)")
+    draft_layers: float = Field(1.0, gt=0, le=64, description="transformer layers of the draft module, of the "
+                                "target's shape (MTP, EAGLE: 1)")
 
     @field_validator("prefill_gpus")
     @classmethod
@@ -131,6 +138,13 @@ class GeneratorSection(_Section):
         if gpus is not None and v >= gpus:
             raise ValueError(f"{v} must leave decode GPUs out of generator.gpus ({gpus}); at most {gpus - 1}")
         return v
+
+    @model_validator(mode="after")
+    def _speculation(self):
+        if (self.speculative_tokens is None) != (self.acceptance_rate is None):
+            raise ValueError("speculative_tokens and acceptance_rate go together: give both (DeepSeek-V3's MTP: 1 "
+                             "and 0.85-0.90) or neither")
+        return self
 
 
 class SolveRate(_Section):

@@ -57,6 +57,21 @@ def test_plan_scenario_switch_resets_widgets():
     assert metric(at, "Trainer idle") == "31%"
 
 
+def test_plan_speculative_decoding_moves_the_run_as_the_library_does():
+    """Draft tokens and acceptance reach [generator] speculative_tokens / acceptance_rate: on the SemiAnalysis run
+    one draft token at 0.8 takes the trainer's idle from 31% to the library's figure for the same scenario."""
+    at = run("app_pages/plan.py")
+    at.selectbox(key="scenario_file").select("semianalysis_qwen3_235b_h200").run()
+    assert at.number_input(key="acceptance").disabled  # off until draft tokens are set
+    at.number_input(key="draft_tokens").set_value(1).run()
+    at.number_input(key="acceptance").set_value(0.8).run()
+    assert not at.exception and not at.error
+    scn = tc.load_scenario(ROOT / "scenarios" / "semianalysis_qwen3_235b_h200.toml").with_values(
+        {"generator.speculative_tokens": 1, "generator.acceptance_rate": 0.8})
+    idle = tc.evaluate(scn).metrics["trainer_idle_fraction"]
+    assert metric(at, "Trainer idle") == f"{idle:.0%}" != "31%"
+
+
 def test_plan_infeasible_input_shows_an_error_not_a_traceback():
     at = run("app_pages/plan.py")
     at.selectbox(key="scenario_file").select("glm5_h200_drift").run()

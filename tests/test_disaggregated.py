@@ -278,3 +278,19 @@ def test_rl_prefill_latency_is_each_turn_alone_plus_the_kv_transfer():
         senders * cl.generator.scaleout_bytes_per_s * cal.scaleout_efficiency)
     assert pool.kv_transfer_s == pytest.approx(t_kv, rel=1e-9)
     assert gcap.prefill_s == pytest.approx(ws.turns * one.seconds + t_kv, rel=1e-9)
+
+
+def test_the_split_weighs_smaller_decode_instances():
+    """The decode instance with the most output per GPU can leave too few GPUs to prefill for it: DeepSeek-V3 FP4 at
+    8,192/1,024 on 72 GB200, where the best-per-GPU decode instance is EP64 and leaves 8 GPUs, one prefill instance's
+    worth, for prompts 8x longer than the outputs. The solved split must do at least as well as that instance pinned
+    (what it chose before 2026-12-01: about 250 output tok/s per GPU, 0.18x aggregated) and here much better, by
+    taking a smaller decode instance and a larger prefill pool."""
+    kw = dict(gpus=72, prompt_tokens=8192, response_tokens=1024, precision="fp4", engine="sglang")
+    free = tc.disaggregated_throughput("DeepSeek-V3", "GB200", **kw)
+    pinned = tc.disaggregated_throughput("DeepSeek-V3", "GB200", decode_parallel=tc.Parallelism(dp=64, ep=64), **kw)
+    assert pinned.prefill_gpus <= 8 and pinned.bound == "prefill pool"
+    assert pinned.decode.tokens_per_s_per_gpu >= free.decode.tokens_per_s_per_gpu  # the per-GPU best, pinned
+    assert free.decode.parallel.gpus < 64 and free.prefill_gpus > 8
+    assert free.output_tokens_per_s_per_gpu > 3 * pinned.output_tokens_per_s_per_gpu
+    assert free.speedup_vs_aggregated > 0.5

@@ -134,9 +134,10 @@ def _fit(m, acc, par, kw, generated, ctx, env_s, turns, caching, precision, kv, 
     one = generation_throughput(m, acc, gpus=inst, parallel=par, concurrency=1, **kw)
     full = generation_throughput(m, acc, gpus=inst, parallel=par, concurrency=b_max, **kw)
     floor = decode_floor_seconds(m, acc, par, np.array([1.0, b_max]), cuda_graphs=graphs, graph_max_batch=graph_max)
-    t0 = cpu * one.tpot_s + float(floor[0])
-    t1 = max((cpu * full.tpot_s + float(floor[1]) - t0) / max(b_max - 1.0, 1.0), 0.0)
-    prefill_s = max(one.ttft_s - one.tpot_s, 0.0) if prefill_s is None else prefill_s
+    gain = one.tokens_per_step  # a speculative step yields this many tokens per sequence (1 without)
+    t0 = cpu * one.tpot_s + float(floor[0]) / gain
+    t1 = max((cpu * full.tpot_s + float(floor[1]) / gain - t0) / max(b_max - 1.0, 1.0), 0.0)
+    prefill_s = max(one.ttft_s - one.tpot_s * gain, 0.0) if prefill_s is None else prefill_s
     b_op = b_max
     t_llm = prefill_s + generated * (t0 + t1 * b_max)
     if turns > 1 and caching and env_s > 0:
@@ -204,7 +205,7 @@ def _memory_calibration(acc, mem_util: float | None):
 @functools.lru_cache(maxsize=256)
 def _generator_capacity(m, acc, precision, kv, prefill, generated, ctx, env_s, turns,
                         caching, pinned_tp=None, max_gpus=None, engine=(True, 512, 1024, 1.0),
-                        mem_util=None, disagg=None, budget=None, kv_block=1) -> GeneratorCapacity:
+                        mem_util=None, disagg=None, budget=None, kv_block=1, spec=None) -> GeneratorCapacity:
     """The serving instance: the throughput-best one (highest steady-state output per GPU within KV memory;
     :func:`_best_instance`, ``max_gpus`` the pool when it is smaller than that instance), or the pinned
     tensor-parallel degree. The pipeline also tries the tensor/expert-parallel instance of the same GPUs when this
@@ -214,10 +215,13 @@ def _generator_capacity(m, acc, precision, kv, prefill, generated, ctx, env_s, t
     for a disaggregated generator: decode-only instances and a prefill pool (:func:`_prefill_pool`). ``budget``:
     the engine's tokens per step; an aggregated instance prefills each turn's new tokens whole, in as few steps
     as it allows (:func:`~tcocalc.roofline.serving.generation_throughput`, ``max_batched_tokens``). ``kv_block``: the
-    engine's KV block in tokens (a trajectory holds whole blocks; ``kv_block_tokens``)."""
+    engine's KV block in tokens (a trajectory holds whole blocks; ``kv_block_tokens``). ``spec``: speculative
+    decoding as (draft tokens, acceptance rate, draft layers) (:mod:`tcocalc.roofline.speculative`)."""
     kw = dict(prompt_tokens=max(prefill, 1.0), response_tokens=max(generated, 1.0), precision=precision,
               kv_precision=kv, context_tokens=ctx, prompt_segments=max(turns, 1), max_batched_tokens=budget,
               kv_block_tokens=kv_block)
+    if spec is not None:
+        kw.update(speculative_tokens=spec[0], acceptance_rate=spec[1], draft_layers=spec[2])
     cal = _memory_calibration(acc, mem_util)
     if cal is not None:
         kw["_calibration"] = cal
@@ -279,7 +283,8 @@ def _capacity_args(scn, cluster: Cluster, ws: WorkloadStats) -> tuple:
             ws.context_tokens, ws.tool_s + ws.startup_s, ws.turns, scn.workload.prefix_caching, g.tp, None, engine,
             g.gpu_memory_utilization, (st.max_num_batched_tokens, g.prefill_gpus) if g.disaggregated else None,
             st.max_num_batched_tokens, g.kv_block_tokens if g.kv_block_tokens is not None
-            else engine_kv_block_tokens(st.engine, cluster.model, cluster.generator))
+            else engine_kv_block_tokens(st.engine, cluster.model, cluster.generator),
+            None if g.speculative_tokens is None else (g.speculative_tokens, g.acceptance_rate, g.draft_layers))
 
 
 def generator_capacity(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int | None = None) -> GeneratorCapacity:

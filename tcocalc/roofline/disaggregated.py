@@ -39,9 +39,10 @@ from .serving import (
     generation_throughput,
     kv_pool_per_gpu,
 )
+from .speculative import speculation
 
 __all__ = ["DisaggregatedEstimate", "PoolRate", "disaggregated_throughput", "prefill_pool_rate",
-           "decode_pool_rate", "kv_transfer_seconds", "engine_caps"]
+           "decode_pool_rate", "decode_pool_rates", "kv_transfer_seconds", "engine_caps"]
 
 
 @dataclass(frozen=True)
@@ -126,28 +127,37 @@ def prefill_pool_rate(m, acc, cal, *, prompt_tokens, precision, kv_precision, ch
     return best
 
 
-def decode_pool_rate(m, acc, cal, *, prompt_tokens, response_tokens, precision, kv_precision, max_seqs_per_rank,
-                     kv_reservation="current", parallel=None, max_gpus=None, kv_block_tokens=None,
-                     max_tpot_s=None) -> PoolRate | None:
-    """The decode instance with the most output tokens/s per GPU (or the pinned one): decode-only steps of ``b``
+def decode_pool_rate(m, acc, cal, **kw) -> PoolRate | None:
+    """The decode instance with the most output tokens/s per GPU (or the pinned one), ``None`` when none holds a
+    sequence (or meets the TPOT limit): the best of :func:`decode_pool_rates`, which takes the same arguments."""
+    return max(decode_pool_rates(m, acc, cal, **kw).values(), key=lambda q: q.tokens_per_s_per_gpu, default=None)
+
+
+def decode_pool_rates(m, acc, cal, *, prompt_tokens, response_tokens, precision, kv_precision, max_seqs_per_rank,
+                      kv_reservation="current", parallel=None, max_gpus=None, kv_block_tokens=None,
+                      max_tpot_s=None, speculative=None) -> dict[int, PoolRate]:
+    """The decode instance of each size [GPUs] with the most output tokens/s per GPU (or the pinned one): decode-only
+    steps of ``b``
     sequences at the mean context ``P + R/2``, ``b`` within the KV pool (reserving the running context, or
     prompt + whole output with ``kv_reservation="full"``, in whole ``kv_block_tokens`` blocks) and
     ``max_seqs_per_rank`` per attention-DP rank (:func:`~tcocalc.roofline.serving.generation_throughput` with
-    ``interleaved_prefill=False`` per instance), at most ``max_tpot_s`` per output token when given."""
+    ``interleaved_prefill=False`` per instance), at most ``max_tpot_s`` per output token when given.
+    ``speculative``: generation_throughput's speculative-decoding arguments (``speculative_tokens``,
+    ``acceptance_rate``, ``draft_layers``) as a dict."""
     p, r = float(prompt_tokens), float(response_tokens)
-    best = None
+    best: dict[int, PoolRate] = {}
     for par in _layouts(m, acc, cal, precision, kv_precision, p + r, parallel, max_gpus):
         try:
             est = generation_throughput(m, acc, gpus=par.gpus, prompt_tokens=p, response_tokens=r,
                                         precision=precision, kv_precision=kv_precision, parallel=par,
                                         kv_reservation=kv_reservation, interleaved_prefill=False,
                                         max_seqs_per_rank=max_seqs_per_rank, kv_block_tokens=kv_block_tokens,
-                                        max_tpot_s=max_tpot_s, _calibration=cal)
+                                        max_tpot_s=max_tpot_s, _calibration=cal, **(speculative or {}))
         except InfeasibleError:  # not even one sequence fits this instance (or meets the TPOT limit)
             continue
-        if best is None or est.output_tokens_per_s_per_gpu > best.tokens_per_s_per_gpu:
-            best = PoolRate(parallel=par, tokens_per_s_per_gpu=est.output_tokens_per_s_per_gpu, step_s=est.tpot_s,
-                            batch=est.concurrency)
+        if par.gpus not in best or est.output_tokens_per_s_per_gpu > best[par.gpus].tokens_per_s_per_gpu:
+            best[par.gpus] = PoolRate(parallel=par, tokens_per_s_per_gpu=est.output_tokens_per_s_per_gpu,
+                                      step_s=est.tpot_s, batch=est.concurrency)
     return best
 
 
@@ -184,6 +194,36 @@ def _smallest(rate_fn, m, acc, cal, precision, kv, seq, pinned) -> int | None:
     return None
 
 
+def _best_split(g: int, prefill_gpus, pre: PoolRate, decs: dict, nic_out: float, out_per_in: float) -> tuple:
+    """(output tokens/s, prefill GPUs, decode GPUs, each side's output tokens/s, decode pool rate) of the best
+    whole-instance split of ``g`` GPUs, over every prefill count (:func:`_prefill_counts`) and every decode instance
+    size in ``decs`` (size -> best instance of that size): the instance with the most output per GPU can leave too
+    few GPUs for the prefill its replicas need (DeepSeek-V3 at 8,192/1,024 on 72 GB200: an EP64 decode instance
+    leaves 8 GPUs to prefill), so smaller ones are weighed too. ``nic_out``: output tokens/s one GPU's NIC share
+    carries in KV transfers; ``out_per_in``: output over prompt tokens per request. The first split error is
+    raised when none fits."""
+    best, error = None, None
+    for dec in sorted(decs.values(), key=lambda q: -q.tokens_per_s_per_gpu):
+        try:
+            counts = _prefill_counts(prefill_gpus, g, pre.parallel, dec.parallel.gpus)
+        except InfeasibleError as exc:
+            error = error or exc
+            continue
+        n_p = counts * pre.parallel.gpus
+        n_d = (g - n_p) // dec.parallel.gpus * dec.parallel.gpus
+        by_pre = n_p * pre.tokens_per_s_per_gpu * out_per_in
+        by_dec = n_d * dec.tokens_per_s_per_gpu
+        by_nic = np.minimum(n_p, n_d) * nic_out  # requests/s the smaller side's NICs carry, in output tokens
+        out = np.minimum(np.minimum(by_pre, by_dec), by_nic)
+        i = int(np.argmax(out))
+        if best is None or out[i] > best[0]:
+            parts = {"prefill pool": by_pre[i], "decode pool": by_dec[i], "kv transfer": by_nic[i]}
+            best = (float(out[i]), int(n_p[i]), int(n_d[i]), parts, dec)
+    if best is None:
+        raise error
+    return best
+
+
 def _prefill_counts(prefill_gpus, g: int, pre: Parallelism, d: int) -> np.ndarray:
     """Prefill instances to try: the pinned pool's (checked: a whole multiple of the instance, leaving a decode
     instance) or every whole number that leaves one; InfeasibleError when one of each does not fit ``g``."""
@@ -206,7 +246,8 @@ def _prefill_counts(prefill_gpus, g: int, pre: Parallelism, d: int) -> np.ndarra
 def disaggregated_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, precision="bf16",
                              kv_precision=None, prefill_gpus=None, prefill_parallel=None, decode_parallel=None,
                              engine="vllm", kv_reservation="current", theoretical=False,
-                             max_tpot_s=None) -> DisaggregatedEstimate:
+                             max_tpot_s=None, speculative_tokens=None, acceptance_rate=None,
+                             draft_layers=1.0) -> DisaggregatedEstimate:
     """Steady-state output tokens/s of ``gpus`` GPUs split into a prefill and a decode pool (module docstring).
 
     Parameters
@@ -223,6 +264,8 @@ def disaggregated_throughput(model, hw, *, gpus, prompt_tokens, response_tokens,
     kv_reservation : "current" | "full" as :func:`generation_throughput`.
     max_tpot_s : [s] per output token, optional: the decode pool (and the aggregated comparison) keeps only batches
         that meet it (:func:`~tcocalc.roofline.serving.generation_throughput`'s ``max_tpot_s``).
+    speculative_tokens, acceptance_rate, draft_layers : speculative decoding in the decode pool and the aggregated
+        comparison (:func:`~tcocalc.roofline.serving.generation_throughput`; default none).
 
     Raises
     ------
@@ -235,6 +278,9 @@ def disaggregated_throughput(model, hw, *, gpus, prompt_tokens, response_tokens,
     r = check_positive("response_tokens", response_tokens)
     check_kv_reservation(kv_reservation)
     max_tpot = None if max_tpot_s is None else check_positive("max_tpot_s", max_tpot_s)
+    spec = None
+    if speculation(speculative_tokens, acceptance_rate, draft_layers) is not None:  # checked; passed on as given
+        spec = dict(speculative_tokens=speculative_tokens, acceptance_rate=acceptance_rate, draft_layers=draft_layers)
     m, acc, precision, kv, _ = resolve_inputs(model, hw, precision, kv_precision, None)
     prefill_parallel, decode_parallel = (_pinned(m, acc, precision, kv, q) for q in (prefill_parallel, decode_parallel))
     cal = calibration_for(acc, theoretical=theoretical)
@@ -245,16 +291,21 @@ def disaggregated_throughput(model, hw, *, gpus, prompt_tokens, response_tokens,
         return prefill_pool_rate(m, acc, cal, prompt_tokens=p, precision=precision, kv_precision=kv,
                                  chunk_tokens=chunk, parallel=par, max_gpus=max_gpus)
 
-    def dec_rate(par, max_gpus):
-        return decode_pool_rate(m, acc, cal, prompt_tokens=p, response_tokens=r, precision=precision,
-                                kv_precision=kv, max_seqs_per_rank=max_seqs, kv_reservation=kv_reservation,
-                                parallel=par, max_gpus=max_gpus, kv_block_tokens=block, max_tpot_s=max_tpot)
+    def dec_rates(par, max_gpus):
+        return decode_pool_rates(m, acc, cal, prompt_tokens=p, response_tokens=r, precision=precision,
+                                 kv_precision=kv, max_seqs_per_rank=max_seqs, kv_reservation=kv_reservation,
+                                 parallel=par, max_gpus=max_gpus, kv_block_tokens=block, max_tpot_s=max_tpot,
+                                 speculative=spec)
 
-    pre, dec = pre_rate(prefill_parallel, g - 1), dec_rate(decode_parallel, g - 1)
+    def dec_rate(par, max_gpus):
+        return max(dec_rates(par, max_gpus).values(), key=lambda q: q.tokens_per_s_per_gpu, default=None)
+
+    decs = dec_rates(decode_parallel, g - 1)
+    pre, dec = pre_rate(prefill_parallel, g - 1), max(decs.values(), key=lambda q: q.tokens_per_s_per_gpu, default=None)
     if dec is None and max_tpot is not None and decode_pool_rate(
             m, acc, cal, prompt_tokens=p, response_tokens=r, precision=precision, kv_precision=kv,
             max_seqs_per_rank=max_seqs, kv_reservation=kv_reservation, parallel=decode_parallel, max_gpus=g - 1,
-            kv_block_tokens=block) is not None:
+            kv_block_tokens=block, speculative=spec) is not None:
         raise InfeasibleError(f"max_tpot_s: no decode instance of {m.name} ({precision}) on {acc.name} within "
                               f"{g - 1} GPUs decodes within {max_tpot * 1e3:.3g} ms per output token; relax it or "
                               f"use a faster GPU (generation_throughput names the fastest layout)")
@@ -269,31 +320,22 @@ def disaggregated_throughput(model, hw, *, gpus, prompt_tokens, response_tokens,
         hint = f"use at least {need} GPUs" if need else "use a lower precision or hardware with more memory"
         raise InfeasibleError(f"gpus: {m.name} ({precision}) on {g} x {acc.name}: no prefill and decode instance "
                               f"fit together in {g} GPUs; {hint}", min_gpus=need)
-    a, d = pre.parallel.gpus, dec.parallel.gpus
-    counts = _prefill_counts(prefill_gpus, g, pre.parallel, d)
-    n_p = counts * a
-    n_d = (g - n_p) // d * d
     kv_req = m.kv_bytes_per_token(kv) * p
     nic = acc.scaleout_bytes_per_s * cal.scaleout_efficiency
-    by_pre = n_p * pre.tokens_per_s_per_gpu * r / p
-    by_dec = n_d * dec.tokens_per_s_per_gpu
-    by_nic = np.minimum(n_p, n_d) * nic / kv_req * r  # requests/s the smaller side's NICs carry, in output tokens
-    out = np.minimum(np.minimum(by_pre, by_dec), by_nic)
-    i = int(np.argmax(out))
-    parts = {"prefill pool": by_pre[i], "decode pool": by_dec[i], "kv transfer": by_nic[i]}
+    out, n_p, n_d, parts, dec = _best_split(g, prefill_gpus, pre, decs, nic / kv_req * r, r / p)
     t_kv = kv_transfer_seconds(m, acc, cal, pre.parallel, kv, p)
     try:
         agg = generation_throughput(m, acc, gpus=g, prompt_tokens=p, response_tokens=r, precision=precision,
                                     kv_precision=kv, kv_reservation=kv_reservation, theoretical=theoretical,
                                     max_seqs_per_rank=max_seqs, max_batched_tokens=chunk,
-                                    kv_block_tokens=block, max_tpot_s=max_tpot)  # the same engine, the same SLA
+                                    kv_block_tokens=block, max_tpot_s=max_tpot,  # the same engine, the same SLA
+                                    **(spec or {}))
         agg_rate = agg.output_tokens_per_s_per_gpu
     except InfeasibleError:
         agg_rate = None
     return DisaggregatedEstimate(
-        output_tokens_per_s=float(out[i]), output_tokens_per_s_per_gpu=float(out[i]) / g,
-        input_tokens_per_s=float(out[i]) * p / r, prefill_gpus=int(n_p[i]), decode_gpus=int(n_d[i]),
-        idle_gpus=int(g - n_p[i] - n_d[i]),
+        output_tokens_per_s=out, output_tokens_per_s_per_gpu=out / g,
+        input_tokens_per_s=out * p / r, prefill_gpus=n_p, decode_gpus=n_d, idle_gpus=g - n_p - n_d,
         prefill=pre, decode=dec, kv_bytes_per_request=float(kv_req), kv_transfer_s=t_kv,
         ttft_s=pre.step_s + t_kv + dec.step_s, tpot_s=dec.step_s, bound=min(parts, key=parts.get),
         aggregated_output_tokens_per_s_per_gpu=agg_rate, tier=cal.tier)

@@ -277,16 +277,20 @@ def _cross_node_sends(m: ModelArch, acc: Accelerator, group_gpus: int) -> float:
 
 
 def forward_cost(m: ModelArch, acc: Accelerator, cal: Calibration, par: Parallelism, *, precision: str,
-                 kv_precision: str, dec_seqs=0.0, dec_ctx=0.0, pre_seqs=0.0, pre_tokens=0.0, pre_ctx=0.0):
+                 kv_precision: str, dec_seqs=0.0, dec_ctx=0.0, pre_seqs=0.0, pre_tokens=0.0, pre_ctx=0.0,
+                 dec_tokens=1.0, layers=None):
     """Cost of one forward step of a serving instance, per pipeline stage (arrays broadcast).
 
     ``par``: one :class:`Parallelism`, or :class:`~tcocalc.roofline.parallel.Layouts` as a column
     (:meth:`~tcocalc.roofline.parallel.Layouts.column`) against a row of batch sizes: every layout's costs at
     once, one row each.
 
-    ``dec_seqs`` sequences decode one token each at context ``dec_ctx``; ``pre_seqs`` sequences prefill
+    ``dec_seqs`` sequences decode ``dec_tokens`` tokens each at context ``dec_ctx`` (1; ``1 + n`` when a
+    speculative step verifies ``n`` draft tokens: every token runs the GEMMs and attends, the sequence's KV is read
+    once, logits come for every position; :mod:`tcocalc.roofline.speculative`); ``pre_seqs`` sequences prefill
     ``pre_tokens`` new tokens on top of ``pre_ctx`` cached ones. Counts are per instance and per step;
-    each stage processes ``1/pp`` of them at a time.
+    each stage processes ``1/pp`` of them at a time. ``layers``: transformer layers per stage (default the
+    model's ``L/pp``; a draft module's one layer for a speculative draft pass).
 
     Returns a dict of numpy arrays: ``stage_s`` (time of one stage step), ``compute_s``, ``memory_s``,
     ``comm_s``, ``overhead_s``, ``cbound_s``, ``mbound_s``, ``flops``, ``bytes`` (per GPU per stage step).
@@ -301,11 +305,11 @@ def forward_cost(m: ModelArch, acc: Accelerator, cal: Calibration, par: Parallel
 
     dec_seqs = np.asarray(dec_seqs, dtype=float) / pp
     pre_seqs = np.asarray(pre_seqs, dtype=float) / pp
-    n_dec = dec_seqs / dp                                   # decode tokens per attention rank
+    n_dec = dec_seqs / dp                                   # decoding sequences per attention rank
     n_pre = pre_seqs * pre_tokens / dp                      # prefill tokens per attention rank
-    tok = n_dec + n_pre
-    seqs_rank = (dec_seqs + pre_seqs) / dp
-    layers = L / pp
+    tok = n_dec * dec_tokens + n_pre
+    seqs_rank = (dec_seqs * dec_tokens + pre_seqs) / dp     # positions that need logits
+    layers = L / pp if layers is None else layers
 
     ops = _OpSum(tok, bw, cal, precision, peak, beta_w)
     op, gemm = ops.op, ops.gemm
@@ -319,7 +323,7 @@ def forward_cost(m: ModelArch, acc: Accelerator, cal: Calibration, par: Parallel
     idx_bytes = m.index_head_dim * 1.0  # DSA indexer keys are FP8 (1 B per element)
     if np.any(n_dec > 0):
         ctx_att = m.attended_context(dec_ctx)
-        fl = n_dec * m.attention_flops_per_token(dec_ctx, absorbed=True) / L / tp
+        fl = n_dec * dec_tokens * m.attention_flops_per_token(dec_ctx, absorbed=True) / L / tp
         by = n_dec * (ctx_att * kv_layer / kv_split + float(dec_ctx) * idx_bytes)
         op(fl, by, fl / attn_peak, layers)
     if np.any(n_pre > 0):

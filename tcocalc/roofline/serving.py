@@ -33,6 +33,7 @@ from .forward import (
     resolve_inputs,
 )
 from .parallel import Layouts, Parallelism
+from .speculative import speculation
 
 __all__ = ["GenerationEstimate", "generation_throughput", "candidate_serving_layouts", "fewest_stages",
            "kv_pool_per_gpu", "check_kv_reservation", "kv_tokens_held"]
@@ -48,7 +49,8 @@ class GenerationEstimate:
     (sequences in flight over all replicas), ``ttft_s`` (time to first token under load), ``tpot_s``
     (time per output token = step time), ``parallel`` (one instance), ``replicas``,
     ``memory_per_gpu_bytes`` (weights + KV in use + workspace), ``max_concurrency`` (KV-bound),
-    ``bound`` and ``tier`` ("calibrated" or "theoretical").
+    ``bound``, ``tier`` ("calibrated" or "theoretical") and ``tokens_per_step`` (tokens a decoding sequence gains
+    per step: 1, more with speculative decoding, where ``tpot_s`` is the step time over it).
     """
 
     output_tokens_per_s: float
@@ -63,6 +65,7 @@ class GenerationEstimate:
     weights_per_gpu_bytes: float
     bound: str
     tier: str
+    tokens_per_step: float = 1.0
 
 
 def candidate_serving_layouts(m, acc, gpus: int | None = None) -> list[Parallelism]:
@@ -136,7 +139,7 @@ def _rank_budget(budget, seqs_per_rank: float, prompt_tokens: float, response_to
 
 
 def _continuous_batching_step(m, acc, cal, lay, *, precision, kv_precision, dec_seqs, dec_ctx, prompt_tokens,
-                              response_tokens, segments=1.0, budget=None, chunk_cap=None) -> dict:
+                              response_tokens, segments=1.0, budget=None, chunk_cap=None, spec=None) -> dict:
     """Expected cost of one step of continuous batching (:func:`~tcocalc.roofline.forward.forward_cost`'s keys):
     ``dec_seqs`` sequences decode while newcomers' prompts are prefilled inside the steps (docs/rl-modeling.md
     §4.3).
@@ -155,14 +158,27 @@ def _continuous_batching_step(m, acc, cal, lay, *, precision, kv_precision, dec_
     mean hides: a step that prefills a prompt is compute-bound and reads nearly all of a MoE layer's experts,
     while the steps between read only what the decode tokens touch. A piece attends to the cached context
     before it, ``(P - P/s)/2`` on average. ``budget`` is per instance (one per layout row; attention-DP ranks each
-    schedule their own); ``chunk_cap`` [tokens] is the largest piece one rank prefills in a step."""
+    schedule their own); ``chunk_cap`` [tokens] is the largest piece one rank prefills in a step.
+
+    ``spec`` (a :class:`~tcocalc.roofline.speculative.Speculation`): every step verifies ``1 + n`` positions per
+    decoding sequence after ``n`` draft passes (:mod:`tcocalc.roofline.speculative`), and a sequence gains
+    ``E`` tokens per step (the caller divides), so a sequence finishes, and a newcomer's prompt arrives, every
+    ``R/E`` steps."""
     pp = lay.pp
     dec_seqs = np.asarray(dec_seqs, dtype=float)
+    gain = 1.0 if spec is None else spec.tokens_per_step
+    draft = None
+    if spec is not None:  # n draft passes of the draft module, one token per sequence each
+        one = forward_cost(m, acc, cal, lay, precision=precision, kv_precision=kv_precision, dec_seqs=dec_seqs,
+                           dec_ctx=dec_ctx, layers=spec.draft_layers)
+        draft = {k: spec.draft_tokens * v for k, v in one.items()}
 
     def step(**prefill):
-        return forward_cost(m, acc, cal, lay, precision=precision, kv_precision=kv_precision, dec_seqs=dec_seqs,
-                            dec_ctx=dec_ctx, **prefill)
+        res = forward_cost(m, acc, cal, lay, precision=precision, kv_precision=kv_precision, dec_seqs=dec_seqs,
+                           dec_ctx=dec_ctx, dec_tokens=1.0 if spec is None else 1.0 + spec.draft_tokens, **prefill)
+        return res if draft is None else {k: v + draft[k] for k, v in res.items()}
 
+    response_tokens = response_tokens / gain  # steps a sequence stays
     if not prompt_tokens:
         return step()
     if budget is None:
@@ -183,7 +199,7 @@ def _continuous_batching_step(m, acc, cal, lay, *, precision, kv_precision, dec_
 
 
 def _best_candidate(m, acc, cal, cands, *, precision, kv_precision, ctx, p, r, gpus, prefill, segments, budget,
-                    max_tpot=None):
+                    spec=None, max_tpot=None):
     """The candidate layout and concurrency with the most output per GPU: ``(output/s per GPU, layout, its step
     costs, index of the best concurrency, grid, KV-bound concurrency, weight bytes, replicas)``, or ``None`` when
     no layout fits (or none meets ``max_tpot`` [s per output token] at any of its batch sizes). ``cands``: (layout,
@@ -199,8 +215,8 @@ def _best_candidate(m, acc, cal, cands, *, precision, kv_precision, ctx, p, r, g
     res = _continuous_batching_step(m, acc, cal, lay, precision=precision, kv_precision=kv_precision,
                                     dec_seqs=grids, dec_ctx=ctx, prompt_tokens=p if prefill else 0.0,
                                     response_tokens=r, segments=segments, budget=per_instance,
-                                    chunk_cap=None if ranks is None else min(ranks))
-    tpot = res["stage_s"] * lay.pp
+                                    chunk_cap=None if ranks is None else min(ranks), spec=spec)
+    tpot = res["stage_s"] * lay.pp / _gain(spec)
     rates = grids / tpot if max_tpot is None else np.where(tpot <= max_tpot, grids / tpot, -np.inf)
     best = None
     for j, (par, weights, b_max, replicas, grid) in enumerate(cands):
@@ -217,7 +233,8 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
                           concurrency=None, parallel=None, kv_precision=None, theoretical=False,
                           context_tokens=None, kv_reservation="current", interleaved_prefill=True,
                           max_seqs_per_rank=None, prompt_segments=1, max_batched_tokens=None,
-                          kv_block_tokens=None, max_tpot_s=None, _calibration=None) -> GenerationEstimate:
+                          kv_block_tokens=None, max_tpot_s=None, speculative_tokens=None, acceptance_rate=None,
+                          draft_layers=1.0, _calibration=None) -> GenerationEstimate:
     """Steady-state output tokens/s of ``gpus`` GPUs generating ``response_tokens`` after ``prompt_tokens``.
 
     Parameters
@@ -255,6 +272,10 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
     max_tpot_s : [s] a latency target per output token (an interactivity SLA, ``1 / (tokens/s per user)``): the
         search keeps only batches whose step meets it, so throughput is the most the layouts deliver at that
         per-user speed (the largest batch under the limit, refined between grid points). Default: none.
+    speculative_tokens, acceptance_rate, draft_layers : speculative decoding (:mod:`tcocalc.roofline.speculative`):
+        each step drafts ``speculative_tokens`` tokens with a ``draft_layers``-layer module (MTP, EAGLE: 1) and
+        verifies them in one pass, each accepted with probability ``acceptance_rate`` (DeepSeek-V3's MTP:
+        0.85-0.90); ``tpot_s`` is then the step time over the tokens a sequence gains per step. Default: none.
 
     Raises
     ------
@@ -271,6 +292,7 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
         check_positive("concurrency", concurrency)
     block = 1 if kv_block_tokens is None else check_whole("kv_block_tokens", kv_block_tokens)
     max_tpot = None if max_tpot_s is None else check_positive("max_tpot_s", max_tpot_s)
+    spec = speculation(speculative_tokens, acceptance_rate, draft_layers)
     m, acc, precision, kv_precision, par0 = resolve_inputs(model, hw, precision, kv_precision, parallel)
     cal = _calibration or calibration_for(acc, theoretical=theoretical)
     layouts = [par0] if parallel is not None else fewest_stages(candidate_serving_layouts(m, acc, gpus), m, acc,
@@ -281,7 +303,7 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
     held = kv_tokens_held(ctx, p, r, kv_reservation, block)
     cands = _candidates(m, acc, cal, layouts, precision, kv_precision, held, gpus, max_seqs_per_rank, concurrency)
     step_kw = dict(precision=precision, kv_precision=kv_precision, ctx=ctx, p=p, r=r, gpus=gpus,
-                   prefill=interleaved_prefill, segments=segments, budget=budget)
+                   prefill=interleaved_prefill, segments=segments, budget=budget, spec=spec)
     best = _best_candidate(m, acc, cal, cands, max_tpot=max_tpot, **step_kw)
     if best is None and max_tpot is not None and _best_candidate(m, acc, cal, cands, **step_kw) is not None:
         raise _tpot_unmet(m, acc, cal, cands, max_tpot, step_kw, concurrency)
@@ -290,9 +312,10 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
     if max_tpot is not None and concurrency is None:
         best = _refine_under_tpot(m, acc, cal, best, max_tpot, step_kw)
     per_gpu, par, res, i, grid, b_max, weights, replicas = best
-    b, tpot = float(grid[i]), float(res["stage_s"][i]) * par.pp
+    b, step_s = float(grid[i]), float(res["stage_s"][i]) * par.pp
+    tpot = step_s / _gain(spec)
     one = forward_cost(m, acc, cal, par, precision=precision, kv_precision=kv_precision, pre_seqs=1.0, pre_tokens=p)
-    ttft = float(one["stage_s"]) * par.pp + tpot
+    ttft = float(one["stage_s"]) * par.pp + step_s
     parts = {"compute": float(res["cbound_s"][i]), "memory": float(res["mbound_s"][i]), "comm": float(res["comm_s"][i])}
     kv_used = float(kv_bytes_per_seq_per_gpu(m, par, kv_precision, ctx)) * b / (par.dp * par.pp)
     return GenerationEstimate(
@@ -300,7 +323,7 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
         concurrency=b * replicas, ttft_s=ttft, tpot_s=tpot, parallel=par, replicas=replicas,
         memory_per_gpu_bytes=weights + kv_used + cal.inference_workspace_bytes,
         max_concurrency=float(b_max) * replicas, weights_per_gpu_bytes=weights,
-        bound=max(parts, key=parts.get), tier=cal.tier)
+        bound=max(parts, key=parts.get), tier=cal.tier, tokens_per_step=_gain(spec))
 
 
 def kv_tokens_held(ctx, prompt_tokens, response_tokens, kv_reservation: str, block: int) -> float:
@@ -363,10 +386,15 @@ def _tpot_unmet(m, acc, cal, cands, max_tpot, step_kw, concurrency=None) -> Infe
     one = [(c[0], c[1], c[2], c[3], np.array([1.0])) for c in cands]
     fastest = min((_best_candidate(m, acc, cal, [c], **step_kw) for c in one), key=lambda b: b[2]["stage_s"][0]
                   * b[1].pp)
-    t1 = float(fastest[2]["stage_s"][0]) * fastest[1].pp
+    t1 = float(fastest[2]["stage_s"][0]) * fastest[1].pp / _gain(step_kw.get("spec"))
     return InfeasibleError(f"max_tpot_s: no layout of {step_kw['gpus']} x {acc.name} decodes {m.name} within "
                            f"{max_tpot * 1e3:.3g} ms per output token; the fastest, {fastest[1].label()}, takes "
                            f"{t1 * 1e3:.3g} ms at one sequence per instance", layout=fastest[1])
+
+
+def _gain(spec) -> float:
+    """Tokens a decoding sequence gains per step: 1, or the speculative expectation."""
+    return 1.0 if spec is None else spec.tokens_per_step
 
 
 def _check_budget(budget):

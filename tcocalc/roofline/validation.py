@@ -91,10 +91,12 @@ def _predict_pool(case: dict, par, calibration) -> float:
         rate = prefill_pool_rate(m, acc, cal, prompt_tokens=case["prompt_tokens"], precision=precision,
                                  kv_precision=kv, chunk_tokens=chunk, parallel=par)
     else:
+        spec = {k: case[k] for k in ("speculative_tokens", "acceptance_rate") if k in case}
         rate = decode_pool_rate(m, acc, cal, prompt_tokens=case["prompt_tokens"],
                                 response_tokens=case["response_tokens"], precision=precision, kv_precision=kv,
                                 max_seqs_per_rank=max_seqs, parallel=par,
-                                kv_block_tokens=engine_kv_block_tokens(case.get("engine", "vllm"), m, acc))
+                                kv_block_tokens=engine_kv_block_tokens(case.get("engine", "vllm"), m, acc),
+                                max_tpot_s=case.get("max_tpot_s"), speculative=spec or None)
     if rate is None:
         raise DataFileError("data/validation_cases.toml", case["id"], "parallel", "the instance does not fit")
     return rate.tokens_per_s_per_gpu
