@@ -134,3 +134,17 @@ def test_scenario_acceptance_out_of_range_names_the_field():
     with pytest.raises(tc.ScenarioError) as err:
         loads_scenario(SPECULATIVE.replace("acceptance_rate = 0.8", "acceptance_rate = 1.2"))
     assert err.value.field == "generator.acceptance_rate"
+
+
+def test_disaggregated_decode_pool_speculates():
+    """The decode pool of a disaggregated deployment takes the same arguments: its step is the verify + draft step,
+    its TPOT that step over E, and it decodes faster per user than without speculation."""
+    kw = dict(gpus=16, prompt_tokens=2000, response_tokens=1000, precision="fp8", max_tpot_s=0.03)
+    plain = tc.disaggregated_throughput("Llama-3.1-8B", "H100", **kw)
+    spec = tc.disaggregated_throughput("Llama-3.1-8B", "H100", speculative_tokens=1, acceptance_rate=0.8, **kw)
+    assert spec.decode.tokens_per_step == pytest.approx(1.8) and plain.decode.tokens_per_step == 1.0
+    assert spec.tpot_s == pytest.approx(spec.decode.step_s / 1.8, rel=1e-12)
+    assert spec.decode.tokens_per_s_per_gpu > plain.decode.tokens_per_s_per_gpu
+    with pytest.raises(tc.ScenarioError) as err:
+        tc.disaggregated_throughput("Llama-3.1-8B", "H100", speculative_tokens=1, acceptance_rate=2.0, **kw)
+    assert err.value.field == "acceptance_rate"

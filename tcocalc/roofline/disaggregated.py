@@ -48,12 +48,14 @@ __all__ = ["DisaggregatedEstimate", "PoolRate", "disaggregated_throughput", "pre
 @dataclass(frozen=True)
 class PoolRate:
     """One pool's instance and its steady rate per GPU: input tokens/s for prefill, output tokens/s for decode.
-    ``step_s`` is one step of the instance [s], ``batch`` the sequences it holds per step."""
+    ``step_s`` is one step of the instance [s], ``batch`` the sequences it holds per step, ``tokens_per_step`` the
+    tokens a decoding sequence gains per step (1; more with speculative decoding)."""
 
     parallel: Parallelism
     tokens_per_s_per_gpu: float
     step_s: float
     batch: float
+    tokens_per_step: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -137,9 +139,8 @@ def decode_pool_rates(m, acc, cal, *, prompt_tokens, response_tokens, precision,
                       kv_reservation="current", parallel=None, max_gpus=None, kv_block_tokens=None,
                       max_tpot_s=None, speculative=None) -> dict[int, PoolRate]:
     """The decode instance of each size [GPUs] with the most output tokens/s per GPU (or the pinned one): decode-only
-    steps of ``b``
-    sequences at the mean context ``P + R/2``, ``b`` within the KV pool (reserving the running context, or
-    prompt + whole output with ``kv_reservation="full"``, in whole ``kv_block_tokens`` blocks) and
+    steps of ``b`` sequences at the mean context ``P + R/2``, ``b`` within the KV pool (reserving the running
+    context, or prompt + whole output with ``kv_reservation="full"``, in whole ``kv_block_tokens`` blocks) and
     ``max_seqs_per_rank`` per attention-DP rank (:func:`~tcocalc.roofline.serving.generation_throughput` with
     ``interleaved_prefill=False`` per instance), at most ``max_tpot_s`` per output token when given.
     ``speculative``: generation_throughput's speculative-decoding arguments (``speculative_tokens``,
@@ -157,7 +158,8 @@ def decode_pool_rates(m, acc, cal, *, prompt_tokens, response_tokens, precision,
             continue
         if par.gpus not in best or est.output_tokens_per_s_per_gpu > best[par.gpus].tokens_per_s_per_gpu:
             best[par.gpus] = PoolRate(parallel=par, tokens_per_s_per_gpu=est.output_tokens_per_s_per_gpu,
-                                      step_s=est.tpot_s, batch=est.concurrency)
+                                      step_s=est.tpot_s * est.tokens_per_step, batch=est.concurrency,
+                                      tokens_per_step=est.tokens_per_step)
     return best
 
 
@@ -337,5 +339,6 @@ def disaggregated_throughput(model, hw, *, gpus, prompt_tokens, response_tokens,
         output_tokens_per_s=out, output_tokens_per_s_per_gpu=out / g,
         input_tokens_per_s=out * p / r, prefill_gpus=n_p, decode_gpus=n_d, idle_gpus=g - n_p - n_d,
         prefill=pre, decode=dec, kv_bytes_per_request=float(kv_req), kv_transfer_s=t_kv,
-        ttft_s=pre.step_s + t_kv + dec.step_s, tpot_s=dec.step_s, bound=min(parts, key=parts.get),
+        ttft_s=pre.step_s + t_kv + dec.step_s, tpot_s=dec.step_s / dec.tokens_per_step,
+        bound=min(parts, key=parts.get),
         aggregated_output_tokens_per_s_per_gpu=agg_rate, tier=cal.tier)
