@@ -148,3 +148,16 @@ def test_disaggregated_decode_pool_speculates():
     with pytest.raises(tc.ScenarioError) as err:
         tc.disaggregated_throughput("Llama-3.1-8B", "H100", speculative_tokens=1, acceptance_rate=2.0, **kw)
     assert err.value.field == "acceptance_rate"
+
+
+def test_the_draft_module_weights_take_kv_memory():
+    """The draft module (one layer of the target's shape beside the LM head) is held in memory: Llama-3.1-8B BF16 on
+    one H100 holds one more layer's attention and MLP weights (218.1M parameters, 436 MB) and fits fewer sequences."""
+    m = tc.model("Llama-3.1-8B")
+    kw = dict(gpus=1, prompt_tokens=1000, response_tokens=1000, parallel=Parallelism())
+    plain = tc.generation_throughput(m, "H100", **kw)
+    spec = tc.generation_throughput(m, "H100", speculative_tokens=1, acceptance_rate=0.8, **kw)
+    layer = (m.attention_params_per_layer + m.dense_mlp_params) * 2.0
+    assert layer == pytest.approx(436.2e6, rel=1e-3)
+    assert spec.weights_per_gpu_bytes - plain.weights_per_gpu_bytes == pytest.approx(layer, rel=1e-9)
+    assert spec.max_concurrency < plain.max_concurrency

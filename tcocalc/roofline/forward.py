@@ -152,15 +152,16 @@ def kv_bytes_per_seq_per_gpu(m: ModelArch, par: Parallelism, kv_precision: str, 
     return m.kv_bytes_per_token(kv_precision) * np.asarray(ctx, dtype=float) / (split * par.pp)
 
 
-def inference_memory_per_gpu(m: ModelArch, par: Parallelism, precision: str) -> float:
+def inference_memory_per_gpu(m: ModelArch, par: Parallelism, precision: str, extra_layers: float = 0.0) -> float:
     """Weight bytes on the most loaded GPU of a serving instance [B].
 
     Attention and dense MLP weights are split over TP (replicated over attention-DP); routed experts are
     spread over the ``tp·dp`` GPUs of a stage; layers over PP; the larger of embedding and LM head (split
-    over TP) sits on an end stage.
+    over TP) sits on an end stage, with ``extra_layers`` more layers of the model's shape (a speculative draft
+    module next to the LM head it shares, :mod:`tcocalc.roofline.speculative`).
     """
     beta = bytes_per_element(precision)
-    layers = m.num_layers / par.pp
+    layers = m.num_layers / par.pp + extra_layers
     dense_share = m.num_dense_layers / m.num_layers
     per_layer = m.attention_params_per_layer / par.tp
     per_layer += dense_share * (m.dense_mlp_params if m.num_dense_layers else 0.0) / par.tp

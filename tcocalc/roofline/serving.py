@@ -107,10 +107,11 @@ def fewest_stages(layouts, m, acc, cal, precision, kv_precision, seq_tokens):
     return list(chosen.values())
 
 
-def kv_pool_per_gpu(m, acc, cal, par, precision):
+def kv_pool_per_gpu(m, acc, cal, par, precision, draft_layers=0.0):
     """(weight bytes, KV pool bytes) on the most loaded GPU of instance ``par``: the pool is ``kv_memory_fraction``
-    of what weights and workspace leave (data/calibration.toml; module docstring)."""
-    weights = inference_memory_per_gpu(m, par, precision)
+    of what weights and workspace leave (data/calibration.toml; module docstring). ``draft_layers``: a speculative
+    draft module's layers, whose weights sit there too."""
+    weights = inference_memory_per_gpu(m, par, precision, draft_layers)
     free = acc.hbm_bytes - weights - cal.inference_workspace_bytes
     return weights, cal.kv_memory_fraction * free
 
@@ -301,7 +302,8 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
         raise ScenarioError("gpus", f"{gpus} GPUs cannot be divided into instances of {par0.gpus} ({par0.label()})")
     ctx = p + r / 2.0 if context_tokens is None else check_positive("context_tokens", context_tokens)
     held = kv_tokens_held(ctx, p, r, kv_reservation, block)
-    cands = _candidates(m, acc, cal, layouts, precision, kv_precision, held, gpus, max_seqs_per_rank, concurrency)
+    cands = _candidates(m, acc, cal, layouts, precision, kv_precision, held, gpus, max_seqs_per_rank, concurrency,
+                        0.0 if spec is None else spec.draft_layers)
     step_kw = dict(precision=precision, kv_precision=kv_precision, ctx=ctx, p=p, r=r, gpus=gpus,
                    prefill=interleaved_prefill, segments=segments, budget=budget, spec=spec)
     best = _best_candidate(m, acc, cal, cands, max_tpot=max_tpot, **step_kw)
@@ -338,13 +340,14 @@ def kv_tokens_held(ctx, prompt_tokens, response_tokens, kv_reservation: str, blo
     return float(ctx) + (block - 1) / 2.0
 
 
-def _candidates(m, acc, cal, layouts, precision, kv_precision, held, gpus, max_seqs_per_rank, concurrency) -> list:
+def _candidates(m, acc, cal, layouts, precision, kv_precision, held, gpus, max_seqs_per_rank, concurrency,
+                draft_layers=0.0) -> list:
     """(layout, weight bytes, KV-bound concurrency, replicas, batch grid) of each layout that holds a sequence of
     ``held`` KV tokens: the grid spans 1 to the KV-bound concurrency (24 geometric steps), or is the pinned
-    ``concurrency`` per replica where it fits."""
+    ``concurrency`` per replica where it fits. ``draft_layers``: a speculative draft module's layers in memory."""
     cands = []
     for par in layouts:
-        weights, pool = kv_pool_per_gpu(m, acc, cal, par, precision)
+        weights, pool = kv_pool_per_gpu(m, acc, cal, par, precision, draft_layers)
         if pool <= 0:
             continue
         per_seq = float(kv_bytes_per_seq_per_gpu(m, par, kv_precision, held))
