@@ -189,7 +189,8 @@ def _continuous_batching_step(m, acc, cal, lay, *, precision, kv_precision, dec_
     demand = lam * piece
     with np.errstate(divide="ignore", invalid="ignore"):
         together = np.where(lam > 0, piece * lam / -np.expm1(-lam), piece)
-    room = np.maximum(budget - dec_seqs / pp, 1.0)
+    rows = 1.0 if spec is None else 1.0 + spec.draft_tokens  # a verifying sequence takes 1 + n of the budget
+    room = np.maximum(budget - dec_seqs * rows / pp, 1.0)
     tau = np.minimum(together, room)
     busy = np.minimum(demand / tau, 1.0)
     tau = np.where(busy >= 1.0, demand, tau)

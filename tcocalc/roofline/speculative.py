@@ -21,6 +21,7 @@ depends on the workload and is an input.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from ..errors import ScenarioError
@@ -29,7 +30,8 @@ __all__ = ["Speculation", "tokens_per_step", "speculation"]
 
 DEEPSEEK_V3_MTP_ACCEPTANCE = (0.85, 0.90)
 """Acceptance of DeepSeek-V3's MTP second-token prediction, DeepSeek-V3 technical report (arXiv:2412.19437,
-section 5.4.3: "the acceptance rate of the second token prediction ranges between 85% and 90%")."""
+section 5.4.3: "the acceptance rate of the second token prediction ranges between 85% and 90%"): a reference figure
+for the tests and docs; the model takes the acceptance as an input and uses no default."""
 
 
 @dataclass(frozen=True)
@@ -81,8 +83,6 @@ def speculation(draft_tokens, acceptance_rate, draft_layers=1.0) -> Speculation 
 
 
 def _finite(value, name: str) -> float:
-    import math
-
     try:
         v = float(value)
     except (TypeError, ValueError):
