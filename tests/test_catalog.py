@@ -198,6 +198,15 @@ def test_validation_case_without_source_or_with_bad_number_is_refused(root):
         cases.parse_validation_cases(text.replace("published = 1932", "published = nan", 1))
 
 
+def test_fixed_batch_validation_case_without_its_batch_is_refused(root):
+    text = (root / "data" / "validation_cases.toml").read_text()
+    start = text.index('id = "GEN-15a"')
+    bad = text[:start] + text[start:].replace("batch = 256\n", "", 1)
+    with pytest.raises(tc.DataFileError) as err:
+        cases.parse_validation_cases(bad)
+    assert (err.value.entry, err.value.field) == ("GEN-15a", "batch")
+
+
 def test_calibration_kinds_are_checked_in_rl_calibration_too(root):
     text = (root / "data" / "rl_calibration.toml").read_text().replace('kind = "fitted"', 'kind = "guess"', 1)
     with pytest.raises(tc.DataFileError) as err:

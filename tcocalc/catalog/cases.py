@@ -17,6 +17,12 @@ __all__ = ["validation_cases", "parse_validation_cases", "long_output_cases", "p
 
 _REQUIRED = ("id", "kind", "model", "hardware", "precision", "unit", "source")
 _RECOMPUTE = ("none", "selective", "full")  # tcocalc.roofline.training.RECOMPUTE_MODES
+_KIND_FIELDS = {  # what each fixed-batch kind needs beyond _REQUIRED (tcocalc.roofline.validation._predict_kernels)
+    "static_batch": ("batch", "prompt_tokens", "response_tokens"),
+    "prefill_latency": ("batch", "prompt_tokens"),
+    "speculative_speedup": ("parallel", "prompt_tokens", "response_tokens", "concurrency", "speculative_tokens",
+                            "acceptance_rate"),
+}
 
 
 def parse_validation_cases(text: str, file: str = "data/validation_cases.toml") -> tuple[dict, ...]:
@@ -28,6 +34,9 @@ def parse_validation_cases(text: str, file: str = "data/validation_cases.toml") 
         block = c.get("kv_block_tokens", 1)
         if type(block) is not int or block < 1:
             raise DataFileError(file, entry, "kv_block_tokens", f"must be a whole number of tokens >= 1, got {block!r}")
+        for key in _KIND_FIELDS.get(c["kind"], ()):
+            if key not in c:
+                raise DataFileError(file, entry, key, f"required for kind {c['kind']!r}")
         if "recompute" in c and c["recompute"] not in _RECOMPUTE:
             raise DataFileError(file, entry, "recompute", f"must be one of {list(_RECOMPUTE)}, got {c['recompute']!r}")
     return cases

@@ -62,8 +62,9 @@ def _predict_kernels(case: dict, par, calibration) -> float:
     """Cases measured on fixed batches rather than in steady state:
 
     * ``static_batch``: output tokens/s of one static batch (TensorRT-LLM v0.5's gptSessionBenchmark): the batch's
-      prefill, then ``response_tokens - 1`` decode steps at the growing context
-      (:func:`~tcocalc.roofline.forward.prefill`, :func:`~tcocalc.roofline.forward.decode`);
+      prefill, then ``response_tokens - 1`` decode steps at the growing context (each a
+      :func:`~tcocalc.roofline.forward.forward_cost` step, as :func:`~tcocalc.roofline.forward.prefill` and
+      :func:`~tcocalc.roofline.forward.decode` cost them; summed by :func:`_decode_sum`);
     * ``prefill_latency``: seconds to prefill ``batch`` prompts of ``prompt_tokens`` (time to first token alone);
     * ``speculative_speedup``: time per output token without speculation over with it, at ``concurrency``
       sequences on the pinned instance (:func:`~tcocalc.roofline.serving.generation_throughput`,
