@@ -78,6 +78,9 @@ LOWER = (1.0, 0.2, 0.2, 0.0)
 UPPER = (4096.0, 1.0, 1.0, 500e-6)
 _SHIPPED = calibration_module._raw
 GENERATION_PARAMS = {"hopper": PARAMS, "blackwell": PARAMS, "ampere": ("training_runtime_efficiency",)}
+TRAINING_KINDS = ("training", "step_s", "mfu", "gpu_hours")
+"""Validation kinds predicted by the training model (tcocalc.roofline.validation.predict_case); the others are
+serving rows, which a generation whose serving factors stay borrowed (Ampere) does not fit."""
 """What each generation's rows can fit: Ampere's only rows are training iterations (TRN-10, Megatron-LM on A100
 since 2026-12-01), which constrain its training runtime efficiency and nothing else; its other factors stay
 borrowed from Hopper."""
@@ -126,7 +129,10 @@ def fit_generation(generation: str, with_rl: bool = False, with_long_output: boo
     def ours(hw):
         return bool(hw) and tc.hardware(hw).generation == generation
 
-    cases = [c for c in validation_cases() if ours(c["hardware"]) and not c.get("known_miss")]
+    params = GENERATION_PARAMS[generation]
+    serving = "inference_runtime_efficiency" in params  # a training-only fit (Ampere) leaves the serving rows out
+    cases = [c for c in validation_cases() if ours(c["hardware"]) and not c.get("known_miss")
+             and (serving or c["kind"] in TRAINING_KINDS)]
     long_rows = [c for c in long_output_cases()
                  if with_long_output and c["catalog_model"] and ours(c["hardware"]) and not c["known_miss"]]
     bounded = [c for c in long_output_cases()
@@ -135,8 +141,6 @@ def fit_generation(generation: str, with_rl: bool = False, with_long_output: boo
     rl = [(c, nemo_case_scenario(c)) for c in nemo_rl_cases()
           if with_rl and ours(c["hardware"]) and not c.get("known_miss")]
     tol = np.log1p(np.array([c["tolerance"] for c in cases] + [LONG_OUTPUT_TOLERANCE] * len(bounded)) - BAND_MARGIN)
-
-    params = GENERATION_PARAMS[generation]
 
     def residuals(x):
         _trial(generation, x, params)
