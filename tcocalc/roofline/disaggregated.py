@@ -132,7 +132,12 @@ def prefill_pool_rate(m, acc, cal, *, prompt_tokens, precision, kv_precision, ch
 def decode_pool_rate(m, acc, cal, **kw) -> PoolRate | None:
     """The decode instance with the most output tokens/s per GPU (or the pinned one), ``None`` when none holds a
     sequence (or meets the TPOT limit): the best of :func:`decode_pool_rates`, which takes the same arguments."""
-    return max(decode_pool_rates(m, acc, cal, **kw).values(), key=lambda q: q.tokens_per_s_per_gpu, default=None)
+    return _fastest(decode_pool_rates(m, acc, cal, **kw))
+
+
+def _fastest(rates: dict) -> PoolRate | None:
+    """The instance of ``rates`` (size -> PoolRate) with the most tokens/s per GPU, ``None`` when it is empty."""
+    return max(rates.values(), key=lambda q: q.tokens_per_s_per_gpu, default=None)
 
 
 def decode_pool_rates(m, acc, cal, *, prompt_tokens, response_tokens, precision, kv_precision, max_seqs_per_rank,
@@ -300,10 +305,10 @@ def disaggregated_throughput(model, hw, *, gpus, prompt_tokens, response_tokens,
                                  speculative=spec)
 
     def dec_rate(par, max_gpus):
-        return max(dec_rates(par, max_gpus).values(), key=lambda q: q.tokens_per_s_per_gpu, default=None)
+        return _fastest(dec_rates(par, max_gpus))
 
     decs = dec_rates(decode_parallel, g - 1)
-    pre, dec = pre_rate(prefill_parallel, g - 1), max(decs.values(), key=lambda q: q.tokens_per_s_per_gpu, default=None)
+    pre, dec = pre_rate(prefill_parallel, g - 1), _fastest(decs)
     if dec is None and max_tpot is not None and decode_pool_rate(
             m, acc, cal, prompt_tokens=p, response_tokens=r, precision=precision, kv_precision=kv,
             max_seqs_per_rank=max_seqs, kv_reservation=kv_reservation, parallel=decode_parallel, max_gpus=g - 1,

@@ -31,7 +31,8 @@ __all__ = ["Speculation", "tokens_per_step", "speculation"]
 DEEPSEEK_V3_MTP_ACCEPTANCE = (0.85, 0.90)
 """Acceptance of DeepSeek-V3's MTP second-token prediction, DeepSeek-V3 technical report (arXiv:2412.19437,
 section 5.4.3: "the acceptance rate of the second token prediction ranges between 85% and 90%"): a reference figure
-for the tests and docs; the model takes the acceptance as an input and uses no default."""
+for the tests, the docs and the Plan page's starting value; the model takes the acceptance as an input and uses no
+default."""
 
 
 @dataclass(frozen=True)
