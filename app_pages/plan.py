@@ -14,7 +14,6 @@ import tcocalc as tc
 from app_pages import _shared as ui
 from tcocalc.figures import split_sweep_figure, timeline_figure
 from tcocalc.reports import metrics_table, sweep_table, to_csv_text
-from tcocalc.roofline.speculative import DEEPSEEK_V3_MTP_ACCEPTANCE
 
 OBJECTIVE = "usd_per_useful_sample"
 SIM_STEPS, SIM_SEED = 12, 0
@@ -157,7 +156,7 @@ start = {
     "nvlink": nvlink_choice(scn0),
     "draft_tokens": scn0.generator.speculative_tokens or 0,
     "acceptance": float(scn0.generator.acceptance_rate if scn0.generator.acceptance_rate is not None
-                        else DEEPSEEK_V3_MTP_ACCEPTANCE[0]),  # the box starts at the lower measured MTP acceptance
+                        else tc.DEEPSEEK_V3_MTP_ACCEPTANCE[0]),  # the box starts at the lower measured MTP acceptance
 }
 hw_names = list(ui.hardware_table()["name"])
 models = ui.model_names()

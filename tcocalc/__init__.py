@@ -37,6 +37,7 @@ _EXPORTS: dict[str, str] = {
     "GenerationEstimate": "roofline.serving",
     "generation_throughput": "roofline.serving",
     "disaggregated_throughput": "roofline.disaggregated",
+    "DEEPSEEK_V3_MTP_ACCEPTANCE": "roofline.speculative",
     "DisaggregatedEstimate": "roofline.disaggregated",
     "TrainingEstimate": "roofline.training",
     "training_throughput": "roofline.training",
@@ -123,6 +124,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .roofline.forward import KernelTime, decode, prefill  # noqa: F401
     from .roofline.parallel import Parallelism  # noqa: F401
     from .roofline.serving import GenerationEstimate, generation_throughput  # noqa: F401
+    from .roofline.speculative import DEEPSEEK_V3_MTP_ACCEPTANCE  # noqa: F401
     from .roofline.sweep import decode_sweep  # noqa: F401
     from .roofline.training import TrainingEstimate, training_throughput  # noqa: F401
     from .roofline.validation import long_output_table, validation_table  # noqa: F401

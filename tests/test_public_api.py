@@ -52,7 +52,7 @@ APP_NAMES = {
     "hardware_table", "load_scenario", "loads_scenario", "model_names", "operating_points", "ridge_table",
     "sensitivity", "simulate", "size_cluster", "solve_split", "tinker_gap", "validation_table",
     "rl_validation_table", "rl_speedup_pairs", "rl_validation_summary", "rl_refit_table",
-    "long_output_table",
+    "long_output_table", "DEEPSEEK_V3_MTP_ACCEPTANCE",
 }
 # Besides `import tcocalc as tc`, pages import only these library modules (figure and table builders).
 APP_MODULES = {"tcocalc.figures", "tcocalc.reports"}
