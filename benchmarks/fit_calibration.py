@@ -59,24 +59,20 @@ data/calibration.toml.
 from __future__ import annotations
 
 import argparse
-import copy
 
 import numpy as np
 from scipy.optimize import least_squares
 
 import tcocalc as tc
-import tcocalc.catalog.calibration as calibration_module
-from tcocalc.catalog.calibration import calibration_for
+from tcocalc.catalog.calibration import CalibrationSet, shipped_calibration
 from tcocalc.catalog.cases import long_output_cases
 from tcocalc.catalog.rl_cases import nemo_rl_cases
-from tcocalc.rl import pipeline as rl_pipeline
 from tcocalc.rl.validation import nemo_case_scenario
 from tcocalc.roofline.validation import LONG_OUTPUT_TOLERANCE, predict_case, predict_long_output, validation_cases
 
 PARAMS = ("gemm_half_dim", "inference_runtime_efficiency", "training_runtime_efficiency", "alltoall_latency_scaleup_s")
 LOWER = (1.0, 0.2, 0.2, 0.0)
 UPPER = (4096.0, 1.0, 1.0, 500e-6)
-_SHIPPED = calibration_module._raw
 GENERATION_PARAMS = {"hopper": PARAMS, "blackwell": PARAMS, "ampere": ("training_runtime_efficiency",)}
 TRAINING_KINDS = ("training", "step_s", "mfu", "gpu_hours")
 """Validation kinds predicted by the training model (tcocalc.roofline.validation.predict_case); the others are
@@ -86,31 +82,17 @@ since 2026-12-01), which constrain its training runtime efficiency and nothing e
 borrowed from Hopper."""
 
 
-def _trial(generation: str, values, params=PARAMS) -> None:
-    """Make ``values`` (of ``params``) the generation's calibration for everything the library computes next:
-    the parsed data file is swapped for a copy with them, and the caches that hold results computed under the
-    old factors are cleared."""
-    raw = copy.deepcopy(_SHIPPED())
-    for p, v in zip(params, values, strict=True):
-        raw[generation][p]["value"] = float(v)
-    _install(raw)
+def _trial(generation: str, values, params=PARAMS) -> CalibrationSet:
+    """The shipped calibration with ``values`` (of ``params``) as the generation's factors: a frozen value passed
+    to every prediction as ``calibration=`` (the caches key on it, so nothing needs clearing)."""
+    return shipped_calibration().with_factors(generation, dict(zip(params, (float(v) for v in values), strict=True)))
 
 
-def _install(raw: dict) -> None:
-    """Make ``raw`` the parsed data/calibration.toml and clear every cache computed under the old factors."""
-    calibration_module._raw = lambda: raw
-    calibration_module._calibration.cache_clear()
-    rl_pipeline.clear_caches()
-
-
-def _restore() -> None:
-    calibration_module._raw = _SHIPPED
-    calibration_module._calibration.cache_clear()
-
-
-def _log_errors(rows) -> list[float]:
-    """``log(predicted/published)`` of long-output rows (as ``tcocalc validate --long-output`` predicts them)."""
-    return [float(np.log(predict_long_output(c) / c["published_tok_s_per_gpu"])) for c in rows]
+def _log_errors(rows, calibration: CalibrationSet | None = None) -> list[float]:
+    """``log(predicted/published)`` of long-output rows (as ``tcocalc validate --long-output`` predicts them) under
+    ``calibration`` (default: the shipped factors)."""
+    return [float(np.log(predict_long_output(c, calibration=calibration) / c["published_tok_s_per_gpu"]))
+            for c in rows]
 
 
 BAND_WEIGHT = 20.0
@@ -143,23 +125,19 @@ def fit_generation(generation: str, with_rl: bool = False, with_long_output: boo
     tol = np.log1p(np.array([c["tolerance"] for c in cases] + [LONG_OUTPUT_TOLERANCE] * len(bounded)) - BAND_MARGIN)
 
     def residuals(x):
-        _trial(generation, x, params)
-        val = [np.log(predict_case(c, calibration=calibration_for(tc.hardware(c["hardware"]))) / c["published"])
-               for c in cases]
-        lo = dict(zip((c["id"] for c in lo_rows), _log_errors(lo_rows), strict=True))
+        cal = _trial(generation, x, params)
+        val = [np.log(predict_case(c, calibration=cal) / c["published"]) for c in cases]
+        lo = dict(zip((c["id"] for c in lo_rows), _log_errors(lo_rows, cal), strict=True))
         out = val + [lo[c["id"]] for c in long_rows]
-        out += [np.log(tc.evaluate(scn).metrics["step_time_s"] / c["step_time_s"]) for c, scn in rl]
+        out += [np.log(tc.evaluate(scn, calibration=cal).metrics["step_time_s"] / c["step_time_s"]) for c, scn in rl]
         if band:
             edge = np.abs(val + [lo[c["id"]] for c in bounded])
             out += list(BAND_WEIGHT * np.maximum(edge - tol, 0.0))
         return np.array(out)
 
-    x0 = [_SHIPPED()[generation][p]["value"] for p in params]
+    x0 = [shipped_calibration().raw()[generation][p]["value"] for p in params]
     lower, upper = zip(*[(LOWER[PARAMS.index(p)], UPPER[PARAMS.index(p)]) for p in params], strict=True)
-    try:
-        res = least_squares(residuals, x0, bounds=(lower, upper), loss="soft_l1", f_scale=0.2, diff_step=1e-3)
-    finally:
-        _restore()
+    res = least_squares(residuals, x0, bounds=(lower, upper), loss="soft_l1", f_scale=0.2, diff_step=1e-3)
     res.fun = res.fun[:len(cases) + len(long_rows) + len(rl)]  # the rows' residuals; the band penalties follow
     return cases + long_rows + [c for c, _ in rl], res
 
@@ -168,13 +146,10 @@ ACCELERATOR_PARAMS = ("gemm_half_dim", "inference_runtime_efficiency")
 """The per-chip fit (``--accelerator``): the two factors a serving row constrains."""
 
 
-def _trial_accelerator(name: str, values) -> None:
-    """Make ``values`` (of :data:`ACCELERATOR_PARAMS`) chip ``name``'s overrides for what is computed next."""
-    raw = copy.deepcopy(_SHIPPED())
-    table = raw.setdefault("accelerator", {}).setdefault(name, {})
-    for p, v in zip(ACCELERATOR_PARAMS, values, strict=True):
-        table[p] = {"value": float(v), "kind": "fitted", "source": "trial"}
-    _install(raw)
+def _trial_accelerator(name: str, values) -> CalibrationSet:
+    """The shipped calibration with ``values`` (of :data:`ACCELERATOR_PARAMS`) as chip ``name``'s overrides."""
+    return shipped_calibration().with_factors(f'accelerator."{name}"',
+                                              dict(zip(ACCELERATOR_PARAMS, (float(v) for v in values), strict=True)))
 
 
 def fit_accelerator(name: str, rows=None):
@@ -188,18 +163,14 @@ def fit_accelerator(name: str, rows=None):
                                           if c["catalog_model"] and c["hardware"] == acc.name]
     if not rows:
         raise SystemExit(f"no long-output rows for {acc.name}")
-    base = calibration_for(acc)
+    base = shipped_calibration().for_accelerator(acc)
 
     def residuals(x):
-        _trial_accelerator(acc.name, x)
-        return np.array(_log_errors(rows))
+        return np.array(_log_errors(rows, _trial_accelerator(acc.name, x)))
 
     x0 = [getattr(base, p) for p in ACCELERATOR_PARAMS]
-    try:
-        res = least_squares(residuals, x0, bounds=((1.0, 0.2), (4096.0, 1.0)), loss="soft_l1", f_scale=0.2,
-                            diff_step=1e-3)
-    finally:
-        _restore()
+    res = least_squares(residuals, x0, bounds=((1.0, 0.2), (4096.0, 1.0)), loss="soft_l1", f_scale=0.2,
+                        diff_step=1e-3)
     return rows, res
 
 
@@ -211,11 +182,7 @@ def cross_validate_accelerator(name: str, rows) -> None:
         groups.setdefault((c["catalog_model"], c["isl"], c["osl"]), []).append(c)
     for key, held in groups.items():
         _, res = fit_accelerator(name, [c for c in rows if c not in held])
-        _trial_accelerator(tc.hardware(name).name, res.x)
-        try:
-            errs = list(100 * np.expm1(_log_errors(held)))
-        finally:
-            _restore()
+        errs = list(100 * np.expm1(_log_errors(held, _trial_accelerator(tc.hardware(name).name, res.x))))
         print(f"   held out {key[0]} {key[1]}/{key[2]}: fit " + ", ".join(f"{v:.4g}" for v in res.x) + "; "
               + " ".join(f"{c['id']} {e:+.1f}%" for c, e in zip(held, errs, strict=True)))
 

@@ -48,6 +48,8 @@ _EXPORTS: dict[str, str] = {
     "long_output_table": "roofline.validation",
     "decode_sweep": "roofline.sweep",
     # RL scenarios
+    "MODES": "modes",
+    "ModeTraits": "modes",
     "Scenario": "scenario",
     "load_scenario": "scenario",
     "loads_scenario": "scenario",
@@ -67,6 +69,10 @@ _EXPORTS: dict[str, str] = {
     "rl_validation_summary": "rl.validation",
     "rl_refit_table": "rl.validation",
     "framework_presets": "catalog.frameworks",
+    # calibration (the factors every model run reads, as one value)
+    "Calibration": "catalog.calibration",
+    "CalibrationSet": "catalog.calibration",
+    "shipped_calibration": "catalog.calibration",
     # cost
     "CostInputs": "economics.tco",
     "CostBreakdown": "economics.tco",
@@ -90,6 +96,7 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .catalog.accelerators import Accelerator, hardware, hardware_names, hardware_table  # noqa: F401
+    from .catalog.calibration import Calibration, CalibrationSet, shipped_calibration  # noqa: F401
     from .catalog.frameworks import framework_presets  # noqa: F401
     from .catalog.models import ModelArch, model, model_names, model_table  # noqa: F401
     from .economics.tco import (  # noqa: F401
@@ -110,6 +117,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         TcocalcError,
         UnknownEntryError,
     )
+    from .modes import MODES, ModeTraits  # noqa: F401
     from .rl.report import METRIC_UNITS, RLReport  # noqa: F401
     from .rl.simulate import simulate, simulated_events_estimate  # noqa: F401
     from .rl.solve import evaluate, solve_split  # noqa: F401

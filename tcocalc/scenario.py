@@ -18,6 +18,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import ScenarioError
+from .modes import Mode, ModeTraits, traits
 
 __all__ = ["Scenario", "load_scenario", "loads_scenario", "scenario_from_dict", "MAX_SCENARIO_BYTES",
            "MAX_NESTING_DEPTH"]
@@ -33,7 +34,6 @@ MAX_NESTING_DEPTH = 16
 limit stops pathological nesting before anything recurses on it (validation, :meth:`Scenario.to_toml`)."""
 
 Precision = Literal["bf16", "fp8", "fp4"]
-Mode = Literal["colocated", "sync", "one_step_off", "async", "inflight", "periodic"]
 
 
 class _Section(BaseModel):
@@ -224,6 +224,11 @@ class Orchestration(_Section):
                                                "trajectories in flight over the whole generator (AReaL max "
                                                "concurrent rollouts); default: none")
 
+    @property
+    def traits(self) -> ModeTraits:
+        """What the mode implies (:data:`tcocalc.modes.MODES`)."""
+        return traits(self.mode)
+
 
 class Sandbox(_Section):
     """``[sandbox]``: tool-call environments (times, CPU, concurrency and start limits, failures)."""
@@ -286,11 +291,12 @@ class Scenario(_Section):
 
     @model_validator(mode="after")
     def _check(self):
-        if self.orchestration.mode == "colocated" and self.generator.gpus != self.trainer.gpus:
+        shared = self.orchestration.traits.shared_pool
+        if shared and self.generator.gpus != self.trainer.gpus:
             raise ValueError("colocated: generator.gpus must equal trainer.gpus (one shared pool)")
-        if self.orchestration.mode == "colocated" and self.generator.hardware != self.trainer.hardware:
+        if shared and self.generator.hardware != self.trainer.hardware:
             raise ValueError("colocated: generator.hardware must equal trainer.hardware (one shared pool)")
-        if self.orchestration.mode == "colocated" and self.generator.disaggregated:
+        if shared and self.generator.disaggregated:
             raise ValueError("colocated: generator.disaggregated needs separate generator GPUs; use another mode "
                              "or disaggregated = false")
         if self.phases and self.phases[0].start_step >= self.workload.steps:
@@ -302,13 +308,6 @@ class Scenario(_Section):
                                 f"{samples:,} samples a step trains (workload.prompts_per_step x group_size); "
                                 f"at most {samples:,}")
         return self
-
-    @property
-    def total_gpus(self) -> int:
-        """GPUs paid for: one pool when colocated, both pools otherwise."""
-        if self.orchestration.mode == "colocated":
-            return self.trainer.gpus
-        return self.trainer.gpus + self.generator.gpus
 
     def with_split(self, trainer_gpus: int, generator_gpus: int) -> Scenario:
         """A copy with another trainer/generator split, validated as a whole (a colocated scenario must keep
@@ -394,7 +393,7 @@ class Scenario(_Section):
         mode = self.orchestration.mode if mode is None else mode
         t_hw = self.trainer.hardware if trainer_hardware is None else trainer_hardware
         t_n = self.trainer.gpus if trainer_gpus is None else trainer_gpus
-        if mode == "colocated":
+        if traits(mode).shared_pool:
             g_hw, g_n = t_hw, t_n
         else:
             g_hw = self.generator.hardware if generator_hardware is None else generator_hardware

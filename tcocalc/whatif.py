@@ -116,7 +116,7 @@ def multitenancy(scenario, runs: int):
     if not isinstance(runs, int) or runs < 1:
         raise ScenarioError("runs", f"must be a whole number >= 1, got {runs!r}")
     m = evaluate(scenario).metrics
-    if scenario.orchestration.mode == "colocated":
+    if scenario.orchestration.traits.shared_pool:
         raise ScenarioError("orchestration.mode", "colocated runs have no separate generator pool to share")
     busy = 1.0 - m["generator_idle_fraction"]
     n_g = m["generator_gpus"]
@@ -150,7 +150,7 @@ def _ideal_savings(scn, m: dict, r_t: float, r_g: float, best_mfu: float, runs: 
     n_t, n_g = m["trainer_gpus"], m["generator_gpus"]
     idle_t, idle_g, d = m["trainer_idle_fraction"], m["generator_idle_fraction"], m["discarded_fraction"]
     mfu_loss = max(0.0, 1.0 - m["trainer_mfu_busy"] / best_mfu) if best_mfu > 0 else 0.0
-    if scn.orchestration.mode == "colocated":
+    if scn.orchestration.traits.shared_pool:
         pool = n_t * r_t
         return [("multi-tenancy", 0.0), ("generator idle", 0.0),
                 ("trainer idle", pool * max(0.0, idle_t + idle_g - 1.0)),

@@ -2,7 +2,7 @@
 
 Layers, lowest first; a module may import only from its own layer or a lower one:
 
-    0 base          tcocalc.errors, units, _names, _data, scenario
+    0 base          tcocalc.errors, units, _names, _data, modes, scenario
     1 catalog       tcocalc.catalog.*     (every read of a data file)
     2 roofline      tcocalc.roofline.*
     3 economics     tcocalc.economics.*
@@ -40,6 +40,7 @@ LAYERS: dict[str, int] = {
     "units": 0,
     "_names": 0,
     "_data": 0,
+    "modes": 0,
     "scenario": 0,
     "catalog": 1,
     "roofline": 2,
@@ -390,3 +391,129 @@ def test_subpackage_inits_import_nothing():
         if path != PKG / "__init__.py" and "__pycache__" not in path.parts:
             problems += _init_problems(path)
     fail_if(problems, "subpackage __init__.py files must hold a docstring and no imports:")
+
+
+# ---------------------------------------------------------------- values, not argument lists
+
+MAX_PRIVATE_PARAMETERS = 8
+"""No private function in ``roofline/`` or ``rl/`` takes more than this many parameters: settings travel as frozen
+values (EngineConfig, Lengths, TrainingJob, ServingSetup, the Cluster with its calibrations), not as argument
+lists; ``*args`` and ``**kwargs`` count as one each, so a dict or tuple of arguments narrows nothing."""
+
+
+def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    a = node.args
+    names = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+    if names and names[0] in ("self", "cls"):
+        names = names[1:]
+    return len(names) + (a.vararg is not None) + (a.kwarg is not None)
+
+
+def test_no_private_function_in_the_model_takes_more_than_8_parameters():
+    wide = []
+    for module in modules().values():
+        if module.name.split(".")[1:2] not in (["roofline"], ["rl"]):
+            continue
+        for name, node in functions(module.tree):
+            leaf = name.rsplit(".", 1)[-1]
+            if is_private(leaf) and (n := _parameters(node)) > MAX_PRIVATE_PARAMETERS:
+                wide.append(f"  {module.path.relative_to(ROOT)}:{node.lineno}:{name}: {n} parameters")
+    fail_if(sorted(wide), f"private functions with more than {MAX_PRIVATE_PARAMETERS} parameters (pass a value):")
+
+
+def _assigned_private_attributes(tree: ast.AST) -> list[ast.Attribute]:
+    """``x._name = ...`` (also augmented and annotated assignments, and ``setattr(x, "_name", ...)``) anywhere."""
+    found = []
+    for node in ast.walk(tree):
+        targets = (node.targets if isinstance(node, ast.Assign) else
+                   [node.target] if isinstance(node, ast.AugAssign | ast.AnnAssign) else [])
+        found += [t for t in targets if isinstance(t, ast.Attribute) and is_private(t.attr)]
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
+                and isinstance(node.args[1].value, str) and is_private(node.args[1].value)):
+            found.append(ast.Attribute(value=node.args[0], attr=node.args[1].value, lineno=node.lineno))
+    return found
+
+
+def test_no_private_name_is_assigned_from_outside_its_module():
+    """A module's private names are its own: nothing assigns ``module._name`` from another file (the fit script
+    used to install a trial calibration that way; it now passes a CalibrationSet). An object's own private
+    attributes (``self._x``, ``object.__setattr__(self, "_x", ...)`` in a frozen value) are not module names."""
+    found = []
+    scripts = sorted((ROOT / "benchmarks").glob("*.py"))
+    sources = [(m.path, m.tree, module_aliases(m)) for m in modules().values()]
+    for path in scripts:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        names = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.update({(a.asname or a.name): a.name for a in node.names if _is_ours(a.name)})
+            elif isinstance(node, ast.ImportFrom) and _is_ours(node.module):
+                names.update({(a.asname or a.name): f"{node.module}.{a.name}" for a in node.names})
+        sources.append((path, tree, names))
+    for path, tree, aliases in sources:
+        for target in _assigned_private_attributes(tree):
+            owner = _dotted(target.value)
+            if owner in aliases or (owner or "").split(".")[0] == TOP:
+                found.append(f"  {path.relative_to(ROOT)}:{target.lineno}: {owner}.{target.attr} = ...")
+    fail_if(found, "private module names assigned from outside their module:")
+
+
+# ---------------------------------------------------------------- the orchestration mode, interpreted once
+
+_MODE_NAMES = {"colocated", "sync", "one_step_off", "async", "inflight", "periodic"}
+MODE_HOMES = {"tcocalc.modes"}
+"""Where a mode's name may be compared: its traits table. (The step-model table ``rl/flow.py:STEP_MODELS`` is keyed
+by the name, a dict, not a comparison.)"""
+DATA_READERS = {"tcocalc.catalog.rl_cases"}
+"""Data-file readers check a file's ``mode`` column against the values the file may hold (a check of the data,
+not an interpretation of a mode)."""
+
+
+def _reads_a_mode(node: ast.expr) -> bool:
+    """An expression that reads an orchestration mode: ``scn.orchestration.mode``, ``p.mode``, ``mode``,
+    ``row["mode"]``, or names a collection of modes (``SYNC_MODES``)."""
+    if isinstance(node, ast.Name):
+        return node.id == "mode" or node.id == "SYNC_MODES"
+    if isinstance(node, ast.Attribute):
+        return node.attr == "mode" or node.attr == "SYNC_MODES"
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.slice, ast.Constant) and node.slice.value == "mode"
+    return False
+
+
+def _lists_modes(node: ast.expr) -> bool:
+    """A tuple, list or set of two or more mode names (``("async", "inflight")``)."""
+    return (isinstance(node, ast.Tuple | ast.List | ast.Set) and len(node.elts) > 1
+            and all(isinstance(e, ast.Constant) and e.value in _MODE_NAMES for e in node.elts))
+
+
+def mode_comparisons(tree: ast.AST) -> list[ast.Compare]:
+    """Comparisons (``==``, ``!=``, ``in``, ``not in``) of a mode with anything, or of anything with a list of
+    modes; ``is None`` checks are not comparisons of a mode."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and not all(isinstance(op, ast.Is | ast.IsNot) for op in node.ops):
+            sides = (node.left, *node.comparators)
+            if any(_reads_a_mode(x) or _lists_modes(x) for x in sides):
+                found.append(node)
+    return found
+
+
+def test_mode_finder_on_hand_made_code():
+    found = mode_comparisons(ast.parse(
+        'a = scn.orchestration.mode == "colocated"\nb = p.mode in ("async", "inflight")\nc = x in SYNC_MODES\n'
+        'd = row["mode"] != "async"\ne = t.streaming and n == 3\nf = kind == "trainer"\ng = mode is None\n'
+        'h = c["transport"] == "colocated"\ni = m in ("colocated", "sync")'))
+    assert [n.lineno for n in found] == [1, 2, 3, 4, 9]
+
+
+def test_the_mode_is_interpreted_in_one_place():
+    """``mode ==`` and ``mode in`` appear only in tcocalc/modes.py (the traits table); every other stage reads
+    ``MODES[mode]`` / ``scn.orchestration.traits``."""
+    found = []
+    for module in modules().values():
+        if module.name in MODE_HOMES | DATA_READERS:
+            continue
+        found += [f"  {module.where(n)}: {ast.unparse(n)}" for n in mode_comparisons(module.tree)]
+    fail_if(found, "the orchestration mode compared outside tcocalc/modes.py (read its traits instead):")

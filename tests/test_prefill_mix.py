@@ -1,4 +1,4 @@
-"""Continuous batching with whole-prompt prefill (serving._continuous_batching_step, docs/rl-modeling.md §4.3).
+"""Continuous batching with whole-prompt prefill (serving.continuous_batching_step, docs/rl-modeling.md §4.3).
 
 With an engine token budget, a newcomer's prompt is prefilled whole (or in budget-sized chunks) in the step it
 arrives in, and the steps between only decode. The mix keeps the prefill's mean FLOPs, and charges what spreading
@@ -15,20 +15,20 @@ import pytest
 
 import tcocalc as tc
 from tcocalc.catalog.calibration import calibration_for
+from tcocalc.roofline.engine_config import EngineConfig, Lengths
 from tcocalc.roofline.forward import resolve_inputs
 from tcocalc.roofline.parallel import Layouts, Parallelism
-from tcocalc.roofline.serving import _continuous_batching_step, _rank_budget
+from tcocalc.roofline.serving import StepBudget, _rank_budget, continuous_batching_step
 
 
 def _step(model, hw, par, precision, b, p, r, budget, segments=1.0, prefill=True):
     """One step's expected costs; ``prefill=False``: the same decode step without newcomers."""
     m, acc, precision, kv, par = resolve_inputs(model, hw, precision, None, par)
     lay = Layouts.of([par]).column()
-    res = _continuous_batching_step(m, acc, calibration_for(acc), lay, precision=precision, kv_precision=kv,
-                                    dec_seqs=np.array([[float(b)]]), dec_ctx=p + r / 2.0,
-                                    prompt_tokens=p if prefill else 0.0,
-                                    response_tokens=r, segments=segments,
-                                    budget=None if budget is None else np.array([[float(budget)]]))
+    engine = EngineConfig(precision=precision, kv_precision=kv, interleaved_prefill=prefill)
+    lengths = Lengths(prompt=p, response=r, context=p + r / 2.0, segments=segments)
+    res = continuous_batching_step(m, acc, calibration_for(acc), lay, engine, lengths, np.array([[float(b)]]),
+                                   None if budget is None else StepBudget(np.array([[float(budget)]])))
     return {k: float(np.asarray(v).ravel()[0]) for k, v in res.items()}
 
 

@@ -306,16 +306,14 @@ def test_the_rl_flow_keeps_the_tp8_generator_under_a_recalibration():
     fit = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(fit)
     scn = tc.load_scenario(SCN / "semianalysis_qwen3_235b_h200.toml")
-    fit._trial("hopper", (625.0, 0.877, 0.840, 380e-6))
-    try:
-        name, start, steps, over = phase_list(scn)[0]
-        ws = workload_stats(scn, over, name, start, steps)
-        steady = generator_capacity(scn, resolve(scn), ws, max_gpus=scn.generator.gpus)
-        rep = tc.evaluate(scn)
-    finally:
-        fit._restore()
-        from tcocalc.rl import pipeline
-        pipeline.clear_caches()
+    trial = fit._trial("hopper", (625.0, 0.877, 0.840, 380e-6))  # a value: nothing to install, restore or clear
+    name, start, steps, over = phase_list(scn)[0]
+    ws = workload_stats(scn, over, name, start, steps)
+    steady = generator_capacity(scn, resolve(scn, trial), ws, max_gpus=scn.generator.gpus)
+    rep = tc.evaluate(scn, calibration=trial)
+    shipped = tc.evaluate(scn)  # the shipped factors are untouched by the trial, in the same process
+    assert shipped.metrics == tc.evaluate(scn).metrics
+    assert shipped.metrics["useful_samples_per_s"] != rep.metrics["useful_samples_per_s"]
     assert steady.instance.dp > 1                                   # the steady-state pick: attention DP
     assert rep.phases["generator_instance"].tolist() == ["TP8 PP1 EP8 DP1"]
     assert rep.metrics["useful_samples_per_s"] > 1.8                 # 1.23 with the attention-DP instance

@@ -12,13 +12,15 @@ The RL pipeline's own factors (weight synchronisation, ``data/rl_calibration.tom
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .._data import parse_shipped
-from ..errors import DataFileError, MissingSpecError
+from ..errors import DataFileError, MissingSpecError, ScenarioError
 from .provenance import KINDS, check_entry, parse_toml
 
-__all__ = ["Calibration", "calibration_for", "rl_calibration", "parse_rl_calibration"]
+__all__ = ["Calibration", "CalibrationSet", "RLCalibration", "calibration_for", "calibration_of", "rl_calibration",
+           "parse_rl_calibration", "shipped_calibration"]
 
 _FACTORS = (
     "hbm_efficiency", "scaleup_efficiency", "scaleout_efficiency", "op_overhead_s", "kv_memory_fraction",
@@ -107,9 +109,27 @@ def _factor(table: dict, key: str, where: str) -> tuple[float, dict]:
     return float(value), entry
 
 
-@functools.cache
-def _calibration(generation: str, accelerator: str) -> Calibration:
-    raw = _raw()
+def _freeze(obj):
+    """A parsed TOML document as nested tuples (sorted keys), hashable and comparable by content."""
+    if isinstance(obj, dict):
+        return tuple((k, _freeze(obj[k])) for k in sorted(obj))
+    if isinstance(obj, list):
+        return ("__list__", tuple(_freeze(v) for v in obj))
+    return obj
+
+
+def _thaw(obj):
+    """Inverse of :func:`_freeze`."""
+    if isinstance(obj, tuple) and len(obj) == 2 and obj[0] == "__list__":
+        return [_thaw(v) for v in obj[1]]
+    if isinstance(obj, tuple):
+        return {k: _thaw(v) for k, v in obj}
+    return obj
+
+
+@functools.lru_cache(maxsize=64)
+def _calibration(tables: tuple, generation: str, accelerator: str) -> Calibration:
+    raw = _thaw(tables)
     merged: dict[str, float] = {}
     prov: dict[str, dict] = {}
     for where, table in (("default", raw.get("default", {})), (generation, raw.get(generation, {})),
@@ -126,14 +146,32 @@ def _calibration(generation: str, accelerator: str) -> Calibration:
     return Calibration(generation=generation, provenance=prov, **merged)
 
 
-def calibration_for(acc, *, theoretical: bool = False) -> Calibration:
-    """The calibration of accelerator ``acc`` (its generation's factors plus per-chip overrides).
+def calibration_for(acc, *, theoretical: bool = False, calibration: CalibrationSet | None = None) -> Calibration:
+    """The calibration of accelerator ``acc`` (its generation's factors plus per-chip overrides) in
+    ``calibration`` (a :class:`CalibrationSet`; default: the shipped one, :func:`shipped_calibration`).
 
     ``theoretical=True`` returns the pure datasheet roofline (every efficiency 1, no overheads).
     """
     if theoretical:
         return _peak(acc.generation)
-    return _calibration(acc.generation, acc.name)
+    return (calibration or shipped_calibration()).for_accelerator(acc)
+
+
+def calibration_of(acc, calibration=None, *, theoretical: bool = False) -> Calibration:
+    """What a public function's ``calibration=`` argument means for accelerator ``acc``: a :class:`Calibration`
+    is used as given, a :class:`CalibrationSet` gives ``acc``'s factors, ``None`` the shipped ones;
+    ``theoretical=True`` (with no calibration given) the pure datasheet roofline. A calibration together with
+    ``theoretical`` is refused (ScenarioError naming ``calibration``), as is any other type."""
+    if calibration is None:
+        return calibration_for(acc, theoretical=theoretical)
+    if theoretical:
+        raise ScenarioError("calibration", "give a calibration or theoretical=True, not both (the theoretical "
+                                           "roofline has every efficiency 1)")
+    if isinstance(calibration, Calibration):
+        return calibration
+    if isinstance(calibration, CalibrationSet):
+        return calibration.for_accelerator(acc)
+    raise ScenarioError("calibration", f"expected a Calibration or a CalibrationSet, got {type(calibration).__name__}")
 
 
 # ---------------------------------------------------------------- RL pipeline calibration
@@ -151,7 +189,103 @@ def parse_rl_calibration(text: str, file: str = "data/rl_calibration.toml") -> d
     return out
 
 
+@dataclass(frozen=True)
+class RLCalibration(Mapping):
+    """The RL pipeline's factors (data/rl_calibration.toml: weight synchronisation, colocated switching, the decode
+    floor, the engine's CPU share ...) as a frozen, hashable mapping of name -> value; ``with_overrides`` gives a
+    trial copy. Read as ``cal["weight_sync_efficiency"]``."""
+
+    factors: tuple[tuple[str, float], ...]
+
+    def __post_init__(self):
+        object.__setattr__(self, "_by_name", dict(self.factors))
+        object.__setattr__(self, "_hash", hash(self.factors))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __getitem__(self, key: str) -> float:
+        return self._by_name[key]
+
+    def __iter__(self):
+        return iter(self._by_name)
+
+    def __len__(self) -> int:
+        return len(self.factors)
+
+    def with_overrides(self, **changes: float) -> RLCalibration:
+        """A copy with some factors replaced (every name must exist: ScenarioError naming an unknown one)."""
+        unknown = sorted(set(changes) - set(self._by_name))
+        if unknown:
+            raise ScenarioError(f"calibration.{unknown[0]}", f"no RL factor of that name; factors: "
+                                                             f"{', '.join(sorted(self._by_name))}")
+        return RLCalibration(tuple(sorted({**self._by_name, **{k: float(v) for k, v in changes.items()}}.items())))
+
+    @classmethod
+    def from_dict(cls, factors: dict[str, float]) -> RLCalibration:
+        return cls(tuple(sorted((k, float(v)) for k, v in factors.items())))
+
+
 @functools.cache
-def rl_calibration() -> dict[str, float]:
-    """Factor name -> value from data/rl_calibration.toml (weight synchronisation; read once)."""
-    return parse_shipped("rl_calibration.toml", parse_rl_calibration)
+def rl_calibration() -> RLCalibration:
+    """The shipped RL factors, data/rl_calibration.toml (read once)."""
+    return RLCalibration.from_dict(parse_shipped("rl_calibration.toml", parse_rl_calibration))
+
+
+# ---------------------------------------------------------------- the set a model run reads
+@dataclass(frozen=True)
+class CalibrationSet:
+    """Every factor the model reads, as one frozen, hashable value: the roofline factors by generation and chip
+    (``tables``, data/calibration.toml frozen as nested tuples) and the RL pipeline's (``rl``). The shipped set is
+    :func:`shipped_calibration`; a trial set (the fit script's, a what-if) comes from :meth:`with_factors` or
+    :meth:`with_rl`, and is passed as ``calibration=`` to the public functions, which carry it in the resolved
+    cluster so that every cached result is keyed on it (a trial never needs a cache cleared)."""
+
+    tables: tuple
+    rl: RLCalibration
+    label: str = "shipped"
+
+    def __post_init__(self):
+        # the content's hash once (the tables are large), and each accelerator's factors once
+        object.__setattr__(self, "_hash", hash((self.tables, self.rl, self.label)))
+        object.__setattr__(self, "_by_accelerator", {})
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def for_accelerator(self, acc) -> Calibration:
+        """``acc``'s factors: its generation's over the defaults, its own overrides over both."""
+        key = (acc.generation, acc.name)
+        cal = self._by_accelerator.get(key)
+        if cal is None:
+            cal = self._by_accelerator[key] = _calibration(self.tables, *key)
+        return cal
+
+    def raw(self) -> dict:
+        """The roofline tables as a plain parsed document (a copy)."""
+        return _thaw(self.tables)
+
+    def with_factors(self, section: str, values: dict[str, float], *, kind: str = "fitted",
+                     source: str = "trial", label: str = "trial") -> CalibrationSet:
+        """A copy with factors of one section replaced or added: a generation (``"hopper"``), ``"default"``, or
+        ``'accelerator."NAME"'`` for one chip's overrides (each entry keeps or gets ``kind`` and ``source``)."""
+        raw = self.raw()
+        if section.startswith("accelerator."):
+            table = raw.setdefault("accelerator", {}).setdefault(section.split(".", 1)[1].strip('"'), {})
+        else:
+            table = raw.setdefault(section, {})
+        for key, value in values.items():
+            entry = dict(table.get(key, {"kind": kind, "source": source}))
+            entry["value"] = float(value)
+            table[key] = entry
+        return CalibrationSet(tables=_freeze(raw), rl=self.rl, label=label)
+
+    def with_rl(self, label: str = "trial", **changes: float) -> CalibrationSet:
+        """A copy with some RL factors replaced (:meth:`RLCalibration.with_overrides`)."""
+        return CalibrationSet(tables=self.tables, rl=self.rl.with_overrides(**changes), label=label)
+
+
+@functools.cache
+def shipped_calibration() -> CalibrationSet:
+    """The shipped factors: data/calibration.toml and data/rl_calibration.toml."""
+    return CalibrationSet(tables=_freeze(_raw()), rl=rl_calibration())

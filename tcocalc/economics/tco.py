@@ -31,7 +31,8 @@ from ..errors import MissingSpecError, ScenarioError
 from ..scenario import Scenario
 
 __all__ = ["CostInputs", "CostBreakdown", "default_cost_inputs", "cost_default_hardware", "gpu_hour_cost",
-           "capital_recovery_factor", "cloud_prices", "pool_prices", "gpus_paid", "cluster_usd_per_hour", "cost_lines",
+           "capital_recovery_factor", "cloud_prices", "pool_prices", "paid_pools", "gpus_paid", "cluster_usd_per_hour",
+           "cost_lines",
            "GOODPUT_FACTOR", "HOURS_PER_YEAR"]
 
 HOURS_PER_YEAR = 8760.0
@@ -207,16 +208,30 @@ def _scenario_cost_inputs(scn: Scenario, side: str) -> CostInputs:
         raise ScenarioError("economics.cost_inputs", str(exc)) from None
 
 
+def paid_pools(scn: Scenario, n_t, n_g) -> list[tuple[str, object]]:
+    """The pools the run pays for, ``(side, GPUs)``: the trainer's, and the generator's unless the mode shares one
+    pool (colocated: ``MODES[mode].pools == 1``, :mod:`tcocalc.modes`). The one home of "colocated pays one
+    pool": :func:`gpus_paid`, :func:`cluster_usd_per_hour` and :func:`cost_lines` read it."""
+    pools = [("trainer", n_t)]
+    if scn.orchestration.traits.pools > 1:
+        pools.append(("generator", n_g))
+    return pools
+
+
 def gpus_paid(scn: Scenario, n_t, n_g):
     """GPUs the run pays for: one shared pool when colocated, both pools otherwise [GPU]."""
-    return n_t if scn.orchestration.mode == "colocated" else n_t + n_g
+    pools = paid_pools(scn, n_t, n_g)
+    return pools[0][1] if len(pools) == 1 else pools[0][1] + pools[1][1]
 
 
 def cluster_usd_per_hour(scn: Scenario, n_t, n_g, cpu_cores, prices: tuple[float, float] | None = None):
     """Cluster cost per hour [USD/h]: each pool's GPUs at its price (one pool when colocated) plus the
     sandbox CPU cores (docs/rl-modeling.md §8). ``prices`` defaults to :func:`pool_prices`."""
-    p_t, p_g = pool_prices(scn) if prices is None else prices
-    gpu_usd_h = n_t * p_t if scn.orchestration.mode == "colocated" else n_t * p_t + n_g * p_g
+    price = dict(zip(("trainer", "generator"), pool_prices(scn) if prices is None else prices, strict=True))
+    pools = paid_pools(scn, n_t, n_g)
+    gpu_usd_h = pools[0][1] * price["trainer"]
+    if len(pools) > 1:
+        gpu_usd_h = gpu_usd_h + pools[1][1] * price["generator"]
     return gpu_usd_h + cpu_cores * scn.economics.usd_per_cpu_core_hour
 
 
@@ -226,9 +241,7 @@ def cost_lines(scn: Scenario, trainer_gpus: float, generator_gpus: float, sandbo
     import pandas as pd
 
     econ = scn.economics
-    pools = [("trainer", trainer_gpus)]
-    if scn.orchestration.mode != "colocated":
-        pools.append(("generator", generator_gpus))
+    pools = paid_pools(scn, trainer_gpus, generator_gpus)
     rows = []
     if econ.cost_inputs is not None:
         for side, n in pools:

@@ -19,21 +19,30 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..catalog.calibration import calibration_for, rl_calibration
-from ..catalog.frameworks import engine_kv_block_tokens
+from ..catalog.calibration import Calibration, RLCalibration
 from ..catalog.models import ModelArch
 from ..errors import InfeasibleError, ScenarioError
+from ..roofline.disaggregated import kv_transfer_seconds, prefill_pool_rate
+from ..roofline.engine_config import EngineConfig, Lengths
+from ..roofline.forward import forward_cost, resolve_inputs
+from ..roofline.forward import prefill as prefill_kernel
 from ..roofline.parallel import Layouts, Parallelism
-from ..roofline.serving import generation_throughput
-from ..roofline.training import candidate_degrees, training_steps
+from ..roofline.serving import serve
+from ..roofline.training import (
+    DEFAULT_GLOBAL_BATCH_TOKENS,
+    TrainingJob,
+    candidate_degrees,
+    training_throughput,
+)
 from .cluster import Cluster
 from .decode_floor import decode_floor_seconds
 from .phases import WorkloadStats
-from .settings import settings
+from .settings import engine_config, settings
 
-__all__ = ["GeneratorCapacity", "PrefillPool", "generator_capacity", "generator_capacities", "trainer_capacity",
-           "trainer_min_gpus", "sample_flops", "trajectory_flops_coefficients", "TrainerRates", "pinned_layout",
-           "smallest_fitting_layout"]
+__all__ = ["GeneratorCapacity", "PrefillPool", "RolloutShape", "ServingSetup", "generator_capacity",
+           "generator_capacities", "trainer_capacity", "trainer_min_gpus", "sample_flops",
+           "trajectory_flops_coefficients", "TrainerRates", "pinned_layout", "smallest_fitting_layout",
+           "training_job", "memory_calibration", "MAX_CACHED_COUNTS"]
 
 
 @dataclass(frozen=True)
@@ -121,58 +130,117 @@ class GeneratorCapacity:
         return self.t0 + self.t1 * np.asarray(b, dtype=float)
 
 
-def _fit(m, acc, par, kw, generated, ctx, env_s, turns, caching, precision, kv, b_max, weights,
-         engine, prefill_s=None) -> GeneratorCapacity:
-    """Step-time line, latency and steady-state rate of one serving instance. ``engine`` is (CUDA graphs,
-    largest graphed batch, max_num_seqs, CPU factor): the batch is capped at the engine's maximum concurrent
-    sequences, each step pays the decode floor (:func:`~tcocalc.rl.decode_floor.decode_floor_seconds`) and,
-    without async scheduling, its CPU work ``engine_cpu_share`` of the GPU time (docs/rl-modeling.md §4.8).
-    ``prefill_s``: a trajectory's prefill latency when it is not the instance's own (disaggregated, §4.9)."""
-    graphs, graph_max, max_seqs, cpu = engine
-    b_max = float(min(b_max, max_seqs))
+@dataclass(frozen=True)
+class RolloutShape:
+    """What one trajectory of a phase asks of a serving instance: ``prefill`` tokens (its prompt and tool
+    outputs), ``generated`` model tokens (kept trajectories), the length-biased running KV ``context``
+    (docs/rl-modeling.md §4.1), ``env_s`` of tool calls and sandbox start-up, its ``turns``, and whether the engine
+    keeps the KV of earlier turns (``prefix_caching``) [tokens, s]."""
+
+    prefill: float
+    generated: float
+    context: float
+    env_s: float
+    turns: int
+    prefix_caching: bool
+
+    @classmethod
+    def of(cls, scn, ws: WorkloadStats) -> RolloutShape:
+        return cls(prefill=ws.prefill_tokens, generated=ws.generated_per_kept, context=ws.context_tokens,
+                   env_s=ws.tool_s + ws.startup_s, turns=ws.turns, prefix_caching=scn.workload.prefix_caching)
+
+    @property
+    def lengths(self) -> Lengths:
+        """The request the engine sees: the prefill as its prompt in ``turns`` pieces, the generated tokens as its
+        response (at least one token each)."""
+        return Lengths(prompt=max(self.prefill, 1.0), response=max(self.generated, 1.0), context=self.context,
+                       segments=float(max(self.turns, 1)))
+
+
+@dataclass(frozen=True)
+class ServingSetup:
+    """One phase's generator as the capacity model sees it: model ``m`` on accelerator ``acc`` under calibration
+    ``cal`` (with the engine's memory budget applied, :func:`memory_calibration`), the RL factors ``rl_cal``, the
+    engine (:class:`~tcocalc.roofline.engine_config.EngineConfig`) and the trajectory's :class:`RolloutShape`.
+    Frozen and hashable: the key of the cached capacity."""
+
+    m: ModelArch
+    acc: object
+    cal: Calibration
+    rl_cal: RLCalibration
+    engine: EngineConfig
+    shape: RolloutShape
+
+    @classmethod
+    def of(cls, scn, cluster: Cluster, ws: WorkloadStats) -> ServingSetup:
+        """The phase's setup: :func:`~tcocalc.rl.settings.engine_config` and :class:`RolloutShape` of the scenario
+        on the resolved cluster."""
+        eng = engine_config(scn, cluster)
+        return cls(m=cluster.model, acc=cluster.generator,
+                   cal=memory_calibration(cluster.generator, cluster.generator_cal, eng.gpu_memory_utilization,
+                                          cluster.rl_cal),
+                   rl_cal=cluster.rl_cal, engine=eng, shape=RolloutShape.of(scn, ws))
+
+
+def _fit(setup: ServingSetup, par, b_max, weights, prefill_s=None) -> GeneratorCapacity:
+    """Step-time line, latency and steady-state rate of one serving instance ``par`` holding ``b_max`` trajectories:
+    the batch is capped at the engine's ``max_num_seqs``, each step pays the decode floor
+    (:func:`~tcocalc.rl.decode_floor.decode_floor_seconds`, CUDA graphs up to the engine's ``graph_max_batch``)
+    and, without async scheduling, its CPU work (``cpu_factor``; docs/rl-modeling.md §4.8). ``prefill_s``: a
+    trajectory's prefill latency when it is not the instance's own (disaggregated, §4.9)."""
+    m, acc, cal, eng, shape = setup.m, setup.acc, setup.cal, setup.engine, setup.shape
+    b_max = float(b_max if eng.max_num_seqs is None else min(b_max, eng.max_num_seqs))
     inst = par.gpus
-    one = generation_throughput(m, acc, gpus=inst, parallel=par, concurrency=1, **kw)
-    full = generation_throughput(m, acc, gpus=inst, parallel=par, concurrency=b_max, **kw)
-    floor = decode_floor_seconds(m, acc, par, np.array([1.0, b_max]), cuda_graphs=graphs, graph_max_batch=graph_max)
+    lengths = shape.lengths
+    one = serve(m, acc, cal, lengths, eng, gpus=inst, parallel=par, concurrency=1)
+    full = serve(m, acc, cal, lengths, eng, gpus=inst, parallel=par, concurrency=b_max)
+    floor = decode_floor_seconds(m, acc, par, np.array([1.0, b_max]), cuda_graphs=eng.cuda_graphs,
+                                 graph_max_batch=eng.graph_max_batch, calibration=setup.rl_cal)
     gain = one.tokens_per_step  # a speculative step yields this many tokens per sequence (1 without)
+    cpu = eng.cpu_factor
     t0 = cpu * one.tpot_s + float(floor[0]) / gain
     t1 = max((cpu * full.tpot_s + float(floor[1]) / gain - t0) / max(b_max - 1.0, 1.0), 0.0)
     prefill_s = max(one.ttft_s - one.tpot_s * gain, 0.0) if prefill_s is None else prefill_s
     b_op = b_max
+    generated, env_s = shape.generated, shape.env_s
     t_llm = prefill_s + generated * (t0 + t1 * b_max)
-    if turns > 1 and caching and env_s > 0:
+    if shape.turns > 1 and shape.prefix_caching and env_s > 0:
         phi = t_llm / (t_llm + env_s)
         b_op = max(1.0, b_max * phi)
     step = t0 + t1 * b_op
     latency = prefill_s + generated * step + env_s
-    from ..roofline.forward import prefill as prefill_kernel
-
-    bulk = prefill_kernel(m, acc, parallel=par, batch=max(par.dp * par.pp, 1) * 8, prompt_tokens=max(ctx, 1.0),
-                          precision=precision, kv_precision=kv)
+    bulk = prefill_kernel(m, acc, parallel=par, batch=max(par.dp * par.pp, 1) * 8,
+                          prompt_tokens=max(shape.context, 1.0), precision=eng.precision,
+                          kv_precision=eng.kv_precision, calibration=cal)
     return GeneratorCapacity(instance=par, instance_gpus=inst, b_max=b_max, b_op=b_op, t0=t0, t1=t1,
                              prefill_s=prefill_s, tokens_per_s_per_gpu=b_op / step / inst, latency_s=latency,
                              weights_per_gpu_bytes=weights, prefill_tokens_per_s=bulk.tokens_per_s)
 
 
-def _best_instance(m, acc, kw, max_gpus: int | None):
+def _best_instance(setup: ServingSetup, max_gpus: int | None):
     """The serving instance to use: the throughput-best one searched at the scale-up domain (every split of a
     sweep gets the same one), or the smallest that fits when the model needs more than a domain. A pool of
     ``max_gpus`` GPUs too small for it gets the best instance that fits in it: every instance size up to
     ``max_gpus``, scored by output per pool GPU with ``⌊max_gpus / size⌋`` replicas; the truly smallest
     instance when nothing fits (so the caller's "smallest instance" names it)."""
+    m, acc, cal, eng, lengths = setup.m, setup.acc, setup.cal, setup.engine, setup.shape.lengths
+
+    def on(gpus):
+        return serve(m, acc, cal, lengths, eng, gpus=gpus)
+
     try:
-        best = generation_throughput(m, acc, gpus=acc.scaleup_domain_gpus, **kw)
+        best = on(acc.scaleup_domain_gpus)
     except InfeasibleError as exc:
         if exc.min_gpus is None:
             raise
-        best = generation_throughput(m, acc, gpus=exc.min_gpus, **kw)
+        best = on(exc.min_gpus)
     if max_gpus is None or best.parallel.gpus <= max_gpus:
         return best
     pick, score, smallest = None, 0.0, None
     size = 1
     while size <= max_gpus:  # instance sizes are powers of two (candidate_serving_layouts)
         try:
-            est = generation_throughput(m, acc, gpus=size, **kw)
+            est = on(size)
         except InfeasibleError as exc:
             smallest = exc.min_gpus
         else:
@@ -182,109 +250,79 @@ def _best_instance(m, acc, kw, max_gpus: int | None):
         size *= 2
     if pick is not None:
         return pick
-    return best if smallest is None else generation_throughput(m, acc, gpus=smallest, **kw)
+    return best if smallest is None else on(smallest)
 
 
 GIB_PER_GB = 2**30 / 1e9
 """Datasheet HBM capacities are binary: an "80 GB" H100 reports 79.19 GiB = 85.0e9 B to vLLM
-(serving-engines.md A.5), so ``gpu_memory_utilization`` applies to the capacity read as GiB."""
+(vllm-project/vllm ``vllm/utils`` GiB_bytes; torch.cuda.mem_get_info), so ``gpu_memory_utilization`` applies to the
+capacity read as GiB."""
 
 
-def _memory_calibration(acc, mem_util: float | None):
-    """The KV budget of an engine given ``gpu_memory_utilization`` ``u`` (vLLM's rule: weights, activations and
-    KV within ``u`` of the GPU's memory, so KV = ``u·HBM − weights − activations``, data/rl_calibration.toml);
-    ``None`` keeps the calibrated budget (data/calibration.toml kv_memory_fraction)."""
-    cal = calibration_for(acc)
+def memory_calibration(acc, cal: Calibration, mem_util: float | None, rl_cal: RLCalibration) -> Calibration:
+    """``cal`` with the KV budget of an engine given ``gpu_memory_utilization`` ``u`` (vLLM's rule: weights,
+    activations and KV within ``u`` of the GPU's memory, so KV = ``u·HBM − weights − activations``, the
+    activations ``engine_activation_bytes`` of data/rl_calibration.toml); ``None`` keeps the calibrated budget
+    (data/calibration.toml kv_memory_fraction)."""
     if mem_util is None:
-        return None
+        return cal
     total = acc.hbm_bytes * GIB_PER_GB  # vLLM reads the device's total: an "80 GB" H100 reports 79.19 GiB
     return replace(cal, kv_memory_fraction=1.0, inference_workspace_bytes=acc.hbm_bytes - mem_util * total
-                   + rl_calibration()["engine_activation_bytes"])
+                   + rl_cal["engine_activation_bytes"])
 
 
 @functools.lru_cache(maxsize=256)
-def _generator_capacity(m, acc, precision, kv, prefill, generated, ctx, env_s, turns,
-                        caching, pinned_tp=None, max_gpus=None, engine=(True, 512, 1024, 1.0),
-                        mem_util=None, disagg=None, budget=None, kv_block=1, spec=None) -> GeneratorCapacity:
+def _generator_capacity(setup: ServingSetup, pinned_tp: int | None = None,
+                        max_gpus: int | None = None) -> GeneratorCapacity:
     """The serving instance: the throughput-best one (highest steady-state output per GPU within KV memory;
     :func:`_best_instance`, ``max_gpus`` the pool when it is smaller than that instance), or the pinned
-    tensor-parallel degree. The pipeline also tries the tensor/expert-parallel instance of the same GPUs when this
-    one uses attention DP (:func:`generator_capacities`); a wider automatic search is an open item (README,
-    "Assumptions and known limits"); ``solve_split`` tries the wider tensor-parallel instances and says when one
-    pays. ``disagg`` = (chunk tokens, pinned prefill GPUs)
-    for a disaggregated generator: decode-only instances and a prefill pool (:func:`_prefill_pool`). ``budget``:
-    the engine's tokens per step; an aggregated instance prefills each turn's new tokens whole, in as few steps
-    as it allows (:func:`~tcocalc.roofline.serving.generation_throughput`, ``max_batched_tokens``). ``kv_block``: the
-    engine's KV block in tokens (a trajectory holds whole blocks; ``kv_block_tokens``). ``spec``: speculative
-    decoding as (draft tokens, acceptance rate, draft layers) (:mod:`tcocalc.roofline.speculative`)."""
-    kw = dict(prompt_tokens=max(prefill, 1.0), response_tokens=max(generated, 1.0), precision=precision,
-              kv_precision=kv, context_tokens=ctx, prompt_segments=max(turns, 1), max_batched_tokens=budget,
-              kv_block_tokens=kv_block)
-    if spec is not None:
-        kw.update(speculative_tokens=spec[0], acceptance_rate=spec[1], draft_layers=spec[2])
-    cal = _memory_calibration(acc, mem_util)
-    if cal is not None:
-        kw["_calibration"] = cal
-    pool = None
-    if disagg is not None:
-        kw["interleaved_prefill"] = False
-        pool = _prefill_pool(m, acc, cal or calibration_for(acc), precision, kv, prefill, turns, *disagg)
+    tensor-parallel degree ``pinned_tp`` (the scenario's ``generator.tp``, or the tensor/expert-parallel
+    alternative :func:`generator_capacities` tries). ``solve_split`` tries the wider tensor-parallel instances and
+    says when one pays. A disaggregated engine runs decode-only instances beside a prefill pool
+    (:func:`_prefill_pool`). An aggregated instance prefills each turn's new tokens whole, in as few steps as the
+    engine's token budget allows (:func:`~tcocalc.roofline.serving.continuous_batching_step`); a trajectory holds
+    whole KV blocks; speculative decoding as the engine says (:mod:`tcocalc.roofline.speculative`)."""
+    m, eng = setup.m, setup.engine
+    pool = _prefill_pool(setup) if eng.disaggregated else None
     if pinned_tp is not None:
         par = Parallelism(tp=pinned_tp, ep=pinned_tp if m.is_moe and m.num_experts % pinned_tp == 0 else 1)
-        est = generation_throughput(m, acc, gpus=pinned_tp, parallel=par, **kw)
-        b_max, weights = est.max_concurrency / est.replicas, est.weights_per_gpu_bytes
+        resolve_inputs(m, setup.acc, eng.precision, eng.kv_precision, par)  # ScenarioError naming parallel.tp
+        est = serve(m, setup.acc, setup.cal, setup.shape.lengths, eng, gpus=pinned_tp, parallel=par)
     else:
-        best = _best_instance(m, acc, kw, max_gpus)
-        par, b_max, weights = best.parallel, best.max_concurrency / best.replicas, best.weights_per_gpu_bytes
-    cap = _fit(m, acc, par, kw, generated, ctx, env_s, turns, caching, precision, kv, b_max, weights, engine,
+        est = _best_instance(setup, max_gpus)
+    cap = _fit(setup, est.parallel, est.max_concurrency / est.replicas, est.weights_per_gpu_bytes,
                prefill_s=None if pool is None else pool[1])
     if pool is None:
         return cap
     # one decode replica consumes the prefill of the trajectories it finishes (§4.9)
-    demand = cap.b_op / float(cap.step_s(cap.b_op)) / max(generated, 1.0) * max(prefill, 1.0)
+    shape = setup.shape
+    demand = cap.b_op / float(cap.step_s(cap.b_op)) / max(shape.generated, 1.0) * max(shape.prefill, 1.0)
     return replace(cap, prefill_pool=replace(pool[0], demand_per_replica=demand), prefill_tokens_per_s=demand)
 
 
-def _prefill_pool(m, acc, cal, precision, kv, prefill, turns, chunk, pinned) -> tuple[PrefillPool, float]:
+def _prefill_pool(setup: ServingSetup) -> tuple[PrefillPool, float]:
     """The prefill pool of a disaggregated generator and one trajectory's prefill latency [s]: the throughput-best
     prefill instance at the engine's chunk (:func:`~tcocalc.roofline.disaggregated.prefill_pool_rate`) for
     prompts of ``prefill/turns`` tokens (each turn's new tokens are one prefill request), each turn's prefill
     alone on it plus the KV transfer of all ``prefill`` tokens (:func:`kv_transfer_seconds`; docs §4.9)."""
-    from ..roofline.disaggregated import kv_transfer_seconds, prefill_pool_rate
-    from ..roofline.forward import forward_cost, resolve_inputs
-
-    _, _, precision, kv, _ = resolve_inputs(m, acc, precision, kv, None)  # the KV precision's default
-    per_turn = max(prefill, 1.0) / max(turns, 1)
+    m, acc, cal, eng, shape = setup.m, setup.acc, setup.cal, setup.engine, setup.shape
+    precision, kv = eng.precision, eng.kv_precision
+    turns = max(shape.turns, 1)
+    per_turn = max(shape.prefill, 1.0) / turns
     rate = prefill_pool_rate(m, acc, cal, prompt_tokens=per_turn, precision=precision, kv_precision=kv,
-                             chunk_tokens=chunk)
+                             chunk_tokens=eng.max_batched_tokens)
     if rate is None:
         raise InfeasibleError(f"generator.disaggregated: no prefill instance of {m.name} ({precision}) on "
                               f"{acc.name} holds a {per_turn:,.0f}-token prompt")
-    par = rate.parallel
+    par, pinned = rate.parallel, eng.prefill_gpus
     if pinned is not None and pinned % par.gpus:
         raise ScenarioError("generator.prefill_gpus", f"must be a multiple of the prefill instance ({par.gpus} "
                                                       f"GPUs, {par.label()}), got {pinned}")
     one = forward_cost(m, acc, cal, par, precision=precision, kv_precision=kv, pre_seqs=1.0, pre_tokens=per_turn)
-    t_kv = kv_transfer_seconds(m, acc, cal, par, kv, max(prefill, 1.0))
-    latency = max(turns, 1) * float(one["stage_s"]) * par.pp + t_kv
+    t_kv = kv_transfer_seconds(m, acc, cal, par, kv, max(shape.prefill, 1.0))
+    latency = turns * float(one["stage_s"]) * par.pp + t_kv
     return PrefillPool(instance=par, instance_gpus=par.gpus, tokens_per_s_per_gpu=rate.tokens_per_s_per_gpu,
                        demand_per_replica=0.0, kv_transfer_s=t_kv, pinned_gpus=pinned), latency
-
-
-def _capacity_args(scn, cluster: Cluster, ws: WorkloadStats) -> tuple:
-    """The arguments of :func:`_generator_capacity` for this phase, in order (``pinned_tp`` at index 10, ``max_gpus``
-    at index 11)."""
-    g = scn.generator
-    st = settings(scn)
-    graph_max = min(st.cuda_graph_max_batch, 2 * st.max_num_seqs)  # vLLM: min(2 x max_num_seqs, 512)
-    cpu = 1.0 if st.async_scheduling else 1.0 + rl_calibration()["engine_cpu_share"]
-    engine = (st.cuda_graphs, graph_max, st.max_num_seqs, cpu)
-    return (cluster.model, cluster.generator, g.precision, g.kv_precision, ws.prefill_tokens, ws.generated_per_kept,
-            ws.context_tokens, ws.tool_s + ws.startup_s, ws.turns, scn.workload.prefix_caching, g.tp, None, engine,
-            g.gpu_memory_utilization, (st.max_num_batched_tokens, g.prefill_gpus) if g.disaggregated else None,
-            st.max_num_batched_tokens, g.kv_block_tokens if g.kv_block_tokens is not None
-            else engine_kv_block_tokens(st.engine, cluster.model, cluster.generator),
-            None if g.speculative_tokens is None else (g.speculative_tokens, g.acceptance_rate, g.draft_layers))
 
 
 def generator_capacity(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int | None = None) -> GeneratorCapacity:
@@ -292,13 +330,16 @@ def generator_capacity(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int |
 
     ``max_gpus``: the largest generator pool it serves; when even that cannot hold the usual instance (a
     1-GPU generator, say), the best instance that fits in it is used instead."""
-    return _steady_best(scn, _capacity_args(scn, cluster, ws), max_gpus)
+    return _steady_best(scn, ServingSetup.of(scn, cluster, ws), max_gpus)
 
 
-def _steady_best(scn, args: tuple, max_gpus: int | None) -> GeneratorCapacity:
-    cap = _generator_capacity(*args)
-    if max_gpus is not None and scn.generator.tp is None and cap.instance_gpus > max_gpus:
-        cap = _generator_capacity(*args[:11], int(max_gpus), *args[12:])
+def _steady_best(scn, setup: ServingSetup, max_gpus: int | None) -> GeneratorCapacity:
+    """The scenario's pinned instance (``generator.tp``) or the throughput-best one, searched again within
+    ``max_gpus`` when the pool is smaller than it."""
+    pinned = scn.generator.tp
+    cap = _generator_capacity(setup, pinned)
+    if max_gpus is not None and pinned is None and cap.instance_gpus > max_gpus:
+        cap = _generator_capacity(setup, None, int(max_gpus))
     return cap
 
 
@@ -310,13 +351,12 @@ def generator_capacities(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int
     which an RL step's tail, staleness window and tool turns wait on: the Qwen3-235B-A22B generator of the
     SemiAnalysis scenario is one. No alternative when the instance is pinned (``generator.tp``) or disaggregated,
     or when it does not fit. The engine settings are resolved once for both."""
-    args = _capacity_args(scn, cluster, ws)
-    cap = _steady_best(scn, args, max_gpus)
-    g = scn.generator
-    if g.tp is not None or g.disaggregated or cap.instance.dp <= 1:
+    setup = ServingSetup.of(scn, cluster, ws)
+    cap = _steady_best(scn, setup, max_gpus)
+    if scn.generator.tp is not None or setup.engine.disaggregated or cap.instance.dp <= 1:
         return (cap,)
-    try:
-        return (cap, _generator_capacity(*args[:10], cap.instance_gpus, *args[11:]))
+    try:  # the same GPUs as one tensor- and expert-parallel instance
+        return (cap, _generator_capacity(setup, cap.instance_gpus))
     except (InfeasibleError, ScenarioError):
         return (cap,)
 
@@ -335,15 +375,15 @@ def sample_flops(m: ModelArch, ws: WorkloadStats) -> float:
     return linear * ws.traj_tokens + square * ws.traj_tokens_m2
 
 
-def _layout_rates(m, acc, precision, seq, gbt, lay: Layouts) -> np.ndarray:
-    """(tokens/s, MFU, state bytes per GPU) of each layout of ``lay`` (rows); zeros where it does not fit. A layout
-    that does not fit on the GPUs alone offloads the optimizer (verl RL-08)."""
-    cal = calibration_for(acc)
-    gb = np.maximum(gbt / seq, lay.dp.astype(float))
-    res = training_steps(m, acc, cal, lay, seq=seq, global_batch=gb, precision=precision)
+def _layout_rates(job: TrainingJob, lay: Layouts) -> np.ndarray:
+    """(tokens/s, MFU, state bytes per GPU) of each layout of ``lay`` (rows) for the training job; zeros where it
+    does not fit. A layout that does not fit on the GPUs alone offloads the optimizer (verl RL-08)."""
+    m, acc, seq, precision = job.m, job.acc, job.seq, job.precision
+    gb = job.global_batch(lay)
+    res = job.steps(lay, offload=False)
     step, state = res["step_s"], res["state"]
     if not res["fits"].all():
-        off = training_steps(m, acc, cal, lay, seq=seq, global_batch=gb, precision=precision, offload=True)
+        off = job.steps(lay, offload=True)
         step, state = np.where(res["fits"], step, off["step_s"]), np.where(res["fits"], state, off["state"])
     tps = np.where(np.isfinite(step), gb * seq / step, 0.0)
     mfu = m.training_flops_per_token(seq) * tps / (lay.gpus * acc.peak_flops_per_s(precision))
@@ -351,30 +391,25 @@ def _layout_rates(m, acc, precision, seq, gbt, lay: Layouts) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=256)
-def _families(m, acc, precision, seq, anchors: tuple[int, ...]) -> tuple[tuple[int, int, int, int, int], ...]:
-    """(tp, pp, ep, vp, cp) families that win at the anchor GPU counts."""
-    from ..roofline.training import DEFAULT_GLOBAL_BATCH_TOKENS
-
+def _families(job: TrainingJob, anchors: tuple[int, ...]) -> tuple[tuple[int, int, int, int, int], ...]:
+    """(tp, pp, ep, vp, cp) families that win at the anchor GPU counts (the job at the training model's default
+    batch, :data:`~tcocalc.roofline.training.DEFAULT_GLOBAL_BATCH_TOKENS`, whatever the run's)."""
+    job = replace(job, global_batch_tokens=DEFAULT_GLOBAL_BATCH_TOKENS)
     fams = set()
     for n in anchors:
-        lay = Layouts.of(candidate_degrees(m, acc, n, seq))
+        lay = Layouts.of(candidate_degrees(job.m, job.acc, n, job.seq))
         if not len(lay):
             continue
-        tps = _layout_rates(m, acc, precision, seq, DEFAULT_GLOBAL_BATCH_TOKENS, lay)[:, 0]
+        tps = _layout_rates(job, lay)[:, 0]
         fit = np.flatnonzero(tps > 0)
         for i in fit[np.argsort(-tps[fit], kind="stable")][:3]:  # the three fastest, the first of equals first
             fams.add((int(lay.tp[i]), int(lay.pp[i]), int(lay.ep[i]), int(lay.vp[i]), int(lay.cp[i])))
     return tuple(sorted(fams))
 
 
-def _layout_rate(m, acc, precision, seq, gbt, par: Parallelism) -> tuple[float, float, float]:
-    """(tokens/s, MFU, state bytes per GPU) of one layout; zeros when it does not fit."""
-    return tuple(float(x) for x in _layout_rates(m, acc, precision, seq, gbt, Layouts.of([par]))[0])
-
-
 class _RateCache(dict):
-    """Trainer rates per (model, accelerator, precision, sequence, batch tokens, families), each a dict by GPU count,
-    filled a sweep at a time (:func:`_trainer_rates`); emptied when it holds more than 4,096 counts."""
+    """Trainer rates per (training job, families), each a dict by GPU count, filled a sweep at a time
+    (:func:`_trainer_rates`); emptied when it would hold more than :data:`MAX_CACHED_COUNTS` counts."""
 
     size = 0
 
@@ -383,45 +418,58 @@ class _RateCache(dict):
         self.size = 0
 
 
+MAX_CACHED_COUNTS = 4096
 _TRAINER_RATES = _RateCache()
 
 
-def _trainer_rates(m, acc, precision, seq, gbt, ns, fams) -> np.ndarray:
+def _trainer_rates(job: TrainingJob, ns, fams) -> np.ndarray:
     """(tokens/s, MFU, state bytes per GPU) of the best family member at each GPU count of ``ns`` (rows); zeros
-    where nothing fits. The counts not cached yet are scored in one vectorised call."""
+    where nothing fits. The counts not cached yet are scored in one vectorised call; when the cache must be emptied
+    to make room, every count of ``ns`` is scored again (none of them is left behind)."""
     ns = [int(n) for n in ns]
-    key = (m, acc, precision, seq, gbt, fams)
+    key = (job, fams)
     known = _TRAINER_RATES.get(key)
     todo = sorted({n for n in ns if known is None or n not in known})
     if todo:
-        if _TRAINER_RATES.size + len(todo) > 4096:
+        if _TRAINER_RATES.size + len(todo) > MAX_CACHED_COUNTS:
             _TRAINER_RATES.cache_clear()
+            todo = sorted(set(ns))
         known = _TRAINER_RATES.setdefault(key, {})
-        members, owner = [], []
-        for j, n in enumerate(todo):
-            for tp, pp, ep, vp, cp in fams:
-                if n % (tp * pp * cp):
-                    continue
-                dp = n // (tp * pp * cp)
-                if (tp * dp * cp) % ep or (m.is_moe and m.num_experts % ep):
-                    continue
-                members.append((tp, pp, dp, ep, vp, cp))
-                owner.append(j)
-        rates = _layout_rates(m, acc, precision, seq, gbt, Layouts.of(members)) if members else np.zeros((0, 3))
-        owner = np.array(owner, dtype=int)
-        for j, n in enumerate(todo):
-            mine = np.flatnonzero(owner == j)
-            best = (0.0, 0.0, 0.0)
-            if len(mine) and rates[mine, 0].max() > 0:
-                best = tuple(float(x) for x in rates[mine[int(np.argmax(rates[mine, 0]))]])
+        for n, best in zip(todo, _score_counts(job, todo, fams), strict=True):
             known[n] = best
         _TRAINER_RATES.size += len(todo)
     return np.array([known[n] for n in ns], dtype=float).reshape(-1, 3)
 
 
+def _score_counts(job: TrainingJob, counts: list[int], fams) -> list[tuple[float, float, float]]:
+    """The best family member's (tokens/s, MFU, state bytes per GPU) at each GPU count, scored in one call."""
+    m = job.m
+    members, owner = [], []
+    for j, n in enumerate(counts):
+        for tp, pp, ep, vp, cp in fams:
+            if n % (tp * pp * cp):
+                continue
+            dp = n // (tp * pp * cp)
+            if (tp * dp * cp) % ep or (m.is_moe and m.num_experts % ep):
+                continue
+            members.append((tp, pp, dp, ep, vp, cp))
+            owner.append(j)
+    rates = _layout_rates(job, Layouts.of(members)) if members else np.zeros((0, 3))
+    owner = np.array(owner, dtype=int)
+    out = []
+    for j in range(len(counts)):
+        mine = np.flatnonzero(owner == j)
+        best = (0.0, 0.0, 0.0)
+        if len(mine) and rates[mine, 0].max() > 0:
+            best = tuple(float(x) for x in rates[mine[int(np.argmax(rates[mine, 0]))]])
+        out.append(best)
+    return out
+
+
 def clear_caches() -> None:
     """Forget every generator and trainer rate computed so far (:func:`tcocalc.rl.pipeline.clear_caches` clears
-    these and the step models' tables)."""
+    these and the step models' tables): what a cold start measures. No calibration needs it: the calibration is
+    part of every key."""
     for cache in (_generator_capacity, _families, _TRAINER_RATES, _pinned_rate):
         cache.cache_clear()
 
@@ -440,23 +488,34 @@ def pinned_layout(trainer, m, n: int) -> Parallelism | None:
         return None
 
 
+def training_job(scn, cluster: Cluster, ws: WorkloadStats) -> TrainingJob:
+    """The trainer's job in a phase: the model on the trainer accelerator under its calibration, packed sequences
+    of the mean trajectory length (at least 256 tokens), a mini-batch's tokens per optimizer step."""
+    return TrainingJob(m=cluster.model, acc=cluster.trainer, cal=cluster.trainer_cal,
+                       seq=float(max(256, round(ws.traj_tokens))),
+                       global_batch_tokens=ws.samples_per_step * ws.traj_tokens / scn.trainer.minibatches_per_step,
+                       precision=scn.model.precision)
+
+
 def smallest_fitting_layout(scn, cluster: Cluster, ws: WorkloadStats, n: int) -> Parallelism | None:
     """The fitting trainer layout on ``n`` GPUs with the fewest model-parallel GPUs (``tp·pp``, then ``tp``):
     what to suggest when a pinned layout does not divide or fit; ``None`` when nothing fits."""
-    m, acc = cluster.model, cluster.trainer
-    seq = float(max(256, round(ws.traj_tokens)))
-    gbt = ws.samples_per_step * ws.traj_tokens / scn.trainer.minibatches_per_step
-    order = sorted(candidate_degrees(m, acc, n, seq), key=lambda q: (q[0] * q[1] * q[5], q[0], q[1], q[3], q[4]))
+    job = training_job(scn, cluster, ws)
+    order = sorted(candidate_degrees(job.m, job.acc, n, job.seq),
+                   key=lambda q: (q[0] * q[1] * q[5], q[0], q[1], q[3], q[4]))
     if not order:
         return None
     lay = Layouts.of(order)
-    tps = _layout_rates(m, acc, scn.model.precision, seq, gbt, lay)[:, 0]
+    tps = _layout_rates(job, lay)[:, 0]
     return lay.at(int(np.argmax(tps > 0))) if (tps > 0).any() else None
 
 
 @functools.lru_cache(maxsize=4096)
-def _pinned_rate(m, acc, precision, seq, gbt, n, par) -> tuple[float, float, float]:
-    return (0.0, 0.0, 0.0) if par is None else _layout_rate(m, acc, precision, seq, gbt, par)
+def _pinned_rate(job: TrainingJob, par: Parallelism | None) -> tuple[float, float, float]:
+    """(tokens/s, MFU, state bytes per GPU) of one pinned layout; zeros when there is none or it does not fit."""
+    if par is None:
+        return (0.0, 0.0, 0.0)
+    return tuple(float(x) for x in _layout_rates(job, Layouts.of([par]))[0])
 
 
 @dataclass(frozen=True)
@@ -479,24 +538,19 @@ def trainer_capacity(scn, cluster: Cluster, ws: WorkloadStats, n_t) -> TrainerRa
     layout (``[trainer] tp, pp, ep, cp, vp``) replaces the search. Infeasible counts give 0.
     """
     t = scn.trainer
-    m, hw = cluster.model, cluster.trainer
-    precision = scn.model.precision
-    seq = float(max(256, round(ws.traj_tokens)))
-    gbt = ws.samples_per_step * ws.traj_tokens / scn.trainer.minibatches_per_step
+    job = training_job(scn, cluster, ws)
+    m, hw, precision, seq = job.m, job.acc, job.precision, job.seq
     n_t = np.atleast_1d(np.asarray(n_t, dtype=int))
     if t.pinned_layout:
-        rates = np.array([_pinned_rate(m, hw, precision, seq, gbt, int(n), pinned_layout(t, m, int(n)))
-                          for n in n_t])
+        rates = np.array([_pinned_rate(job, pinned_layout(t, m, int(n))) for n in n_t])
     else:
         lo, hi = int(n_t.min()), int(n_t.max())
         pow2 = [2 ** i for i in range(0, 20) if lo <= 2 ** i <= hi]
         anchors = tuple(sorted({lo, hi, int(np.median(n_t)), *pow2}))
-        fams = _families(m, hw, precision, seq, anchors)
-        rates = _trainer_rates(m, hw, precision, seq, gbt, n_t, fams)
+        rates = _trainer_rates(job, n_t, _families(job, anchors))
         for i in np.flatnonzero(rates[:, 0] == 0):  # no winning family divides this count: search it fully
-            rates[i] = _trainer_rates(m, hw, precision, seq, gbt, n_t[i:i + 1],
-                                      _families(m, hw, precision, seq, (int(n_t[i]),)))[0]
-    st = settings(scn)
+            rates[i] = _trainer_rates(job, n_t[i:i + 1], _families(job, (int(n_t[i]),)))[0]
+    st = settings(scn, cluster)
     extra, overhead = st.extra_forward_passes, st.trainer_overhead
     flop_rate_per_token = m.training_flops_per_token(seq)
     f_sample = sample_flops(m, ws) * (1.0 + extra / 3.0) * overhead
@@ -511,12 +565,10 @@ def trainer_capacity(scn, cluster: Cluster, ws: WorkloadStats, n_t) -> TrainerRa
 
 def trainer_min_gpus(scn, cluster: Cluster, ws: WorkloadStats) -> int | None:
     """Smallest trainer GPU count that holds the model (the training model's ``min_gpus``; None if none)."""
-    from ..roofline.training import training_throughput
-
     seq = float(max(256, round(ws.traj_tokens)))
-    m, acc = cluster.model, cluster.trainer
     try:
-        training_throughput(m, acc, gpus=1, seq_tokens=seq, precision=scn.model.precision)
+        training_throughput(cluster.model, cluster.trainer, gpus=1, seq_tokens=seq, precision=scn.model.precision,
+                            calibration=cluster.trainer_cal)
         return 1
     except InfeasibleError as exc:
         return exc.min_gpus

@@ -1,7 +1,10 @@
-"""A scenario's model and accelerators, resolved once (names to catalog objects) and passed down.
+"""A scenario's model, accelerators and calibrations, resolved once (names to catalog objects) and passed down.
 
 Every stage below takes the :class:`Cluster` instead of re-reading ``scn.trainer.hardware`` and
-``scn.model.name``; the catalog objects are frozen and hashable, so per-object caches still work.
+``scn.model.name``, and reads the factors it needs from the cluster's calibrations (``trainer_cal``,
+``generator_cal``, ``rl_cal``), never from a global: a trial :class:`~tcocalc.catalog.calibration.CalibrationSet`
+passed to :func:`resolve` reaches every formula, and since the catalog objects and calibrations are frozen and
+hashable, every cache keyed on them keeps results of different calibrations apart.
 """
 
 from __future__ import annotations
@@ -9,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..catalog.accelerators import Accelerator, hardware
+from ..catalog.calibration import Calibration, CalibrationSet, RLCalibration, shipped_calibration
 from ..catalog.models import ModelArch, model
 from ..errors import ScenarioError
 from ..scenario import Scenario
@@ -18,11 +22,16 @@ __all__ = ["Cluster", "resolve", "single_server_domain"]
 
 @dataclass(frozen=True)
 class Cluster:
-    """The model and the trainer and generator accelerators of one scenario."""
+    """The model, the trainer and generator accelerators of one scenario, each pool's roofline calibration, the RL
+    pipeline's factors and the calibration set they come from (``calibration``, for re-resolving a variant)."""
 
     model: ModelArch
     trainer: Accelerator
     generator: Accelerator
+    trainer_cal: Calibration
+    generator_cal: Calibration
+    rl_cal: RLCalibration
+    calibration: CalibrationSet
 
 
 def _model(scn: Scenario) -> ModelArch:
@@ -55,13 +64,19 @@ def single_server_domain(acc: Accelerator) -> Accelerator:
     return acc.model_copy(update={"scaleup_domain_gpus": acc.server_gpus})
 
 
-def resolve(scn: Scenario) -> Cluster:
-    """Resolve the scenario's names; ScenarioError names the field that does not resolve or whose precision
-    the accelerator lacks."""
+def resolve(scn: Scenario, calibration: CalibrationSet | None = None) -> Cluster:
+    """Resolve the scenario's names and each pool's calibration in ``calibration`` (default: the shipped set,
+    :func:`~tcocalc.catalog.calibration.shipped_calibration`); ScenarioError names the field that does not resolve
+    or whose precision the accelerator lacks, or ``calibration`` when it is not a CalibrationSet."""
+    if calibration is None:
+        calibration = shipped_calibration()
+    elif not isinstance(calibration, CalibrationSet):
+        raise ScenarioError("calibration", f"expected a tcocalc CalibrationSet, got {type(calibration).__name__}")
     m = _model(scn)
     acc_t, acc_g = _accelerator(scn, "trainer"), _accelerator(scn, "generator")
     for fld, acc, precision in (("model.precision", acc_t, scn.model.precision),
                                 ("generator.precision", acc_g, scn.generator.precision)):
         if precision not in acc.precisions:
             raise ScenarioError(fld, f"{acc.name} has no {precision}; it supports {', '.join(acc.precisions)}")
-    return Cluster(model=m, trainer=acc_t, generator=acc_g)
+    return Cluster(model=m, trainer=acc_t, generator=acc_g, trainer_cal=calibration.for_accelerator(acc_t),
+                   generator_cal=calibration.for_accelerator(acc_g), rl_cal=calibration.rl, calibration=calibration)

@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from ..catalog.calibration import rl_calibration
+from ..catalog.calibration import RLCalibration, rl_calibration
 from ..roofline.parallel import Parallelism
 
 __all__ = ["decode_floor_seconds", "allreduce_latency"]
@@ -34,14 +34,15 @@ CUSTOM_ALLREDUCE_MAX_GPUS = 8
 compares it at TP 2/4/8); larger groups fall back to NCCL."""
 
 
-def allreduce_latency(acc, gpus: int) -> float:
+def allreduce_latency(acc, gpus: int, calibration: RLCalibration | None = None) -> float:
     """Latency of one small all-reduce over an instance of ``gpus`` GPUs [s]: vLLM's custom all-reduce up to 8
     GPUs of one host (it shares buffers by CUDA IPC), NCCL's ring LL model ``6.6 + 2(n−1)·0.6`` µs above that or
     across the trays of an NVLink domain (an NVL72 tray has 4 GPUs); beyond the domain, the measured 2-node
     InfiniBand figure ``ℓ_2`` scaled as NCCL's tree LL model grows with the ``k = ⌈n/D⌉`` domains spanned,
     ``ℓ_2·τ(k)/τ(2)`` with ``τ(k) = 6.8 + 2·((D − 1)·0.6 + log2(k)·5.0)`` µs (NVIDIA/nccl src/graph/tuning.cc; D the
-    GPUs per domain): 88 µs over 2 servers of 8 H100, 123 µs over 4 (data/rl_calibration.toml)."""
-    cal = rl_calibration()
+    GPUs per domain): 88 µs over 2 servers of 8 H100, 123 µs over 4 (data/rl_calibration.toml; ``calibration``: the
+    RL factors to use, default the shipped ones)."""
+    cal = rl_calibration() if calibration is None else calibration
     dom = acc.scaleup_domain_gpus
     if gpus > dom:
         def tree(k: int) -> float:
@@ -53,14 +54,16 @@ def allreduce_latency(acc, gpus: int) -> float:
     return cal["nccl_ring_ll_base_s"] + 2.0 * (gpus - 1) * cal["nccl_ring_ll_hop_s"]
 
 
-def decode_floor_seconds(m, acc, par: Parallelism, batch, *, cuda_graphs: bool, graph_max_batch: int):
-    """Floor added to a decode step of ``batch`` sequences per instance [s] (arrays broadcast)."""
-    cal = rl_calibration()
+def decode_floor_seconds(m, acc, par: Parallelism, batch, *, cuda_graphs: bool, graph_max_batch: int,
+                         calibration: RLCalibration | None = None):
+    """Floor added to a decode step of ``batch`` sequences per instance [s] (arrays broadcast); ``calibration``: the
+    RL factors (the cluster's ``rl_cal``; default the shipped ones)."""
+    cal = rl_calibration() if calibration is None else calibration
     b = np.asarray(batch, dtype=float)
     layers = float(m.num_layers)
     floor = np.zeros_like(b)
     if par.tp > 1:
-        floor = floor + 2.0 * layers * allreduce_latency(acc, par.gpus)
+        floor = floor + 2.0 * layers * allreduce_latency(acc, par.gpus, cal)
     if not cuda_graphs:
         return floor + layers * cal["eager_layer_overhead_s"]
     return floor + np.where(b > graph_max_batch, layers * cal["uncaptured_layer_overhead_s"], 0.0)

@@ -48,10 +48,8 @@ from .settings import settings
 from .switching import checkpoint_tensors, colocated_switch_seconds, per_tensor_seconds
 from .weight_sync import weight_sync_seconds
 
-__all__ = ["Rates", "Flow", "pool_rates", "sync_step", "async_step", "periodic_step", "STEP_MODELS", "SYNC_MODES",
-           "sandbox_attempts", "streamed", "streamed_window_fill_s"]
-
-SYNC_MODES = ("colocated", "sync", "one_step_off")
+__all__ = ["Rates", "Flow", "pool_rates", "sync_step", "async_step", "periodic_step", "STEP_MODELS",
+           "sandbox_attempts", "streamed", "interruptible", "streamed_window_fill_s"]
 
 
 @dataclass(frozen=True)
@@ -115,15 +113,17 @@ def pool_rates(cluster: Cluster, scn: Scenario, ws: WorkloadStats, gcap: Generat
     n_rep = gcap.replicas(n_g)  # disaggregated: the decode replicas its prefill pool keeps fed (§4.9)
     feasible = (mu_t > 0) & (n_rep > 0)
     mu_safe = np.where(feasible, mu_t, 1.0)
-    st = settings(scn)
+    st = settings(scn, cluster)
+    rl_cal = cluster.rl_cal
     # an engine that loads weights tensor by tensor pays a fixed time per checkpoint tensor (§3.5)
-    per_tensor = 0.0 if st.bucketed_weight_load else checkpoint_tensors(cluster.model) * per_tensor_seconds()
-    if scn.orchestration.mode == "colocated":  # the shared pool switches between trainer and engine every step
+    per_tensor = 0.0 if st.bucketed_weight_load else checkpoint_tensors(cluster.model) * per_tensor_seconds(rl_cal)
+    if scn.orchestration.traits.shared_pool:  # the shared pool switches between trainer and engine every step
         t_sync = colocated_switch_seconds(cluster.generator, gcap.weights_per_gpu_bytes, tr.state_bytes,
-                                          offload=st.colocated_offload) + per_tensor
+                                          offload=st.colocated_offload, calibration=rl_cal) + per_tensor
     else:
         t_sync = weight_sync_seconds(cluster.model.params_total, cluster.trainer, cluster.generator, n_t, n_g,
-                                     instance_gpus=gcap.instance_gpus, transport=st.weight_sync) + per_tensor
+                                     instance_gpus=gcap.instance_gpus, transport=st.weight_sync,
+                                     calibration=rl_cal) + per_tensor
     # the framework's cap on trajectories in flight spreads over the replicas (AReaL max concurrent rollouts)
     cap = scn.orchestration.max_rollouts_in_flight
     slots = np.full(n_rep.shape, gcap.b_max) if cap is None else np.clip(cap / np.maximum(n_rep, 1), 1.0, gcap.b_max)
@@ -299,7 +299,7 @@ def sync_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rate
     """Synchronous step (colocated, sync, one_step_off): generation of the whole batch, its tail included."""
     B, keep = r.batch, r.keep
     t_gen, n_disp, _, _, _ = _sync_generation(scn, ws, gcap, r)
-    if scn.orchestration.mode == "one_step_off":
+    if scn.orchestration.traits.fixed_lag:  # the generator runs a step ahead: generation overlaps training
         step = np.maximum(t_gen, r.t_train) + r.t_sync
     else:
         step = t_gen + r.t_train + r.t_sync
@@ -307,7 +307,7 @@ def sync_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rate
     # a sandbox is live from a successful start to the trajectory's end: its latency less the start-up
     hold = np.minimum(1.0, (gcap.latency_s - ws.startup_s) / step)
     # the trainer is not waiting for data while it pushes weights or switches the pool (as the simulator counts)
-    pushes = scn.orchestration.mode in ("colocated", "sync") or settings(scn).sync_blocks_trainer
+    pushes = scn.orchestration.traits.push_blocks_trainer or settings(scn).sync_blocks_trainer
     busy = r.t_train + (r.t_sync if pushes else 0.0)
     return Flow(trained_per_s=x, step_s=step, trainer_idle=np.clip(1.0 - busy / step, 0.0, 1.0),
                 generator_idle=np.clip(1.0 - t_gen / step, 0.0, 1.0), trainer_capacity=r.trainer_samples_per_s,
@@ -318,10 +318,17 @@ def sync_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rate
                 discarded_fraction=np.full_like(step, 1.0 - keep), sandbox_share=hold)
 
 
+def interruptible(scn: Scenario) -> bool:
+    """Streaming generation whose weight updates interrupt the running trajectories (partial rollout without
+    in-flight updates, AReaL's interruptible generation): each update discards their KV, which is prefilled
+    again under the new weights (§4.6)."""
+    t = scn.orchestration.traits
+    return t.streaming and not t.in_flight_updates and scn.orchestration.partial_rollout
+
+
 def streamed(scn: Scenario) -> bool:
     """An async step whose trainer streams its mini-batches with partial rollout (§5.6)."""
-    return (scn.orchestration.mode == "async" and scn.orchestration.partial_rollout
-            and scn.trainer.minibatches_per_step > 1 and settings(scn).stream_minibatches)
+    return (interruptible(scn) and scn.trainer.minibatches_per_step > 1 and settings(scn).stream_minibatches)
 
 
 def group_hold_tokens(ws: WorkloadStats) -> float:
@@ -412,7 +419,7 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
     lam_g = r.generator_samples_per_s
     # Per weight update the generator pauses for the sync; with partial rollout (interruptible, AReaL) it also
     # discards the in-flight KV and re-prefills those contexts (§4.6).
-    reprefill = orch.partial_rollout and scn.orchestration.mode == "async"
+    reprefill = interruptible(scn)
     lam_paused = lam_g / (1.0 + lam_g * r.t_sync / B)
     step_op = gcap.t0 + gcap.t1 * r.b_op
     w_env = r.rollout_latency_s - gcap.prefill_s - r.generated_per_dispatched * step_op

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..economics.semianalysis import semianalysis_tinker_usd_per_mtok, semianalysis_usd_per_gpu_hour
-from ..economics.tco import gpus_paid
+from ..economics.tco import cluster_usd_per_hour, gpus_paid
 from ..economics.tinker import price_row
 from ..errors import InfeasibleError, MissingSpecError
 from ..scenario import Scenario
@@ -109,7 +109,7 @@ def contract_metrics(scn: Scenario, ws: WorkloadStats, rates: Rates, flow: Flow,
     cluster's cost by the trained tokens per hour (§8)."""
     useful_per_trained = 1.0 if scn.orchestration.filter_zero_advantage else ws.useful_group_fraction
     x, step = flow.trained_per_s, flow.step_s
-    gen_gpus = rates.n_g if scn.orchestration.mode != "colocated" else rates.n_t
+    gen_gpus = rates.n_t if scn.orchestration.traits.shared_pool else rates.n_g
     cores = live * scn.sandbox.cpu_cores
     return dict(
         trainer_gpus=rates.n_t.astype(float), generator_gpus=rates.n_g.astype(float), step_time_s=step,
@@ -197,14 +197,14 @@ def semianalysis_metrics(scn: Scenario, parts: list[tuple[WorkloadStats, dict]],
     """
     r_t = semianalysis_usd_per_gpu_hour(scn.trainer.hardware)
     r_g = semianalysis_usd_per_gpu_hour(scn.generator.hardware)
-    colocated = scn.orchestration.mode == "colocated"
-    if r_t is None or (r_g is None and not colocated):
+    if r_t is None or (r_g is None and not scn.orchestration.traits.shared_pool):
         usd = None
     else:
         run = 0.0
         for (_, met), d in zip(parts, durations, strict=True):
-            gpu_h = met["trainer_gpus"] * r_t + (0.0 if colocated else met["generator_gpus"] * r_g)
-            run = run + (gpu_h + met["sandbox_cpu_cores"] * scn.economics.usd_per_cpu_core_hour) * d / 3600.0
+            usd_h = cluster_usd_per_hour(scn, met["trainer_gpus"], met["generator_gpus"], met["sandbox_cpu_cores"],
+                                         (r_t, r_g))
+            run = run + usd_h * d / 3600.0
         usd = run / (trained_tok / 1e6)
     tinker = [semianalysis_tinker_usd_per_mtok(scn.model.name, ws.traj_tokens - ws.response_mean, ws.response_mean,
                                                scn.economics.tinker_price_date) for ws, _ in parts]

@@ -10,11 +10,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..catalog.accelerators import hardware
-from ..catalog.frameworks import engine_defaults, engine_max_num_batched_tokens, engine_max_num_seqs, framework_presets
+from ..catalog.frameworks import (
+    engine_defaults,
+    engine_kv_block_tokens,
+    engine_max_num_batched_tokens,
+    engine_max_num_seqs,
+    framework_presets,
+)
 from ..errors import ScenarioError
+from ..roofline.engine_config import EngineConfig
+from ..roofline.forward import default_kv_precision
+from ..roofline.speculative import speculation
 from ..scenario import Scenario
 
-__all__ = ["Settings", "settings"]
+__all__ = ["Settings", "settings", "engine_config"]
 
 
 @dataclass(frozen=True)
@@ -47,19 +56,22 @@ def _pick(explicit, preset):
     return preset if explicit is None else explicit
 
 
-def _engine_default(by_gpu, key: str, engine: str, hardware_name: str) -> int:
+def _engine_default(by_gpu, key: str, engine: str, acc) -> int:
     """``by_gpu(engine, acc)`` (:func:`~tcocalc.catalog.frameworks.engine_max_num_seqs`,
-    :func:`~tcocalc.catalog.frameworks.engine_max_num_batched_tokens`) on the named GPU; the engine's H100-class
-    ``key`` while the name is unknown (the cluster stage resolves and names it)."""
-    try:
-        acc = hardware(hardware_name)
-    except KeyError:
-        return engine_defaults(engine)[key]
+    :func:`~tcocalc.catalog.frameworks.engine_max_num_batched_tokens`) on the generator's accelerator ``acc`` (an
+    Accelerator, or its name); the engine's H100-class ``key`` while the name is unknown (the cluster stage resolves
+    and names it)."""
+    if isinstance(acc, str):
+        try:
+            acc = hardware(acc)
+        except KeyError:
+            return engine_defaults(engine)[key]
     return by_gpu(engine, acc)
 
 
-def settings(scn: Scenario) -> Settings:
-    """The scenario's keys over its framework preset over the engine's defaults."""
+def settings(scn: Scenario, cluster=None) -> Settings:
+    """The scenario's keys over its framework preset over the engine's defaults; ``cluster`` (the resolved
+    :class:`~tcocalc.rl.cluster.Cluster`) saves looking the generator's hardware up by name again."""
     presets = framework_presets()
     name = scn.orchestration.framework
     if name not in presets:  # the schema's choices and the data file disagree: a packaging error, named
@@ -69,6 +81,7 @@ def settings(scn: Scenario) -> Settings:
     t, g, o = scn.trainer, scn.generator, scn.orchestration
     engine = _pick(g.engine, p["engine"])
     eng = engine_defaults(engine)
+    acc = g.hardware if cluster is None else cluster.generator
     return Settings(
         framework=name, engine=engine, cuda_graphs=_pick(g.cuda_graphs, p["cuda_graphs"]),
         colocated_offload=_pick(t.colocated_offload, p["colocated_offload"]),
@@ -79,8 +92,35 @@ def settings(scn: Scenario) -> Settings:
         async_scheduling=_pick(g.async_scheduling, p["async_scheduling"]),
         bucketed_weight_load=_pick(g.bucketed_weight_load, p["bucketed_weight_load"]),
         trainer_overhead=_pick(t.framework_overhead, p["trainer_overhead"]),
-        max_num_seqs=_pick(g.max_num_seqs, _engine_default(engine_max_num_seqs, "max_num_seqs", engine, g.hardware)),
+        max_num_seqs=_pick(g.max_num_seqs, _engine_default(engine_max_num_seqs, "max_num_seqs", engine, acc)),
         cuda_graph_max_batch=eng["cuda_graph_max_batch"],
         max_num_batched_tokens=_pick(g.max_num_batched_tokens, _engine_default(
-            engine_max_num_batched_tokens, "max_num_batched_tokens", engine, g.hardware)),
+            engine_max_num_batched_tokens, "max_num_batched_tokens", engine, acc)),
         stream_minibatches=_pick(o.stream_minibatches, p["stream_minibatches"]))
+
+
+def engine_config(scn: Scenario, cluster) -> EngineConfig:
+    """The generator's engine as one value (:class:`~tcocalc.roofline.engine_config.EngineConfig`), built once per
+    phase from the scenario's ``[generator]`` keys, its framework preset and the engine's documented defaults
+    (:func:`settings`), on the resolved ``cluster`` (its generator accelerator and RL factors):
+
+    * CUDA graphs up to ``min(cuda_graph_max_batch, 2·max_num_seqs)`` sequences (vLLM: ``min(2 x max_num_seqs,
+      512)``, vllm-project/vllm ``vllm/config`` ``max_cudagraph_capture_size``), the engine's running cap;
+    * without async scheduling the engine's CPU work adds ``engine_cpu_share`` of the GPU time to each step
+      (data/rl_calibration.toml; docs/rl-modeling.md §4.8);
+    * the engine's token budget per step (the prefill chunk), its KV block (``kv_block_tokens``, default the
+      engine's for the model's attention), speculative decoding, ``gpu_memory_utilization`` and disaggregated
+      prefill as the scenario gives them."""
+    g = scn.generator
+    st = settings(scn, cluster)
+    m, acc = cluster.model, cluster.generator
+    block = g.kv_block_tokens if g.kv_block_tokens is not None else engine_kv_block_tokens(st.engine, m, acc)
+    cpu = 1.0 if st.async_scheduling else 1.0 + cluster.rl_cal["engine_cpu_share"]
+    return EngineConfig(
+        precision=g.precision, kv_precision=g.kv_precision or default_kv_precision(g.precision),
+        kv_block_tokens=int(block), max_batched_tokens=float(st.max_num_batched_tokens),
+        interleaved_prefill=not g.disaggregated,
+        speculation=speculation(g.speculative_tokens, g.acceptance_rate, g.draft_layers),
+        cuda_graphs=st.cuda_graphs, graph_max_batch=min(st.cuda_graph_max_batch, 2 * st.max_num_seqs),
+        max_num_seqs=st.max_num_seqs, cpu_factor=cpu, gpu_memory_utilization=g.gpu_memory_utilization,
+        disaggregated=g.disaggregated, prefill_gpus=g.prefill_gpus)

@@ -25,6 +25,7 @@ from enum import IntEnum
 import numpy as np
 
 from ..errors import InfeasibleError
+from ..modes import ModeTraits
 from .rollouts import areal_admission_capacity, sync_dispatch_groups
 from .sim_replicas import Replicas
 
@@ -47,7 +48,7 @@ class Ev(IntEnum):
 class SimParams:
     """Everything the engine needs, fixed for one run (built once from the scenario and the analytical model)."""
 
-    mode: str
+    traits: ModeTraits          # the orchestration mode's traits (tcocalc.modes.MODES)
     batch: int                  # B [sample/step]
     group_size: int             # G
     eta: float                  # staleness bound [step]
@@ -129,7 +130,7 @@ class Engine:
         self.stale_counts: dict = {}
         self.running_at_step, self.queued_at_step, self.held_at_step = [], [], []
         self.version, self.trainer_busy, self.syncing, self.train_dur = 0, False, False, 0.0
-        self.busy_time = self.gen_tokens = 0.0
+        self.gen_tokens = 0.0
         self.dispatched = self.lost = self.trained = self.aborted = 0
         self.accepted = self.running = self.live_sbx = self.starting = self.held = 0
         self.sbx_area = self.sbx_t = 0.0
@@ -137,14 +138,14 @@ class Engine:
         self.gen_open = True
         self.running_by_version: dict = {}
         self.pools = {"u": [np.empty(0), 0], "n": [np.empty(0), 0]}  # pre-drawn random numbers, refilled in blocks
-        self.streaming = p.mode in ("async", "inflight")
-        self.sync_family = p.mode in ("colocated", "sync")
+        self.streaming = p.traits.streaming
+        self.sync_family = p.traits.alternates  # generation stops while the trainer trains
         self.horizon = 0 if p.partial_rollout else 1  # partial rollout: a paused trajectory resumes one version later
-        self.spans_versions = p.mode == "inflight" or p.partial_rollout
+        self.spans_versions = p.traits.in_flight_updates or p.partial_rollout
         self.gen_busy = 0.0  # time with rollouts outstanding and the generator not paused [s]
         self.gen_busy_at_step: list = []
         # periodic: samples accepted and trained this iteration, the step's training time and staleness sums
-        self.periodic = p.mode == "periodic"
+        self.periodic = p.traits.accumulates
         # verl fully-async (async, partial rollout, several mini-batches): the trainer fetches each mini-batch
         # from the queue as soon as it holds one and pushes the weights after ``minibatches`` updates (one
         # version per push, as the other modes)
@@ -258,7 +259,6 @@ class Engine:
     def _push_weights(self) -> None:
         p = self.p
         self.syncing = True
-        self.busy_time += self.train_dur + (p.t_sync if (p.sync_blocks_trainer or not self.streaming) else 0.0)
         if not self.replicas.paused:
             self.replicas.set_paused(True, self.now)
         self.push(self.now + p.t_sync, Ev.WEIGHTS_LIVE)
@@ -441,7 +441,7 @@ class Engine:
         if self.sync_family:
             self.gen_open = False
             self.replicas.set_paused(True, self.now)
-        elif p.mode == "one_step_off":
+        elif p.traits.fixed_lag:  # one step off: the next batch is generated while this one trains
             self.gen_open = True
 
     def _periodic_train(self) -> None:

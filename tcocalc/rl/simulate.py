@@ -40,7 +40,7 @@ DEFAULT_MAX_EVENTS = 50_000_000
 
 
 def simulate(scenario: Scenario, *, steps: int, seed: int = 0, max_events: int = DEFAULT_MAX_EVENTS,
-             progress=None) -> RLReport:
+             progress=None, calibration=None) -> RLReport:
     """Simulate ``steps`` optimizer steps of the scenario.
 
     With ``[[phases]]``, each phase is simulated on its own for its share of ``steps`` (at least 5) and
@@ -53,7 +53,8 @@ def simulate(scenario: Scenario, *, steps: int, seed: int = 0, max_events: int =
 
     ``progress``, if given, is called as ``progress(done_steps, total_steps)`` at the start and then about
     every 2% of the steps (at most ~50 calls), e.g. to drive a progress bar; ``total_steps`` is the number of
-    steps simulated (with phases, the sum of the phases' shares).
+    steps simulated (with phases, the sum of the phases' shares). ``calibration``: a
+    :class:`~tcocalc.catalog.calibration.CalibrationSet` instead of the shipped factors (as :func:`evaluate`).
 
     Raises ScenarioError for ``steps <= 0`` or ``max_events <= 0``, and InfeasibleError before running when the
     run would handle about more than ``max_events`` events (estimated from the workload: dispatched
@@ -66,21 +67,23 @@ def simulate(scenario: Scenario, *, steps: int, seed: int = 0, max_events: int =
     if not isinstance(max_events, int) or isinstance(max_events, bool) or max_events <= 0:
         raise ScenarioError("max_events", f"must be a whole number > 0, got {max_events!r}")
     if scenario.phases:
-        return _simulate_phases(scenario, steps=steps, seed=seed, max_events=max_events, progress=progress)
-    prepared = _prepare(scenario)
+        return _simulate_phases(scenario, steps=steps, seed=seed, max_events=max_events, progress=progress,
+                                calibration=calibration)
+    prepared = _prepare(scenario, calibration)
     _check_event_bound([(prepared, steps)], max_events)
     return _simulate_one(prepared, steps=steps, seed=seed, max_events=max_events, progress=progress)
 
 
-def _simulate_phases(scn: Scenario, *, steps: int, seed: int, max_events: int, progress) -> RLReport:
+def _simulate_phases(scn: Scenario, *, steps: int, seed: int, max_events: int, progress, calibration) -> RLReport:
     import pandas as pd
 
-    base = evaluate(scn)
+    base = evaluate(scn, calibration=calibration)
     phases = phase_list(scn)
     total = sum(ph[2] for ph in phases)
     runs = []  # (name, start, steps in the run, overrides, prepared phase scenario, steps simulated)
     for name, start, n, over in phases:
-        runs.append((name, start, n, over, _prepare(phase_scenario(scn, over)), max(5, round(steps * n / total))))
+        runs.append((name, start, n, over, _prepare(phase_scenario(scn, over), calibration),
+                     max(5, round(steps * n / total))))
     _check_event_bound([(run[4], run[5]) for run in runs], max_events)
     bar = _PhaseProgress(progress, sum(run[5] for run in runs)) if progress is not None else None
     parts, reps, done, used = [], [], 0, 0
@@ -157,7 +160,7 @@ def _params(scn: Scenario, ws, gcap, rates: Rates, cluster_model) -> SimParams:
     flops_mean = sample_flops(cluster_model, ws)
     keep_est = max(ws.useful_group_fraction if orch.filter_zero_advantage else 1.0, 1e-3) * (1.0 - ws.sandbox_loss)
     return SimParams(
-        mode=orch.mode, batch=w.samples_per_step, group_size=w.group_size, eta=orch.max_staleness,
+        traits=orch.traits, batch=w.samples_per_step, group_size=w.group_size, eta=orch.max_staleness,
         oversampling=orch.oversampling, partial_rollout=orch.partial_rollout,
         filter_zero_advantage=orch.filter_zero_advantage, keep_estimate=keep_est,
         n_rep=max(int(gcap.replicas(int(rates.n_g[0]))), 1), slots=int(max(1, math.floor(float(rates.slots[0])))),
@@ -184,10 +187,10 @@ def flow_from_run(eng: Engine, p: SimParams, gcap, analytical: Flow, minibatches
     wall = max(recs[-1][1] - recs[0][0], 1e-9)
     n_steps = len(recs)
     train_s = sum(r[2] for r in recs)
-    busy = train_s + (p.t_sync * n_steps if p.sync_blocks_trainer or p.mode in ("colocated", "sync") else 0.0)
+    busy = train_s + (p.t_sync * n_steps if p.sync_blocks_trainer or p.traits.push_blocks_trainer else 0.0)
     x = n_steps * p.batch / wall
     tokens_gen = recs[-1][3] - (eng.records[warm - 1][3] if warm > 0 else 0.0)
-    if p.mode in ("async", "inflight"):  # throttled below what the generator could produce
+    if p.traits.streaming:  # throttled below what the generator could produce
         b_op = min(gcap.b_op, float(p.slots))  # a framework cap on rollouts in flight lowers the operating batch
         gen_busy_share = (tokens_gen / wall) / (p.n_rep * b_op / (gcap.t0 + gcap.t1 * b_op))
     else:  # synchronous: the share of wall time the step's rollouts are outstanding (as t_gen / T_step)
@@ -239,9 +242,9 @@ class _Prepared(NamedTuple):
     params: SimParams
 
 
-def _prepare(scn: Scenario) -> _Prepared:
+def _prepare(scn: Scenario, calibration=None) -> _Prepared:
     """Evaluate a scenario without phases (InfeasibleError for a split that cannot run) and build its SimParams."""
-    base = evaluate(scn)
+    base = evaluate(scn, calibration=calibration)
     name, start, run_steps, over = phase_list(scn)[0]
     ws = workload_stats(scn, over, name, start, run_steps)
     d = base.details[name]

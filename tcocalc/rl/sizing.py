@@ -31,6 +31,7 @@ import numpy as np
 from ..catalog.accelerators import hardware
 from ..economics.tco import GOODPUT_FACTOR, cloud_prices, default_cost_inputs, gpu_hour_cost, pool_prices
 from ..errors import MissingSpecError, ScenarioError, TcocalcError
+from ..modes import MODES
 from ..scenario import Scenario
 from .cluster import resolve
 from .phases import phase_list, workload_stats
@@ -44,8 +45,6 @@ __all__ = ["SizingOptions", "SizingResult", "size_cluster", "SIZING_TARGETS", "S
 SIZING_TARGETS = ("useful_samples_per_s", "run_hours", "budget_usd")
 #: Two-pool modes the search covers (colocated has one pool: use solve_split).
 SIZING_MODES = ("sync", "one_step_off", "periodic", "async", "inflight")
-_STREAMING = ("async", "inflight")
-_FIXED_LAG = {"sync": 0.0, "periodic": 0.0, "one_step_off": 1.0}
 
 
 @dataclass(frozen=True)
@@ -85,7 +84,7 @@ class SizingResult:
         scn = scenario.with_cluster(mode=r["mode"], trainer_hardware=r["trainer_hardware"],
                                     trainer_gpus=int(r["trainer_gpus"]), generator_hardware=r["generator_hardware"],
                                     generator_gpus=int(r["generator_gpus"]))
-        if r["mode"] in _STREAMING:
+        if MODES[r["mode"]].streaming:
             scn = scn.with_values({"orchestration.max_staleness": float(r["staleness_bound_steps"])})
         return scn
 
@@ -153,7 +152,7 @@ def _check_options(scn: Scenario, options: SizingOptions | dict | None) -> Sizin
     for name in ("modes", "staleness_bounds"):
         if not tuple(getattr(options, name)):
             raise ScenarioError(f"options.{name}", "is empty: give at least one")
-    bad_modes = [m for m in options.modes if m not in SIZING_MODES]
+    bad_modes = [m for m in options.modes if MODES.get(m) is None or MODES[m].shared_pool]
     if bad_modes:
         raise ScenarioError("options.modes", f"unknown or unsupported mode {bad_modes[0]!r}; choose from "
                                              f"{', '.join(SIZING_MODES)} (colocated: use solve_split)")
@@ -191,29 +190,30 @@ def _check_target(target) -> tuple[str, float]:
     return kind, float(value)
 
 
-def _evaluate_pair(scn: Scenario, hw_t: str, hw_g: str, opt: SizingOptions, n_t, n_g) -> list[dict]:
+def _evaluate_pair(scn: Scenario, hw_t: str, hw_g: str, opt: SizingOptions, n_t, n_g, calibration=None) -> list[dict]:
     """Every mode and bound for one hardware pair over the splits; memory-infeasible splits pruned after the
     first evaluation. Returns one block of arrays per (mode, bound)."""
     blocks = []
     keep = None
     for mode in opt.modes:
-        bounds = opt.staleness_bounds if mode in _STREAMING else (_FIXED_LAG[mode],)
+        streaming = MODES[mode].streaming
+        bounds = opt.staleness_bounds if streaming else (MODES[mode].fixed_lag,)
         for bound in bounds:
             values = {"trainer.hardware": hw_t, "generator.hardware": hw_g, "orchestration.mode": mode,
                       "trainer.gpus": int(n_t[0]), "generator.gpus": int(n_g[0])}
-            if mode in _STREAMING:
+            if streaming:
                 values["orchestration.max_staleness"] = bound
             s = scn.with_values(values)
             if keep is None:
-                res = phase_results(s, resolve(s), n_t, n_g)
+                res = phase_results(s, resolve(s, calibration), n_t, n_g)
                 keep = np.logical_and.reduce([r.feasible for r in res])
                 if not keep.any():
                     return []
                 n_t, n_g = n_t[keep], n_g[keep]
                 if not keep.all():
-                    res = phase_results(s, resolve(s), n_t, n_g)
+                    res = phase_results(s, resolve(s, calibration), n_t, n_g)
             else:
-                res = phase_results(s, resolve(s), n_t, n_g)
+                res = phase_results(s, resolve(s, calibration), n_t, n_g)
             c = combine_phases(s, [(r.workload, r.metrics) for r in res])
             p_t, p_g = pool_prices(s)
             blocks.append({"mode": mode, "bound": bound, "n_t": n_t, "n_g": n_g,
@@ -225,7 +225,7 @@ def _evaluate_pair(scn: Scenario, hw_t: str, hw_g: str, opt: SizingOptions, n_t,
     return blocks
 
 
-def _frame(scn: Scenario, opt: SizingOptions, kind: str):
+def _frame(scn: Scenario, opt: SizingOptions, kind: str, calibration=None):
     """Every candidate as a DataFrame (finite rows only)."""
     import pandas as pd
 
@@ -243,7 +243,7 @@ def _frame(scn: Scenario, opt: SizingOptions, kind: str):
             supplies = supply_prices(hw_t, hw_g, opt.supplies, table)
             if not supplies:
                 continue
-            for b in _evaluate_pair(scn, hw_t, hw_g, opt, n_t.copy(), n_g.copy()):
+            for b in _evaluate_pair(scn, hw_t, hw_g, opt, n_t.copy(), n_g.copy(), calibration):
                 m = b["n_t"].size
                 for supply, p_t, p_g in supplies:
                     cols["trainer_hardware"].append(np.full(m, hw_t, dtype=object))
@@ -283,7 +283,7 @@ def pareto_front(df):
 
 
 def _plan_line(r) -> str:
-    bound = f", max_staleness {r['staleness_bound_steps']:g}" if r["mode"] in _STREAMING else ""
+    bound = f", max_staleness {r['staleness_bound_steps']:g}" if MODES[r["mode"]].streaming else ""
     return (f"{int(r['trainer_gpus'])} {r['trainer_hardware']} trainer + {int(r['generator_gpus'])} "
             f"{r['generator_hardware']} generator, {r['mode']}{bound}, {r['supply']}: "
             f"{r['useful_samples_per_s']:.3g} useful samples/s, {r['run_hours']:,.1f} h, ${r['run_usd']:,.0f} "
@@ -322,7 +322,8 @@ def tinker_run(scenario: Scenario, kind: str, value: float) -> dict | None:
             "meets_target": (run_usd <= value * (1 + 1e-9)) if kind == "budget_usd" else None}
 
 
-def size_cluster(scenario: Scenario, target: dict, options: SizingOptions | dict | None = None) -> SizingResult:
+def size_cluster(scenario: Scenario, target: dict, options: SizingOptions | dict | None = None, *,
+                 calibration=None) -> SizingResult:
     """The cheapest plan meeting ``target`` (one of ``{"useful_samples_per_s": X}``, ``{"run_hours": H}`` for
     the scenario's steps, ``{"budget_usd": B}`` for the run), and every feasible candidate.
 
@@ -335,11 +336,12 @@ def size_cluster(scenario: Scenario, target: dict, options: SizingOptions | dict
     none meets it: closest to the target first).
     ``pareto``: the front of run USD against run hours. Bad options raise :class:`ScenarioError` naming the
     option; a target no candidate meets gives ``best = None`` and a message naming the closest candidate and
-    what limited it. Nothing is NaN: candidates without a finite cost are dropped.
+    what limited it. Nothing is NaN: candidates without a finite cost are dropped. ``calibration``: a
+    :class:`~tcocalc.catalog.calibration.CalibrationSet` instead of the shipped factors (as :func:`evaluate`).
     """
     kind, value = _check_target(target)
     opt = _check_options(scenario, options)
-    df = _frame(scenario, opt, kind)
+    df = _frame(scenario, opt, kind, calibration)
     if df.empty:
         raise ScenarioError("options", "no candidate holds the model: every allowed hardware pair and GPU count "
                                        "is too small, or no supply offers the allowed accelerators (options."

@@ -27,7 +27,7 @@ from ..errors import InfeasibleError, ScenarioError, TcocalcError
 from ..scenario import GeneratorSection, Scenario, TrainerSection
 from .capacity import pinned_layout, smallest_fitting_layout, trainer_min_gpus
 from .cluster import Cluster, resolve
-from .flow import SYNC_MODES, streamed
+from .flow import streamed
 from .phases import phase_list, workload_stats
 from .pipeline import PhaseResult, evaluate_splits
 from .report import OBJECTIVES, RLReport, assert_finite, combine_phases, scalar_metrics
@@ -152,7 +152,7 @@ def _assess(scn: Scenario, cluster: Cluster) -> _Assessed:
     return _Assessed(metrics, _phase_table(parts, results), details, results, looser)
 
 
-def evaluate(scenario: Scenario) -> RLReport:
+def evaluate(scenario: Scenario, *, calibration=None) -> RLReport:
     """Metrics of the split given in the scenario (``trainer.gpus`` : ``generator.gpus``).
 
     ``report.details["binding_limits"]`` maps each phase to the limits that cap its throughput
@@ -160,13 +160,15 @@ def evaluate(scenario: Scenario) -> RLReport:
     ``report.details["warnings"]`` lists workloads in which hardly any group carries signal (dicts with
     ``kind``, ``phase``, ``useful_group_fraction``, ``floor``, ``message``); ``report.advice`` says both in words.
     Raises :class:`InfeasibleError` naming the side that cannot hold the model and the GPUs that would
-    (``min_gpus``, and ``layout`` where a serving instance is meant).
+    (``min_gpus``, and ``layout`` where a serving instance is meant). ``calibration``: a
+    :class:`~tcocalc.catalog.calibration.CalibrationSet` (trial factors, e.g. the fit script's) instead of the
+    shipped ones, carried in the resolved cluster to every stage.
     """
     scn = scenario
-    cluster = resolve(scn)
+    cluster = resolve(scn, calibration)
     a = _assess(scn, cluster)
     advice = [w["message"] for w in a.details["warnings"]] + _limit_advice(scn, a, solved=False)
-    advice += _serving_advice(scn, cluster, a.metrics) + _nvlink_advice(scn, a.metrics)
+    advice += _serving_advice(scn, cluster, a.metrics) + _nvlink_advice(scn, cluster, a.metrics)
     return RLReport(scenario=scn, metrics=a.metrics, details=a.details, phases=a.phases,
                     advice=tuple(advice + _general_advice(scn, a.metrics)))
 
@@ -182,7 +184,7 @@ def _binding_limits(scn: Scenario, cluster: Cluster, results: list[PhaseResult])
     longer of generation and training, and sandbox concurrency when a step dispatches more rollouts than it.
     """
     out: dict[str, list[str]] = {}
-    if scn.orchestration.mode in SYNC_MODES:
+    if scn.orchestration.traits.synchronous:
         for res in results:
             f, r, ws, sb = res.flow, res.rates, res.workload, scn.sandbox
             kinds = ["sandbox_concurrency"] if (ws.uses_sandbox and 0 < sb.max_concurrency < f.in_flight[0]) else []
@@ -233,7 +235,7 @@ def _limit_line(scn: Scenario, a: _Assessed, kind: str, where: str, solved: bool
                 f"{a.results[0].rates.startup_s:,.0f} s with retries{fails}. A higher sandbox.max_starting or a "
                 f"faster start raises it{no_gpus}")
     if kind == "sandbox_concurrency":
-        if orch.mode in SYNC_MODES:
+        if orch.traits.synchronous:
             return (f"Sandbox concurrency stretches each step{where} whatever the split: "
                     f"{a.results[0].flow.in_flight[0]:,.0f} rollouts share at most {sb.max_concurrency:,} live "
                     f"sandboxes, so they run in waves. A higher sandbox.max_concurrency shortens the step{no_gpus}")
@@ -254,9 +256,9 @@ def _limit_line(scn: Scenario, a: _Assessed, kind: str, where: str, solved: bool
                 f"most {eta:g} policy versions ahead of the trainer and each batch's longest rollout must finish "
                 f"within that window, so the generator waits {gi:.0%} of the time; max_staleness {eta + 1:g} "
                 f"would give {a.looser_useful:.3g} useful samples/s instead of {x:.3g}.")
-    if orch.mode == "colocated":
+    if orch.traits.shared_pool:
         split = f"the {m['trainer_gpus']:,.0f}-GPU pool"
-    if orch.mode in SYNC_MODES:
+    if orch.traits.synchronous:
         return (f"What limits {split}{where}: a synchronous step waits for its slowest rollout, so the trainer "
                 f"idles {ti:.0%} and the generator {gi:.0%} of it.") if solved else None
     if kind == "trainer":
@@ -300,7 +302,7 @@ def _serving_advice(scn: Scenario, cluster: Cluster, metrics: dict) -> list[str]
     """A line when the other prefill/decode arrangement (docs/rl-modeling.md §4.9) would deliver more useful
     samples/s at this split than :data:`SPLIT_TOLERANCE` more; nothing where it does not fit or gains less."""
     g = scn.generator
-    if scn.orchestration.mode == "colocated":
+    if scn.orchestration.traits.shared_pool:
         return []
     other = scn.model_copy(update={"generator": g.model_copy(update={"disaggregated": not g.disaggregated,
                                                                      "prefill_gpus": None})})
@@ -318,7 +320,7 @@ def _serving_advice(scn: Scenario, cluster: Cluster, metrics: dict) -> list[str]
             f"{gen.prefill_pool.instance.label()} instances, decode in {gen.instance.label()} instances."]
 
 
-def _nvlink_advice(scn: Scenario, metrics: dict) -> list[str]:
+def _nvlink_advice(scn: Scenario, cluster: Cluster, metrics: dict) -> list[str]:
     """A line when multi-node NVLink (``multinode_nvlink = true`` for the pools that run without it, on an
     accelerator whose NVLink domain spans several servers) would deliver more useful samples/s at this split than
     :data:`SPLIT_TOLERANCE` more (docs/rl-modeling.md §3.7): what an IMEX channel for the job is worth. Nothing
@@ -331,7 +333,7 @@ def _nvlink_advice(scn: Scenario, metrics: dict) -> list[str]:
     if not off:
         return []
     other = scn.with_values({f"{side}.multinode_nvlink": True for side in off})
-    gain = _arrangement_gain(scn, other, resolve(other), metrics)
+    gain = _arrangement_gain(scn, other, resolve(other, cluster.calibration), metrics)
     if gain is None:
         return []
     _, x0, x1 = gain
@@ -374,7 +376,7 @@ def _instance_advice(scn: Scenario, cluster: Cluster, results: list[PhaseResult]
 def _general_advice(scn: Scenario, metrics: dict) -> list[str]:
     out = []
     mode, ti = scn.orchestration.mode, metrics["trainer_idle_fraction"]
-    if mode in SYNC_MODES and ti > 0.3:
+    if scn.orchestration.traits.synchronous and ti > 0.3:
         out.append(f"{mode}: the trainer idles {ti:.0%} of each step while rollouts finish (long tail). "
                    f"Asynchronous orchestration (one_step_off or async) overlaps the two.")
     if metrics["discarded_fraction"] > 0.4:
@@ -451,7 +453,7 @@ def _granularity(scn: Scenario, cluster: Cluster, granularity: int | None, total
 def _search(scn: Scenario, cluster: Cluster, granularity: int | None, objective: str, cons: tuple):
     """(granularity, sweep): every split in steps of the granularity, each side within the scenario's limit,
     plus the scenario's own split; coarse-to-fine above :data:`MAX_CANDIDATES` splits. Colocated: the pool."""
-    if scn.orchestration.mode == "colocated":
+    if scn.orchestration.traits.shared_pool:
         return None, _sweep(scn, cluster, [scn.trainer.gpus], [scn.generator.gpus], cons)
     total = scn.trainer.gpus + scn.generator.gpus
     g = _granularity(scn, cluster, granularity, total)
@@ -521,7 +523,8 @@ def _sweep_frame(sw: _Sweep, paid, objective: str, best: int, chosen: int, given
 
 
 def solve_split(scenario: Scenario, objective: str = "usd_per_useful_sample", *, granularity: int | None = None,
-                max_staleness: float | None = None, max_sandboxes: int | None = None) -> RLReport:
+                max_staleness: float | None = None, max_sandboxes: int | None = None,
+                calibration=None) -> RLReport:
     """Best trainer/generator split of the scenario's GPUs (``trainer.gpus + generator.gpus``).
 
     Every split in steps of ``granularity`` GPUs (default: 1 up to 64 GPUs, else the smaller scale-up
@@ -540,17 +543,18 @@ def solve_split(scenario: Scenario, objective: str = "usd_per_useful_sample", *,
     ``report.details["smallest_total_gpus_99pct"]`` is the smallest total GPU count (the scenario's total,
     then quarter-octave steps down) whose best split reaches :data:`SIZING_SHARE` (99%) of the best useful
     samples/s of all the GPUs, and ``details["smallest_split_99pct"]`` that split (None when no sample is
-    useful). ``details["binding_limits"]`` and ``details["warnings"]`` are as in :func:`evaluate`.
+    useful). ``details["binding_limits"]`` and ``details["warnings"]`` are as in :func:`evaluate`, and so is
+    ``calibration``.
     """
     if objective not in OBJECTIVES:
         raise ScenarioError("objective", f"must be one of {OBJECTIVES}, got {objective!r}")
     scn = scenario
-    cluster = resolve(scn)
+    cluster = resolve(scn, calibration)
     cons = (max_staleness, max_sandboxes)
     g, sw = _search(scn, cluster, granularity, objective, cons)
     if not sw.ok.any():
-        if scn.orchestration.mode == "colocated":
-            evaluate(scn)  # the typed error naming the side that cannot hold the model
+        if scn.orchestration.traits.shared_pool:
+            evaluate(scn, calibration=calibration)  # the typed error naming the side that cannot hold the model
         why = "no split holds the model on both sides" if not sw.feasible.any() else "no split meets the constraints"
         raise InfeasibleError(f"{why} with {int(sw.n_t[0] + sw.n_g[0])} GPUs ({scn.trainer.hardware} trainer, "
                               f"{scn.generator.hardware} generator)")
@@ -564,7 +568,7 @@ def solve_split(scenario: Scenario, objective: str = "usd_per_useful_sample", *,
     details = {**a.details, "smallest_total_gpus_99pct": sizing and sizing["total"],
                "smallest_split_99pct": sizing and (sizing["trainer_gpus"], sizing["generator_gpus"])}
     advice = [w["message"] for w in a.details["warnings"]]
-    if scn.orchestration.mode == "colocated":
+    if scn.orchestration.traits.shared_pool:
         advice.append("colocated: one pool, nothing to split")
         advice += _limit_advice(scn, a, solved=True)
     else:
@@ -573,7 +577,7 @@ def solve_split(scenario: Scenario, objective: str = "usd_per_useful_sample", *,
         advice.append(_neighbour_line(scn, cluster, sw, score, objective, g, chosen, cons))
         advice += _serving_advice(chosen_scn, cluster, a.metrics)
         advice += _instance_advice(chosen_scn, cluster, a.results, a.metrics)
-    advice += _nvlink_advice(chosen_scn, a.metrics)
+    advice += _nvlink_advice(chosen_scn, cluster, a.metrics)
     advice += _sizing_advice(sizing, a.metrics) + _general_advice(scn, a.metrics)
     phases_df = a.phases
     if len(sw.results) > 1:

@@ -59,7 +59,7 @@ def partial_rollout_carry(scn: Scenario, ws: WorkloadStats) -> tuple[float, floa
 
 
 def _synchronous(scn: Scenario, ws: WorkloadStats, flow: Flow, tail_share: float, carry_lag: float):
-    base = 1.0 if scn.orchestration.mode == "one_step_off" else 0.0
+    base = scn.orchestration.traits.fixed_lag  # one_step_off trains on data one version old
     step = flow.step_s
     s_mean = np.full_like(step, base)
     s_tok = base + np.full_like(step, carry_lag)
@@ -76,7 +76,8 @@ def _streaming(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, flow: 
     # finished members waiting for their group's slowest age with it (§5.4)
     lag = staleness_means((flow.in_flight + flow.group_wait) * keep, flow.queued, B, ws.sigma)
     s_mean = np.minimum(eta, lag["sample"])
-    if scn.orchestration.mode == "inflight":
+    in_flight = scn.orchestration.traits.in_flight_updates
+    if in_flight:
         s_tok = np.minimum(eta, lag["inflight_token"])
     else:
         s_tok = np.minimum(eta, lag["token"]) + carry_lag
@@ -86,7 +87,7 @@ def _streaming(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, flow: 
     if not streamed(scn):  # a streamed step's bound only limits admission: the longest runs on (§5.6)
         s_max = np.minimum(eta, s_max)
     spans = np.minimum(1.0, flow.rollout_latency_s / step)
-    env = np.where(ws.uses_sandbox and scn.orchestration.mode == "inflight", spans, 0.0) + (
+    env = np.where(ws.uses_sandbox and in_flight, spans, 0.0) + (
         tail_share if ws.uses_sandbox else 0.0)
     return s_mean, s_max, s_tok, np.minimum(env, 1.0)
 
@@ -94,7 +95,7 @@ def _streaming(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, flow: 
 def staleness(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, flow: Flow) -> Staleness:
     """Mean, max and token-weighted lag and the env-state stale share for each candidate split."""
     tail_share, carry_lag = partial_rollout_carry(scn, ws)
-    if scn.orchestration.mode in ("async", "inflight"):
+    if scn.orchestration.traits.streaming:
         s_mean, s_max, s_tok, env = _streaming(scn, ws, gcap, flow, ws.keep_fraction, tail_share, carry_lag)
     else:
         s_mean, s_max, s_tok, env = _synchronous(scn, ws, flow, tail_share, carry_lag)

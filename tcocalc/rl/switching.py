@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..catalog.calibration import rl_calibration
+from ..catalog.calibration import RLCalibration, rl_calibration
 from ..errors import MissingSpecError
 
 __all__ = ["colocated_switch_seconds", "host_link_rate", "checkpoint_tensors"]
@@ -52,16 +52,19 @@ def host_link_rate(acc) -> float:
     return acc.host_link_bytes_per_s
 
 
-def per_tensor_seconds() -> float:
+def per_tensor_seconds(calibration: RLCalibration | None = None) -> float:
     """Handling time per checkpoint tensor when an engine loads weights tensor by tensor [s]
-    (``bucketed_weight_load = false``; data/rl_calibration.toml refit_ipc_per_tensor_s)."""
-    return rl_calibration()["refit_ipc_per_tensor_s"]
+    (``bucketed_weight_load = false``; data/rl_calibration.toml refit_ipc_per_tensor_s; ``calibration``: the RL
+    factors, default the shipped ones)."""
+    return (rl_calibration() if calibration is None else calibration)["refit_ipc_per_tensor_s"]
 
 
-def colocated_switch_seconds(acc, engine_weights_per_gpu: float, trainer_state_per_gpu, *, offload: bool):
+def colocated_switch_seconds(acc, engine_weights_per_gpu: float, trainer_state_per_gpu, *, offload: bool,
+                             calibration: RLCalibration | None = None):
     """Seconds a colocated step spends switching the pool between trainer and engine (module docstring);
-    ``trainer_state_per_gpu`` may be an array over pool sizes."""
-    cal = rl_calibration()
+    ``trainer_state_per_gpu`` may be an array over pool sizes. ``calibration``: the RL factors (the cluster's
+    ``rl_cal``; default the shipped ones)."""
+    cal = rl_calibration() if calibration is None else calibration
     host = host_link_rate(acc)
     state = np.asarray(trainer_state_per_gpu, dtype=float)
     engine = 2.0 * (cal["engine_wake_fixed_s"] + engine_weights_per_gpu / (cal["engine_copy_efficiency"] * host))

@@ -29,6 +29,7 @@ from ..catalog.frameworks import framework_presets
 from ..catalog.models import model
 from ..catalog.rl_cases import nemo_rl_cases, refit_cases, verl_rl_cases
 from ..errors import TcocalcError
+from ..modes import MODES
 from ..scenario import Scenario, loads_scenario, scenario_from_dict
 from . import rollouts as wl
 from .solve import evaluate
@@ -66,7 +67,7 @@ def nemo_case_scenario(case: dict) -> Scenario:
                  "multinode_nvlink": case["multinode_nvlink"]}
     if case["max_num_seqs"]:
         generator["max_num_seqs"] = case["max_num_seqs"]
-    async_ = case["mode"] == "async"
+    async_ = MODES[case["mode"]].streaming  # the NeMo RL tables: colocated or async
     return scenario_from_dict({
         "name": case["id"], "description": f"NeMo RL {case['version']} {case['recipe']}",
         "model": {"name": case["model"], "precision": case["precision"]},
@@ -105,7 +106,7 @@ def _row(case: dict, framework: str, scn: Scenario | None, what: str) -> dict:
             note = note or f"{type(exc).__name__}: {exc}"
     err = pred / published - 1.0 if pred == pred else math.nan
     mode = case["mode"]
-    split = (f"colocated {case['trainer_gpus']}" if mode == "colocated"
+    split = (f"colocated {case['trainer_gpus']}" if MODES[mode].shared_pool
              else f"{case['trainer_gpus']}:{case['generator_gpus']}")
     return {"id": case["id"], "framework": framework, "case": what, "mode": mode, "gpus": split,
             "published [s]": published, "predicted [s]": pred, "error [%]": 100.0 * err,
@@ -121,7 +122,7 @@ def rl_validation_table():
     for c in nemo_rl_cases():
         scn = None if c["known_miss"] and c["prompt_tokens"] is None else nemo_case_scenario(c)
         what = (f"{c['model']} {c['hardware']} {c['precision']} {c['version']} {c['algorithm']}"
-                + (f", {c['max_trajectory_age']}-step off" if c["mode"] == "async" else ", on-policy"))
+                + (f", {c['max_trajectory_age']}-step off" if MODES[c["mode"]].streaming else ", on-policy"))
         rows.append(_row(c, "NeMo RL", scn, what))
     for c in verl_rl_cases():
         bound = "" if c.get("max_staleness") is None else f", staleness {c['max_staleness']:g}"
@@ -145,8 +146,9 @@ def rl_speedup_pairs(table=None):
     t = rl_validation_table() if table is None else table
     rows = []
     ok = t[t["predicted [s]"].notna()]
-    for _, on in ok[ok["mode"] == "colocated"].iterrows():
-        twins = ok[(ok["mode"] == "async") & (ok.apply(_pair_key, axis=1) == _pair_key(on))]
+    on_policy = ok["mode"].map(lambda m: MODES[m].synchronous)  # the published tables: colocated against async
+    for _, on in ok[on_policy].iterrows():
+        twins = ok[ok["mode"].map(lambda m: MODES[m].streaming) & (ok.apply(_pair_key, axis=1) == _pair_key(on))]
         if on["framework"] == "verl":
             total = int(on["gpus"].split()[-1])
             sizes = twins["gpus"].map(lambda g: sum(int(x) for x in g.split(":")))

@@ -25,16 +25,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..catalog.calibration import rl_calibration
+from ..catalog.calibration import RLCalibration, rl_calibration
 
 __all__ = ["weight_sync_seconds", "rl_calibration"]
 
 
 def weight_sync_seconds(params_total: float, trainer_acc, generator_acc, trainer_gpus, generator_gpus,
-                        *, instance_gpus: int = 1, transport: str = "nccl-broadcast"):
+                        *, instance_gpus: int = 1, transport: str = "nccl-broadcast",
+                        calibration: RLCalibration | None = None):
     """Seconds to push ``params_total`` bf16 weights from the trainer pool to the generator pool; ``trainer_gpus``
-    and ``generator_gpus`` may be arrays of splits (an array comes back), else a float."""
-    cal = rl_calibration()
+    and ``generator_gpus`` may be arrays of splits (an array comes back), else a float. ``calibration``: the RL
+    factors (the cluster's ``rl_cal``; default the shipped ones)."""
+    cal = rl_calibration() if calibration is None else calibration
     eta = cal["weight_sync_efficiency"]
     nbytes = 2.0 * params_total
     n_t, n_g = np.asarray(trainer_gpus), np.asarray(generator_gpus)

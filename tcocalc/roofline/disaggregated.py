@@ -23,22 +23,17 @@ transfer are not modelled (no published figure in the reference files).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..catalog.calibration import calibration_for
+from ..catalog.calibration import calibration_of
 from ..catalog.frameworks import engine_kv_block_tokens, engine_max_num_batched_tokens, engine_max_num_seqs
 from ..errors import InfeasibleError, ScenarioError
+from .engine_config import EngineConfig, Lengths
 from .forward import check_positive, check_whole, forward_cost, kv_bytes_per_seq_per_gpu, resolve_inputs
 from .parallel import Layouts, Parallelism
-from .serving import (
-    candidate_serving_layouts,
-    check_kv_reservation,
-    fewest_stages,
-    generation_throughput,
-    kv_pool_per_gpu,
-)
+from .serving import candidate_serving_layouts, check_kv_reservation, fewest_stages, kv_pool_per_gpu, serve
 from .speculative import speculation
 
 __all__ = ["DisaggregatedEstimate", "PoolRate", "disaggregated_throughput", "prefill_pool_rate",
@@ -129,10 +124,10 @@ def prefill_pool_rate(m, acc, cal, *, prompt_tokens, precision, kv_precision, ch
     return best
 
 
-def decode_pool_rate(m, acc, cal, **kw) -> PoolRate | None:
+def decode_pool_rate(m, acc, cal, lengths: Lengths, engine: EngineConfig, **kw) -> PoolRate | None:
     """The decode instance with the most output tokens/s per GPU (or the pinned one), ``None`` when none holds a
     sequence (or meets the TPOT limit): the best of :func:`decode_pool_rates`, which takes the same arguments."""
-    return _fastest(decode_pool_rates(m, acc, cal, **kw))
+    return _fastest(decode_pool_rates(m, acc, cal, lengths, engine, **kw))
 
 
 def _fastest(rates: dict) -> PoolRate | None:
@@ -140,25 +135,19 @@ def _fastest(rates: dict) -> PoolRate | None:
     return max(rates.values(), key=lambda q: q.tokens_per_s_per_gpu, default=None)
 
 
-def decode_pool_rates(m, acc, cal, *, prompt_tokens, response_tokens, precision, kv_precision, max_seqs_per_rank,
-                      kv_reservation="current", parallel=None, max_gpus=None, kv_block_tokens=None,
-                      max_tpot_s=None, speculative=None) -> dict[int, PoolRate]:
+def decode_pool_rates(m, acc, cal, lengths: Lengths, engine: EngineConfig, *, parallel=None, max_gpus=None,
+                      max_tpot_s=None) -> dict[int, PoolRate]:
     """The decode instance of each size [GPUs] with the most output tokens/s per GPU (or the pinned one): decode-only
-    steps of ``b`` sequences at the mean context ``P + R/2``, ``b`` within the KV pool (reserving the running
-    context, or prompt + whole output with ``kv_reservation="full"``, in whole ``kv_block_tokens`` blocks) and
-    ``max_seqs_per_rank`` per attention-DP rank (:func:`~tcocalc.roofline.serving.generation_throughput` with
-    ``interleaved_prefill=False`` per instance), at most ``max_tpot_s`` per output token when given.
-    ``speculative``: generation_throughput's speculative-decoding arguments (``speculative_tokens``,
-    ``acceptance_rate``, ``draft_layers``) as a dict."""
-    p, r = float(prompt_tokens), float(response_tokens)
+    steps of ``b`` sequences at the running context ``lengths.context`` (``P + R/2``), ``b`` within the KV pool
+    (reserving the running context, or prompt + whole output with ``engine.kv_reservation="full"``, in whole
+    ``engine.kv_block_tokens`` blocks) and ``engine.max_seqs_per_rank`` per attention-DP rank
+    (:func:`~tcocalc.roofline.serving.serve` per instance, the engine's ``interleaved_prefill`` turned off), at
+    most ``max_tpot_s`` per output token when given, speculating as ``engine.speculation`` says."""
+    decode = replace(engine, interleaved_prefill=False)
     best: dict[int, PoolRate] = {}
-    for par in _layouts(m, acc, cal, precision, kv_precision, p + r, parallel, max_gpus):
+    for par in _layouts(m, acc, cal, engine.precision, engine.kv_precision, lengths.sequence, parallel, max_gpus):
         try:
-            est = generation_throughput(m, acc, gpus=par.gpus, prompt_tokens=p, response_tokens=r,
-                                        precision=precision, kv_precision=kv_precision, parallel=par,
-                                        kv_reservation=kv_reservation, interleaved_prefill=False,
-                                        max_seqs_per_rank=max_seqs_per_rank, kv_block_tokens=kv_block_tokens,
-                                        max_tpot_s=max_tpot_s, _calibration=cal, **(speculative or {}))
+            est = serve(m, acc, cal, lengths, decode, gpus=par.gpus, parallel=par, max_tpot_s=max_tpot_s)
         except InfeasibleError:  # not even one sequence fits this instance (or meets the TPOT limit)
             continue
         if par.gpus not in best or est.output_tokens_per_s_per_gpu > best[par.gpus].tokens_per_s_per_gpu:
@@ -254,7 +243,7 @@ def disaggregated_throughput(model, hw, *, gpus, prompt_tokens, response_tokens,
                              kv_precision=None, prefill_gpus=None, prefill_parallel=None, decode_parallel=None,
                              engine="vllm", kv_reservation="current", theoretical=False,
                              max_tpot_s=None, speculative_tokens=None, acceptance_rate=None,
-                             draft_layers=1.0) -> DisaggregatedEstimate:
+                             draft_layers=1.0, calibration=None) -> DisaggregatedEstimate:
     """Steady-state output tokens/s of ``gpus`` GPUs split into a prefill and a decode pool (module docstring).
 
     Parameters
@@ -273,6 +262,8 @@ def disaggregated_throughput(model, hw, *, gpus, prompt_tokens, response_tokens,
         that meet it (:func:`~tcocalc.roofline.serving.generation_throughput`'s ``max_tpot_s``).
     speculative_tokens, acceptance_rate, draft_layers : speculative decoding in the decode pool and the aggregated
         comparison (:func:`~tcocalc.roofline.serving.generation_throughput`; default none).
+    calibration : a Calibration for ``hw`` or a CalibrationSet, as
+        :func:`~tcocalc.roofline.serving.generation_throughput`'s (default: the shipped factors).
 
     Raises
     ------
@@ -285,34 +276,29 @@ def disaggregated_throughput(model, hw, *, gpus, prompt_tokens, response_tokens,
     r = check_positive("response_tokens", response_tokens)
     check_kv_reservation(kv_reservation)
     max_tpot = None if max_tpot_s is None else check_positive("max_tpot_s", max_tpot_s)
-    spec = None
-    if speculation(speculative_tokens, acceptance_rate, draft_layers) is not None:  # checked; passed on as given
-        spec = dict(speculative_tokens=speculative_tokens, acceptance_rate=acceptance_rate, draft_layers=draft_layers)
+    spec = speculation(speculative_tokens, acceptance_rate, draft_layers)
     m, acc, precision, kv, _ = resolve_inputs(model, hw, precision, kv_precision, None)
     prefill_parallel, decode_parallel = (_pinned(m, acc, precision, kv, q) for q in (prefill_parallel, decode_parallel))
-    cal = calibration_for(acc, theoretical=theoretical)
+    cal = calibration_of(acc, calibration, theoretical=theoretical)
     chunk, max_seqs = engine_caps(engine, acc)
-    block = engine_kv_block_tokens(engine, m, acc)
+    eng = EngineConfig(precision=precision, kv_precision=kv, kv_reservation=kv_reservation,
+                       kv_block_tokens=engine_kv_block_tokens(engine, m, acc), max_seqs_per_rank=max_seqs,
+                       speculation=spec)
+    lengths = Lengths(prompt=p, response=r, context=p + r / 2.0)
 
     def pre_rate(par, max_gpus):
         return prefill_pool_rate(m, acc, cal, prompt_tokens=p, precision=precision, kv_precision=kv,
                                  chunk_tokens=chunk, parallel=par, max_gpus=max_gpus)
 
-    def dec_rates(par, max_gpus):
-        return decode_pool_rates(m, acc, cal, prompt_tokens=p, response_tokens=r, precision=precision,
-                                 kv_precision=kv, max_seqs_per_rank=max_seqs, kv_reservation=kv_reservation,
-                                 parallel=par, max_gpus=max_gpus, kv_block_tokens=block, max_tpot_s=max_tpot,
-                                 speculative=spec)
+    def dec_rates(par, max_gpus, tpot=max_tpot):
+        return decode_pool_rates(m, acc, cal, lengths, eng, parallel=par, max_gpus=max_gpus, max_tpot_s=tpot)
 
     def dec_rate(par, max_gpus):
         return _fastest(dec_rates(par, max_gpus))
 
     decs = dec_rates(decode_parallel, g - 1)
     pre, dec = pre_rate(prefill_parallel, g - 1), _fastest(decs)
-    if dec is None and max_tpot is not None and decode_pool_rate(
-            m, acc, cal, prompt_tokens=p, response_tokens=r, precision=precision, kv_precision=kv,
-            max_seqs_per_rank=max_seqs, kv_reservation=kv_reservation, parallel=decode_parallel, max_gpus=g - 1,
-            kv_block_tokens=block, speculative=spec) is not None:
+    if dec is None and max_tpot is not None and _fastest(dec_rates(decode_parallel, g - 1, None)) is not None:
         raise InfeasibleError(f"max_tpot_s: no decode instance of {m.name} ({precision}) on {acc.name} within "
                               f"{g - 1} GPUs decodes within {max_tpot * 1e3:.3g} ms per output token; relax it or "
                               f"use a faster GPU (generation_throughput names the fastest layout)")
@@ -331,12 +317,8 @@ def disaggregated_throughput(model, hw, *, gpus, prompt_tokens, response_tokens,
     nic = acc.scaleout_bytes_per_s * cal.scaleout_efficiency
     out, n_p, n_d, parts, dec = _best_split(g, prefill_gpus, pre, decs, nic / kv_req * r, r / p)
     t_kv = kv_transfer_seconds(m, acc, cal, pre.parallel, kv, p)
-    try:
-        agg = generation_throughput(m, acc, gpus=g, prompt_tokens=p, response_tokens=r, precision=precision,
-                                    kv_precision=kv, kv_reservation=kv_reservation, theoretical=theoretical,
-                                    max_seqs_per_rank=max_seqs, max_batched_tokens=chunk,
-                                    kv_block_tokens=block, max_tpot_s=max_tpot,  # the same engine, the same SLA
-                                    **(spec or {}))
+    try:  # the same GPUs aggregated: the same engine (its chunk as the step budget), the same SLA
+        agg = serve(m, acc, cal, lengths, replace(eng, max_batched_tokens=float(chunk)), gpus=g, max_tpot_s=max_tpot)
         agg_rate = agg.output_tokens_per_s_per_gpu
     except InfeasibleError:
         agg_rate = None

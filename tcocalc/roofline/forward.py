@@ -29,14 +29,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..catalog.accelerators import Accelerator, hardware
-from ..catalog.calibration import Calibration, calibration_for
+from ..catalog.calibration import Calibration, calibration_of
 from ..catalog.models import ModelArch, model
 from ..errors import ScenarioError
 from ..units import bytes_per_element
 from .parallel import Parallelism
 
 __all__ = ["KernelTime", "prefill", "decode", "forward_cost", "inference_memory_per_gpu", "kv_bytes_per_seq_per_gpu",
-           "check_positive", "check_whole", "resolve_inputs"]
+           "check_positive", "check_whole", "resolve_inputs", "default_kv_precision"]
 
 ACT_BYTES = 2.0  # activations travel in bf16 between kernels
 ELEMENTWISE_HIDDEN_PASSES = 10.0  # hidden-sized reads + writes per token and layer (norms, residuals); see op 4
@@ -380,6 +380,12 @@ def check_whole(name: str, value) -> int:
     return int(v)
 
 
+def default_kv_precision(precision: str) -> str:
+    """The KV-cache precision an engine uses unless told: the weights', but FP8 for FP4 weights (NVFP4
+    checkpoints serve with an FP8 KV cache: the TensorRT-LLM perf-overview rows)."""
+    return "fp8" if precision == "fp4" else precision
+
+
 def resolve_inputs(model_, hw, precision, kv_precision, parallel):
     """(ModelArch, Accelerator, Parallelism) from names or objects, precisions checked (ScenarioError naming
     the argument)."""
@@ -387,8 +393,8 @@ def resolve_inputs(model_, hw, precision, kv_precision, parallel):
     acc = hardware(hw)
     if precision not in ("bf16", "fp8", "fp4"):
         raise ScenarioError("precision", f"must be 'bf16', 'fp8' or 'fp4', got {precision!r}")
-    if kv_precision is None:  # NVFP4 checkpoints serve with an FP8 KV cache (TensorRT-LLM perf-overview rows)
-        kv_precision = "fp8" if precision == "fp4" else precision
+    if kv_precision is None:
+        kv_precision = default_kv_precision(precision)
     if kv_precision not in ("bf16", "fp8", "fp4"):
         raise ScenarioError("kv_precision", f"must be 'bf16', 'fp8' or 'fp4', got {kv_precision!r}")
     if precision not in acc.precisions:
@@ -416,7 +422,7 @@ def _kernel_time(res: dict, pp: int, tokens: float, tier: str) -> KernelTime:
 
 
 def prefill(model, hw, *, parallel=None, batch=1, prompt_tokens, context_tokens=0, precision="bf16",
-            kv_precision=None, theoretical=False) -> KernelTime:
+            kv_precision=None, theoretical=False, calibration=None) -> KernelTime:
     """One prefill step: ``batch`` sequences each process ``prompt_tokens`` new tokens on top of
     ``context_tokens`` already in the KV cache (prefix caching, multi-turn).
 
@@ -429,6 +435,8 @@ def prefill(model, hw, *, parallel=None, batch=1, prompt_tokens, context_tokens=
     precision : "bf16" | "fp8" | "fp4"   weights and GEMM math; ``kv_precision`` defaults to it (fp8 for fp4).
     theoretical : bool
         Pure datasheet roofline (every efficiency 1) instead of the calibrated one.
+    calibration : Calibration or CalibrationSet, optional
+        Other factors than the shipped ones (not with ``theoretical``).
 
     Returns
     -------
@@ -438,19 +446,19 @@ def prefill(model, hw, *, parallel=None, batch=1, prompt_tokens, context_tokens=
     b = check_positive("batch", batch)
     p = check_positive("prompt_tokens", prompt_tokens)
     c = check_positive("context_tokens", context_tokens, allow_zero=True)
-    cal = calibration_for(acc, theoretical=theoretical)
+    cal = calibration_of(acc, calibration, theoretical=theoretical)
     res = forward_cost(m, acc, cal, par, precision=precision, kv_precision=kv_precision,
                        pre_seqs=b, pre_tokens=p, pre_ctx=c)
     return _kernel_time(res, par.pp, b * p, cal.tier)
 
 
 def decode(model, hw, *, parallel=None, batch, context_tokens, precision="bf16", kv_precision=None,
-           theoretical=False) -> KernelTime:
+           theoretical=False, calibration=None) -> KernelTime:
     """One decode step: ``batch`` sequences [sequences] each produce one token at ``context_tokens``
     of context [tokens]. ``tokens_per_s`` counts output tokens. See :func:`prefill` for the arguments."""
     m, acc, precision, kv_precision, par = resolve_inputs(model, hw, precision, kv_precision, parallel)
     b = check_positive("batch", batch)
     c = check_positive("context_tokens", context_tokens)
-    cal = calibration_for(acc, theoretical=theoretical)
+    cal = calibration_of(acc, calibration, theoretical=theoretical)
     res = forward_cost(m, acc, cal, par, precision=precision, kv_precision=kv_precision, dec_seqs=b, dec_ctx=c)
     return _kernel_time(res, par.pp, b, cal.tier)

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..catalog.calibration import calibration_for
+from ..catalog.calibration import Calibration, calibration_of
 from ..errors import InfeasibleError, ScenarioError
 from ..units import bytes_per_element
 from .forward import (
@@ -60,7 +60,7 @@ from .forward import (
 )
 from .parallel import Layouts, Parallelism
 
-__all__ = ["TrainingEstimate", "Layouts", "training_throughput", "training_step", "training_steps"]
+__all__ = ["TrainingJob", "TrainingEstimate", "Layouts", "training_throughput", "training_step", "training_steps"]
 
 _POW2 = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 _VP = (1, 2, 3, 4, 5, 6, 8)  # virtual-pipeline (interleaving) factors searched
@@ -351,7 +351,7 @@ def _check_cp_divides(par: Parallelism, seq: float) -> None:
 
 def training_throughput(model, hw, *, gpus, seq_tokens, precision="bf16", parallel=None,
                         global_batch_tokens=None, theoretical=False, optimizer_offload=None, recompute=None,
-                        _calibration=None) -> TrainingEstimate:
+                        calibration=None) -> TrainingEstimate:
     """Training tokens/s, MFU and memory for ``gpus`` GPUs on sequences of ``seq_tokens``.
 
     Parameters
@@ -365,6 +365,8 @@ def training_throughput(model, hw, *, gpus, seq_tokens, precision="bf16", parall
         on the GPUs alone, ``False`` never, ``True`` always.
     recompute : None | "none" | "selective" | "full"  activation recompute; ``None`` (default) the lightest that
         fits each layout; a named mode forces it (the search then keeps only layouts that fit with it).
+    calibration : a Calibration for ``hw`` or a CalibrationSet (default: the shipped factors; not with
+        ``theoretical``), as :func:`~tcocalc.roofline.serving.generation_throughput`'s.
 
     Raises ScenarioError for bad arguments (naming ``recompute`` when the named mode fits no layout but a heavier
     one would, with the modes that fit) and InfeasibleError (with the smallest GPU count that fits)
@@ -374,7 +376,7 @@ def training_throughput(model, hw, *, gpus, seq_tokens, precision="bf16", parall
     seq = check_positive("seq_tokens", seq_tokens)
     check_recompute(recompute)
     m, acc, precision, _, par0 = resolve_inputs(model, hw, precision, None, parallel)
-    cal = _calibration or calibration_for(acc, theoretical=theoretical)
+    cal = calibration_of(acc, calibration, theoretical=theoretical)
     gbt = DEFAULT_GLOBAL_BATCH_TOKENS if global_batch_tokens is None else check_positive(
         "global_batch_tokens", global_batch_tokens)
     if parallel is not None:
@@ -385,19 +387,19 @@ def training_throughput(model, hw, *, gpus, seq_tokens, precision="bf16", parall
     else:
         layouts = list(candidate_layouts(m, acc, gpus, seq))
     lay = Layouts.of(layouts)
-    gbs = np.maximum(gbt / seq, lay.dp.astype(float))
+    job = TrainingJob(m=m, acc=acc, cal=cal, seq=seq, global_batch_tokens=gbt, precision=precision)
     offloads = (False, True) if optimizer_offload is None else (bool(optimizer_offload),)
-    best = _fastest(m, acc, cal, lay, seq, gbs, precision, offloads, recompute)
+    best = _fastest(job, lay, offloads, recompute)
     if best is None and recompute is not None:
-        fitting = [mode for mode in RECOMPUTE_MODES
-                   if mode != recompute and _fastest(m, acc, cal, lay, seq, gbs, precision, offloads, mode) is not None]
+        fitting = [other for other in RECOMPUTE_MODES
+                   if other != recompute and _fastest(job, lay, offloads, other) is not None]
         if fitting:
             where = f"layout {parallel.label()}" if parallel is not None else f"any layout of {gpus} GPUs"
             raise ScenarioError("recompute", f"recompute={recompute!r} does not fit in memory on {where} "
                                              f"({m.name}, {acc.name}, {seq:,.0f}-token sequences); "
                                              f"{' or '.join(repr(x) for x in fitting)} fits")
     if best is None:
-        raise _no_fit(m, acc, cal, gpus, seq, gbt, precision, parallel, optimizer_offload is not False)
+        raise _no_fit(job, gpus, parallel, optimizer_offload is not False)
     tps, par, res, gb = best
     peak = acc.peak_flops_per_s(precision)
     mfu = m.training_flops_per_token(seq) * tps / (gpus * peak)
@@ -410,14 +412,37 @@ def training_throughput(model, hw, *, gpus, seq_tokens, precision="bf16", parall
                        f"({peak / 1e12:,.0f} TFLOP/s per GPU)")
 
 
-def _fastest(m, acc, cal, lay: Layouts, seq, gbs, precision, offloads, recompute):
+@dataclass(frozen=True)
+class TrainingJob:
+    """What a training search is asked: model ``m`` on accelerator ``acc`` under calibration ``cal``, sequences of
+    ``seq`` tokens, ``global_batch_tokens`` per optimizer step, at ``precision`` (the values the searches below
+    take)."""
+
+    m: object
+    acc: object
+    cal: Calibration
+    seq: float
+    global_batch_tokens: float
+    precision: str
+
+    def global_batch(self, lay: Layouts) -> np.ndarray:
+        """Sequences per step for each layout: the batch tokens over ``seq``, at least one per DP rank."""
+        return np.maximum(self.global_batch_tokens / self.seq, lay.dp.astype(float))
+
+    def steps(self, lay: Layouts, *, offload: bool, recompute=None) -> dict:
+        """:func:`training_steps` of every layout of ``lay`` at the job's batch."""
+        return training_steps(self.m, self.acc, self.cal, lay, seq=self.seq, global_batch=self.global_batch(lay),
+                              precision=self.precision, offload=offload, recompute=recompute)
+
+
+def _fastest(job: TrainingJob, lay: Layouts, offloads, recompute):
     """(tokens/s, layout, step row, global batch [sequences]) of the fastest layout of ``lay`` that fits, trying
     the offload options in order (offload only when nothing fits on the GPUs alone); ``None`` when none fits."""
+    gbs, seq = job.global_batch(lay), job.seq
     for offload in offloads:
         if not len(lay):
             break
-        steps = training_steps(m, acc, cal, lay, seq=seq, global_batch=gbs, precision=precision, offload=offload,
-                               recompute=recompute)
+        steps = job.steps(lay, offload=offload, recompute=recompute)
         if steps["fits"].any():
             i = int(np.argmax(gbs * seq / steps["step_s"]))  # the first of the fastest
             gb = float(gbs[i])
@@ -425,15 +450,16 @@ def _fastest(m, acc, cal, lay: Layouts, seq, gbs, precision, offloads, recompute
     return None
 
 
-def _no_fit(m, acc, cal, gpus, seq, gbt, precision, parallel, offload: bool) -> InfeasibleError:
-    what = f"training {m.name} ({precision}) on {gpus} x {acc.name} with {seq:,.0f}-token sequences"
+def _no_fit(job: TrainingJob, gpus, parallel, offload: bool) -> InfeasibleError:
+    m, acc = job.m, job.acc
+    what = f"training {m.name} ({job.precision}) on {gpus} x {acc.name} with {job.seq:,.0f}-token sequences"
     if parallel is not None:
         prefix = f"{what}: layout {parallel.label()} does not fit in memory"
     else:
         prefix = f"{what}: no layout fits in memory even with full recompute" + (
             " and optimizer offload" if offload else "")
     start = 1 if parallel is not None else gpus + 1
-    found = _smallest_count(m, acc, cal, start, seq, gbt, precision, offload)
+    found = _smallest_count(job, start, offload)
     if found is None:
         return InfeasibleError(f"{prefix}; nothing up to {_MAX_GPUS:,} GPUs fits")
     n, par = found
@@ -444,16 +470,15 @@ def _no_fit(m, acc, cal, gpus, seq, gbt, precision, parallel, offload: bool) -> 
 _MAX_GPUS = 32_768
 
 
-def _fitting_layout(m, acc, cal, n, seq, gbt, precision, offload) -> Parallelism | None:
-    lay = Layouts.of(candidate_degrees(m, acc, n, seq))
+def _fitting_layout(job: TrainingJob, n: int, offload: bool) -> Parallelism | None:
+    lay = Layouts.of(candidate_degrees(job.m, job.acc, n, job.seq))
     if not len(lay):
         return None
-    fits = training_steps(m, acc, cal, lay, seq=seq, global_batch=np.maximum(gbt / seq, lay.dp.astype(float)),
-                          precision=precision, offload=offload)["fits"]
+    fits = job.steps(lay, offload=offload)["fits"]
     return lay.at(int(np.argmax(fits))) if fits.any() else None
 
 
-def _smallest_count(m, acc, cal, start, seq, gbt, precision, offload) -> tuple[int, Parallelism] | None:
+def _smallest_count(job: TrainingJob, start: int, offload: bool) -> tuple[int, Parallelism] | None:
     """The smallest GPU count ``>= start`` with a layout that fits in memory, and that layout.
 
     Bounded work. Memory falls as DP widens with TP, PP and EP fixed (the optimizer state is sharded
@@ -465,7 +490,7 @@ def _smallest_count(m, acc, cal, start, seq, gbt, precision, offload) -> tuple[i
     while p < start:
         p *= 2
     while p <= _MAX_GPUS:
-        par = _fitting_layout(m, acc, cal, p, seq, gbt, precision, offload)
+        par = _fitting_layout(job, p, offload)
         if par is not None:
             break
         p *= 2
@@ -474,13 +499,14 @@ def _smallest_count(m, acc, cal, start, seq, gbt, precision, offload) -> tuple[i
     best_n, best_par = p, par
     lowest = max(start, p // 2 + 1)
     families: dict[tuple[int, int, int, int], int] = {}
-    for q in candidate_layouts(m, acc, p, seq):
+    for q in candidate_layouts(job.m, job.acc, p, job.seq):
         families.setdefault((q.tp, q.pp, q.ep, q.cp), q.vp)
 
     def fits(tp, pp, ep, cp, vp, dp):
         q = Parallelism(tp=tp, pp=pp, dp=dp, ep=ep, vp=vp, cp=cp)
-        ok = training_step(m, acc, cal, q, seq=seq, global_batch=max(gbt / seq, dp), precision=precision,
-                           offload=offload) is not None
+        ok = training_step(job.m, job.acc, job.cal, q, seq=job.seq, global_batch=max(job.global_batch_tokens /
+                                                                                     job.seq, dp),
+                           precision=job.precision, offload=offload) is not None
         return q if ok else None
 
     for (tp, pp, ep, cp), vp in families.items():

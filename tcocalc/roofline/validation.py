@@ -10,8 +10,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..catalog.calibration import calibration_of
 from ..catalog.cases import long_output_cases, validation_cases
+from ..catalog.frameworks import benchmark_defaults, engine_kv_block_tokens
 from ..errors import DataFileError
+from .disaggregated import decode_pool_rate, engine_caps, prefill_pool_rate
+from .engine_config import EngineConfig, Lengths
+from .forward import forward_cost, resolve_inputs
+from .parallel import Parallelism
+from .serving import TRTLLM_BENCH, generation_throughput
+from .speculative import speculation
+from .training import training_throughput
 
 __all__ = ["validation_cases", "predict_case", "validation_table", "long_output_table", "predict_long_output",
            "LONG_OUTPUT_TOLERANCE"]
@@ -23,10 +32,6 @@ LONG_OUTPUT_TOLERANCE = 0.25
 def predict_case(case: dict, *, calibration=None) -> float:
     """Our prediction for one case, in the case's unit. ``calibration`` overrides the shipped factors
     (used by the calibration fit)."""
-    from .parallel import Parallelism
-    from .serving import generation_throughput
-    from .training import training_throughput
-
     par = Parallelism(**case["parallel"]) if "parallel" in case else None
     kind = case["kind"]
     if kind in ("prefill_pool", "decode_pool"):
@@ -41,12 +46,12 @@ def predict_case(case: dict, *, calibration=None) -> float:
                                     prompt_tokens=case["prompt_tokens"], response_tokens=case["response_tokens"],
                                     precision=case["precision"], parallel=par, concurrency=case.get("concurrency"),
                                     kv_reservation=case.get("kv_reservation", "current"),
-                                    max_batched_tokens=budget, kv_block_tokens=block, _calibration=calibration)
+                                    max_batched_tokens=budget, kv_block_tokens=block, calibration=calibration)
         return {"generation": est.output_tokens_per_s_per_gpu, "tpot": est.tpot_s, "ttft": est.ttft_s}[kind]
     est = training_throughput(case["model"], case["hardware"], gpus=case["gpus"], seq_tokens=case["seq_tokens"],
                               precision=case["precision"], parallel=par,
                               global_batch_tokens=case["global_batch"] * case["seq_tokens"],
-                              recompute=case.get("recompute"), _calibration=calibration)
+                              recompute=case.get("recompute"), calibration=calibration)
     if kind == "training":
         return est.tokens_per_s_per_gpu
     if kind == "step_s":  # seconds per optimizer step
@@ -69,12 +74,8 @@ def _predict_kernels(case: dict, par, calibration) -> float:
     * ``speculative_speedup``: time per output token without speculation over with it, at ``concurrency``
       sequences on the pinned instance (:func:`~tcocalc.roofline.serving.generation_throughput`,
       ``speculative_tokens`` and ``acceptance_rate`` from the case)."""
-    from ..catalog.calibration import calibration_for
-    from .forward import forward_cost, resolve_inputs
-    from .serving import generation_throughput
-
     m, acc, precision, kv, par = resolve_inputs(case["model"], case["hardware"], case["precision"], None, par)
-    cal = calibration or calibration_for(acc)
+    cal = calibration_of(acc, calibration)
     p = float(case["prompt_tokens"])
 
     def seconds(**step) -> float:  # one step of the instance: its stage time over every pipeline stage
@@ -87,7 +88,7 @@ def _predict_kernels(case: dict, par, calibration) -> float:
         decode = _decode_sum(lambda c: seconds(dec_seqs=b, dec_ctx=c), p, r - 1)
         return b * r / (seconds(pre_seqs=b, pre_tokens=p) + decode)
     gen = dict(gpus=par.gpus, prompt_tokens=p, response_tokens=case["response_tokens"], precision=precision,
-               parallel=par, concurrency=case["concurrency"], _calibration=cal)
+               parallel=par, concurrency=case["concurrency"], calibration=cal)
     plain = generation_throughput(m, acc, **gen)
     spec = generation_throughput(m, acc, speculative_tokens=case["speculative_tokens"],
                                  acceptance_rate=case["acceptance_rate"], **gen)
@@ -107,8 +108,6 @@ def _decode_sum(step, first: float, n: int) -> float:
 
 def _bench_block() -> int:
     """trtllm-bench's KV block (TensorRT-LLM ``tokens_per_block``, data/frameworks.toml)."""
-    from ..catalog.frameworks import benchmark_defaults
-
     return benchmark_defaults("trtllm-bench")["kv_block_tokens"]
 
 
@@ -116,38 +115,30 @@ def predict_long_output(c: dict, *, calibration=None) -> float:
     """One long-output row's output tokens/s per GPU at its published layout, as trtllm-bench runs it: the capacity
     scheduler's full KV reservation (GUARANTEED_NO_EVICT) in whole ``tokens_per_block`` blocks and the benchmark's
     ``max_num_tokens`` heuristic (serving-engines.md A.3)."""
-    from .parallel import Parallelism
-    from .serving import TRTLLM_BENCH, generation_throughput
-
     par = Parallelism(tp=c["tp"], pp=c["pp"], ep=c["ep"], dp=c["dp"])
     return generation_throughput(c["catalog_model"], c["hardware"], gpus=par.gpus, prompt_tokens=c["isl"],
                                  response_tokens=c["osl"], precision=c["precision"], parallel=par,
                                  kv_reservation="full", max_batched_tokens=TRTLLM_BENCH,
-                                 kv_block_tokens=_bench_block(), _calibration=calibration).output_tokens_per_s_per_gpu
+                                 kv_block_tokens=_bench_block(), calibration=calibration).output_tokens_per_s_per_gpu
 
 
 def _predict_pool(case: dict, par, calibration) -> float:
     """One pool of a disaggregated deployment at its published instance: input tokens/s per GPU of a prefill
     instance, output tokens/s per GPU of a decode instance (:mod:`tcocalc.roofline.disaggregated`)."""
-    from ..catalog.calibration import calibration_for
-    from ..catalog.frameworks import engine_kv_block_tokens
-    from .disaggregated import decode_pool_rate, engine_caps, prefill_pool_rate
-    from .forward import resolve_inputs
-
     m, acc, precision, kv, par = resolve_inputs(case["model"], case["hardware"], case["precision"],
                                                 case.get("kv_precision"), par)
-    cal = calibration or calibration_for(acc)
+    cal = calibration_of(acc, calibration)
     chunk, max_seqs = engine_caps(case.get("engine", "vllm"), acc)
     if case["kind"] == "prefill_pool":
         rate = prefill_pool_rate(m, acc, cal, prompt_tokens=case["prompt_tokens"], precision=precision,
                                  kv_precision=kv, chunk_tokens=chunk, parallel=par)
     else:
-        spec = {k: case[k] for k in ("speculative_tokens", "acceptance_rate") if k in case}
-        rate = decode_pool_rate(m, acc, cal, prompt_tokens=case["prompt_tokens"],
-                                response_tokens=case["response_tokens"], precision=precision, kv_precision=kv,
-                                max_seqs_per_rank=max_seqs, parallel=par,
-                                kv_block_tokens=engine_kv_block_tokens(case.get("engine", "vllm"), m, acc),
-                                max_tpot_s=case.get("max_tpot_s"), speculative=spec or None)
+        p, r = float(case["prompt_tokens"]), float(case["response_tokens"])
+        engine = EngineConfig(precision=precision, kv_precision=kv, max_seqs_per_rank=max_seqs,
+                              kv_block_tokens=engine_kv_block_tokens(case.get("engine", "vllm"), m, acc),
+                              speculation=speculation(case.get("speculative_tokens"), case.get("acceptance_rate")))
+        rate = decode_pool_rate(m, acc, cal, Lengths(prompt=p, response=r, context=p + r / 2.0), engine,
+                                parallel=par, max_tpot_s=case.get("max_tpot_s"))
     if rate is None:
         raise DataFileError("data/validation_cases.toml", case["id"], "parallel", "the instance does not fit")
     return rate.tokens_per_s_per_gpu
