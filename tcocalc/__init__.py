@@ -22,11 +22,14 @@ _EXPORTS: dict[str, str] = {
     "model": "catalog.models",
     "model_table": "catalog.models",
     "model_names": "catalog.models",
+    "Measurements": "catalog.measurements",
+    "load_measurements": "catalog.measurements",
     # errors
     "TcocalcError": "errors",
     "UnknownEntryError": "errors",
     "InfeasibleError": "errors",
     "ScenarioError": "errors",
+    "MeasurementError": "errors",
     "MissingSpecError": "errors",
     "DataFileError": "errors",
     # performance (roofline)
@@ -91,6 +94,7 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .catalog.accelerators import Accelerator, hardware, hardware_names, hardware_table  # noqa: F401
     from .catalog.frameworks import framework_presets  # noqa: F401
+    from .catalog.measurements import Measurements, load_measurements  # noqa: F401
     from .catalog.models import ModelArch, model, model_names, model_table  # noqa: F401
     from .economics.tco import (  # noqa: F401
         CostBreakdown,
@@ -105,6 +109,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .errors import (  # noqa: F401
         DataFileError,
         InfeasibleError,
+        MeasurementError,
         MissingSpecError,
         ScenarioError,
         TcocalcError,
