@@ -24,6 +24,7 @@ _EXPORTS: dict[str, str] = {
     "model_names": "catalog.models",
     "Measurements": "catalog.measurements",
     "load_measurements": "catalog.measurements",
+    "MAX_LOG_BYTES": "catalog.log_formats",
     # errors
     "TcocalcError": "errors",
     "UnknownEntryError": "errors",
@@ -94,6 +95,7 @@ __all__ = sorted(_EXPORTS)
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .catalog.accelerators import Accelerator, hardware, hardware_names, hardware_table  # noqa: F401
     from .catalog.frameworks import framework_presets  # noqa: F401
+    from .catalog.log_formats import MAX_LOG_BYTES  # noqa: F401
     from .catalog.measurements import Measurements, load_measurements  # noqa: F401
     from .catalog.models import ModelArch, model, model_names, model_table  # noqa: F401
     from .economics.tco import (  # noqa: F401

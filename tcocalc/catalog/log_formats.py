@@ -299,7 +299,7 @@ def read_log(path: str | Path, known_keys: Collection[str] = ()) -> RawLog:
     except OSError as exc:
         raise _error(shown, f"cannot be read ({exc.strerror or exc})") from None
     if size > MAX_LOG_BYTES:
-        raise _error(shown, f"{size / 1e6:,.0f} MB is above the {MAX_LOG_BYTES / 1e6:,.0f} MB limit for a log; "
+        raise _error(shown, f"{size / 1e6:,.1f} MB is above the {MAX_LOG_BYTES / 1e6:,.0f} MB limit for a log; "
                             "export fewer keys or steps")
     if p.is_dir():
         return _read_tb_dir(p, shown, known_keys)
