@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -131,6 +132,16 @@ def test_measurements_is_a_read_only_mapping():
         m.summary["step_time_s"] = 1.0
     with pytest.raises(AttributeError):
         m.framework = "slime"
+
+
+def test_pickles():
+    """st.cache_data pickles what the app's cached calls return."""
+    m = load("nemo_rl_wandb.csv")
+    back = pickle.loads(pickle.dumps(m))
+    assert dict(back) == dict(m) and back.exposed == m.exposed and back.formulas == m.formulas
+    assert back.per_step.equals(m.per_step)
+    with pytest.raises(TypeError):
+        back.summary["step_time_s"] = 1.0
 
 
 def test_per_step_table():

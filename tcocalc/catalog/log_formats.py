@@ -26,6 +26,7 @@ Cells: a number; empty where the key was not logged (``NaN``); a cell that was l
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import json
 import math
@@ -65,7 +66,7 @@ class RawLog:
     rows: pd.DataFrame
     step_column: str
 
-    @property
+    @functools.cached_property
     def keys(self) -> frozenset[str]:
         """The logged keys: columns with at least one value, W&B's own columns and the step columns left out."""
         present = self.rows.columns[self.rows.notna().any().to_numpy()]
@@ -173,11 +174,12 @@ def _read_wandb(text: str, shown: str) -> RawLog:
 
 def _read_jsonl(text: str, shown: str) -> RawLog:
     records = []
+    decoder = json.JSONDecoder(parse_constant=lambda _: math.inf)  # NaN, Infinity: logged, but not finite
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        try:  # NaN and Infinity were logged, but are not finite numbers: inf
-            obj = json.loads(line, parse_constant=lambda _: math.inf)
+        try:
+            obj = decoder.decode(line)
         except json.JSONDecodeError as exc:
             raise _error(shown, f"line {number} is not JSON ({exc.msg})") from None
         if not isinstance(obj, dict):

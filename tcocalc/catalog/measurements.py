@@ -86,6 +86,16 @@ class Measurements(Mapping[str, float]):
     def __len__(self) -> int:
         return len(self.summary)
 
+    # read-only views do not pickle (st.cache_data pickles results): store them as dicts, wrap them again
+    _VIEWS = ("summary", "keys_used", "formulas")
+
+    def __getstate__(self) -> dict:
+        return {k: dict(v) if k in self._VIEWS else v for k, v in self.__dict__.items()}
+
+    def __setstate__(self, state: dict) -> None:
+        for k, v in state.items():
+            object.__setattr__(self, k, MappingProxyType(v) if k in self._VIEWS else v)
+
     def _lines(self) -> list[tuple[str, str, str, str, str]]:
         rows = []
         for name, value in self.summary.items():
