@@ -154,6 +154,39 @@ def sizing() -> list[tuple[str, float, str]]:
             ("size_cluster, same, warm caches", warm_s, "< 2 s")]
 
 
+def measurements() -> list[tuple[str, float, str]]:
+    """tc.load_measurements of a 10,000-step verl log (50 keys a step) in three formats, written to a temp folder."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    import numpy as np
+    import pandas as pd
+
+    import tcocalc as tc
+
+    n, rng = 10_000, np.random.default_rng(0)
+    keys = ["timing_s/step", "timing_s/gen", "timing_s/old_log_prob", "timing_s/ref", "timing_s/update_actor",
+            "timing_s/update_weights", "response_length/mean", "response_length/max", "prompt_length/mean",
+            "perf/throughput"] + [f"actor/metric_{i}" for i in range(40)]
+    table = pd.DataFrame({k: rng.uniform(1.0, 100.0, n) for k in keys})
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        table.assign(_step=np.arange(1, n + 1), _timestamp=1.78e9 + 60.0 * np.arange(n)).to_csv(
+            folder / "history.csv", index=False)
+        records = table.to_dict("records")
+        (folder / "metrics.jsonl").write_text("".join(json.dumps({"step": i, "data": r}) + "\n"
+                                                      for i, r in enumerate(records, 1)))
+        (folder / "console.log").write_text("".join(f"step:{i} - " + " - ".join(f"{k}:{v}" for k, v in r.items())
+                                                    + "\n" for i, r in enumerate(records, 1)))
+        tc.load_measurements(folder / "history.csv")  # warm the key table
+        for name, what in (("history.csv", "W&B CSV"), ("metrics.jsonl", "JSONL"), ("console.log", "console")):
+            secs = _best(lambda name=name: tc.load_measurements(folder / name), repeats=3)
+            out.append((f"load_measurements, 10,000-step verl {what} (50 keys)", secs, "< 2 s"))
+    return out
+
+
 def app() -> list[tuple[str, float, str]]:
     from pathlib import Path
 
@@ -196,7 +229,7 @@ def main() -> None:
     print(f"# tcocalc benchmarks, {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
           f"python {platform.python_version()}")
     print(f"{'figure':66s} {'seconds':>9s}  target")
-    for name, secs, target in import_cost() + roofline() + rl() + rl_accuracy() + sizing() + app():
+    for name, secs, target in import_cost() + roofline() + rl() + rl_accuracy() + sizing() + measurements() + app():
         print(f"{name:66s} {secs:9.4f}  {target}")
 
 

@@ -11,6 +11,7 @@ __all__ = [
     "UnknownEntryError",
     "InfeasibleError",
     "ScenarioError",
+    "MeasurementError",
     "MissingSpecError",
     "DataFileError",
 ]
@@ -58,6 +59,16 @@ class ScenarioError(TcocalcError, ValueError):
         self.field = field
         self.message = message  # the text without the field, for re-raising under a longer path
         super().__init__(f"{field}: {message}" if field else message)
+
+
+class MeasurementError(ScenarioError):
+    """A pilot-run log that gives no measurements: ``field`` is ``path``, ``framework``, ``steps`` or the logged key
+    at fault; ``path``, ``key`` and ``step`` are set where known (the message names them too)."""
+
+    def __init__(self, field: str, message: str, *, path: str | None = None, key: str | None = None,
+                 step: int | None = None):
+        self.path, self.key, self.step = path, key, step
+        super().__init__(field, message)
 
 
 class MissingSpecError(TcocalcError, LookupError):

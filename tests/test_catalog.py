@@ -8,7 +8,7 @@ import math
 import pytest
 
 import tcocalc as tc
-from tcocalc.catalog import accelerators, calibration, cases, frameworks, models, prices, rl_cases
+from tcocalc.catalog import accelerators, calibration, cases, frameworks, models, prices, rl_cases, run_metrics
 from tcocalc.catalog.provenance import KINDS, check_entry, parse_csv, parse_toml
 
 F = "data/x.toml"
@@ -123,6 +123,7 @@ def test_every_shipped_data_file_passes_the_check(root):
         "data/rl_cases_refit.csv": lambda: rl_cases.parse_refit_cases((root / "data/rl_cases_refit.csv").read_text()),
         "data/validation_long_output.csv": lambda: cases.parse_long_output_cases(
             (root / "data/validation_long_output.csv").read_text()),
+        "data/run_metrics.toml": lambda: run_metrics.parse_run_metrics((root / "data/run_metrics.toml").read_text()),
     }
     for name, load in read.items():
         assert len(load()) > 0, name
@@ -141,7 +142,7 @@ def test_every_data_file_has_a_reader(root):
     assert shipped == {"calibration.toml", "rl_calibration.toml", "cost_defaults.toml", "cloud_prices.csv",
                        "tinker_prices.csv", "validation_cases.toml", "semianalysis_accounting.csv",
                        "frameworks.toml", "rl_cases_nemo.csv", "rl_cases_verl.csv", "rl_cases_refit.csv",
-                       "validation_long_output.csv"}
+                       "validation_long_output.csv", "run_metrics.toml"}
 
 
 def test_rl_calibration_lives_in_the_catalog():

@@ -1,0 +1,434 @@
+"""A pilot run's measured step and phase times, read from the metrics its RL framework logged.
+
+:func:`load_measurements` reads a log (:mod:`tcocalc.catalog.log_formats`), maps the framework's keys to
+tcocalc's measurement names through ``data/run_metrics.toml`` (:mod:`tcocalc.catalog.run_metrics`), drops the
+warm-up steps and returns :class:`Measurements`: the per-step table and, for each measurement found, its median
+over the steps kept. The result is a ``Mapping[str, float]`` over that summary, so it goes wherever a plain dict of
+measurements does. docs/run-logs.md has the key tables, the nesting rules and the errors.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+
+import numpy as np
+import pandas as pd
+
+from ..errors import MeasurementError
+from .log_formats import RawLog, read_log
+from .run_metrics import MEASUREMENT_UNITS, FrameworkMetrics, MetricVariant, framework_metrics, run_metric_table
+
+__all__ = ["Measurements", "load_measurements", "guess_framework", "warmup_step_count", "parse_steps",
+           "WARMUP_SHARE", "WARMUP_MAX_STEPS"]
+
+#: Share of the logged steps dropped as warm-up (at least one step, at most :data:`WARMUP_MAX_STEPS`).
+WARMUP_SHARE = 0.10
+WARMUP_MAX_STEPS = 20
+
+_Column = tuple[str, str | None, str]  # (logged key, rows_with, merge)
+
+
+@dataclass(frozen=True, eq=False)
+class Measurements(Mapping[str, float]):
+    """What a pilot run measured: a read-only mapping of measurement name -> steady-state value (``summary``).
+
+    Attributes
+    ----------
+    summary
+        Measurement name (:data:`~tcocalc.catalog.run_metrics.MEASUREMENT_UNITS`: ``step_time_s`` [s], ...,
+        ``response_tokens_mean`` [tokens], ``samples_per_step`` [samples]) -> the median over the steps kept, for
+        each measurement the log has at one kept step or more. Never NaN.
+    per_step
+        One row per step kept (index ``step``, the logged step number), one column per measurement in ``summary``;
+        ``<NA>`` where a sparse log has no value at that step.
+    framework, source, format
+        The framework whose keys were read, the path as given, and the format read (``wandb-csv``, ``jsonl``,
+        ``verl-console``, ``tensorboard-csv``, ``tensorboard-tag-csv``).
+    steps_used
+        (first, last) logged step number kept.
+    warmup_steps
+        Steps dropped at the start as warm-up (0 when ``steps=`` chose the steps).
+    keys_used, formulas
+        Measurement -> the logged keys it was computed from, and how (``"a + b - c"``; docs/run-logs.md).
+    exposed
+        Measurements whose key times only the part of the phase the trainer waits for (an asynchronous run's
+        exposed generation), not the whole phase.
+    ignored_keys
+        Logged keys the framework's mapping does not name, sorted.
+    warnings
+        What the numbers do or do not include (the mapping's caveats), and anything skipped.
+    """
+
+    summary: Mapping[str, float]
+    per_step: pd.DataFrame
+    framework: str
+    source: str
+    format: str
+    steps_used: tuple[int, int]
+    warmup_steps: int
+    keys_used: Mapping[str, tuple[str, ...]]
+    formulas: Mapping[str, str]
+    exposed: tuple[str, ...]
+    ignored_keys: tuple[str, ...]
+    warnings: tuple[str, ...]
+
+    def __getitem__(self, name: str) -> float:
+        return self.summary[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.summary)
+
+    def __len__(self) -> int:
+        return len(self.summary)
+
+    # read-only views do not pickle (st.cache_data pickles results): store them as dicts, wrap them again
+    _VIEWS = ("summary", "keys_used", "formulas")
+
+    def __getstate__(self) -> dict:
+        return {k: dict(v) if k in self._VIEWS else v for k, v in self.__dict__.items()}
+
+    def __setstate__(self, state: dict) -> None:
+        for k, v in state.items():
+            object.__setattr__(self, k, MappingProxyType(v) if k in self._VIEWS else v)
+
+    def _lines(self) -> list[tuple[str, str, str, str, str]]:
+        rows = []
+        for name, value in self.summary.items():
+            unit = MEASUREMENT_UNITS[name]
+            shown = f"{value:,.3f}" if unit == "s" else f"{value:,.1f}"
+            rows.append((name, f"{shown} {unit}", "exposed" if name in self.exposed else "",
+                         f"{int(self.per_step[name].count())} steps", self.formulas.get(name, "")))
+        return rows
+
+    def __str__(self) -> str:
+        first, last = self.steps_used
+        head = [f"Measurements from {self.source} ({self.framework}, {self.format})",
+                f"steps {first}..{last}: {len(self.per_step)} kept, {self.warmup_steps} dropped as warm-up"]
+        body = [f"  {n:22s} {v:>16s}  {e:7s}  {c:>9s}  {k}" for n, v, e, c, k in self._lines()]
+        tail = [f"  ! {w}" for w in self.warnings]
+        if self.ignored_keys:
+            tail.append(f"  {len(self.ignored_keys)} logged keys not mapped (.ignored_keys)")
+        return "\n".join(head + body + tail)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        first, last = self.steps_used
+        esc = html.escape
+        cells = "".join(f"<tr><td><code>{esc(n)}</code></td><td style='text-align:right'>{esc(v)}</td>"
+                        f"<td>{esc(e)}</td><td>{esc(c)}</td><td><code>{esc(k)}</code></td></tr>"
+                        for n, v, e, c, k in self._lines())
+        warns = "".join(f"<li>{esc(w)}</li>" for w in self.warnings)
+        return (f"<div><b>Measurements</b> from <code>{esc(self.source)}</code> ({esc(self.framework)}, "
+                f"{esc(self.format)}); steps {first}..{last}, {len(self.per_step)} kept, {self.warmup_steps} "
+                "dropped as warm-up<table><tr><th>measurement</th><th>median</th><th></th><th>steps</th>"
+                f"<th>logged keys</th></tr>{cells}</table>" + (f"<ul>{warns}</ul>" if warns else "") + "</div>")
+
+
+# ---------------------------------------------------------------- framework, steps, warm-up
+
+
+def guess_framework(keys: frozenset[str], shown: str = "the log") -> str:
+    """The framework most of whose mapped keys are in ``keys``.
+
+    Raises
+    ------
+    MeasurementError
+        ``framework``: no framework's key is there, or two frameworks tie; lists the scores and the choices.
+    """
+    table = run_metric_table()
+    scores = {name: len(fw.known_keys & keys) for name, fw in table.items()}
+    best = max(scores.values())
+    winners = [name for name, score in scores.items() if score == best]
+    if best == 0 or len(winners) > 1:
+        why = "has no key of any framework" if best == 0 else f"matches {' and '.join(winners)} equally"
+        listed = ", ".join(f"{n} {s}" for n, s in sorted(scores.items(), key=lambda t: -t[1]))
+        raise MeasurementError("framework", f"{shown}: cannot tell the framework: it {why} (keys matched: {listed});"
+                                            f" pass framework= one of {', '.join(table)}", path=shown)
+    return winners[0]
+
+
+def warmup_step_count(n_steps: int) -> int:
+    """Steps dropped as warm-up from a log of ``n_steps`` usable steps: ceil(10 %), at least 1, at most 20, and never
+    so many that no step is left (a one-step log keeps its step)."""
+    if n_steps <= 1:
+        return 0
+    return min(WARMUP_MAX_STEPS, max(1, math.ceil(WARMUP_SHARE * n_steps)), n_steps - 1)
+
+
+def _bound(text, steps) -> int | None:
+    if text is None or (isinstance(text, str) and not text.strip()):
+        return None
+    if isinstance(text, bool):
+        raise MeasurementError("steps", f"expected 'A:B', (A, B) or slice(A, B) of step numbers, got {steps!r}")
+    try:
+        value = int(text.strip()) if isinstance(text, str) else text
+    except ValueError:
+        value = None
+    if not isinstance(value, int | np.integer):
+        raise MeasurementError("steps", f"expected 'A:B', (A, B) or slice(A, B) of step numbers, got {steps!r}")
+    return int(value)
+
+
+def parse_steps(steps) -> tuple[int | None, int | None]:
+    """``steps`` as (start, stop) logged step numbers, start included, stop excluded, like a Python slice: ``"10:50"``
+    keeps steps 10 to 49, ``"10:"`` from 10 on, ``":50"`` up to 49. Accepts that text, a (start, stop) pair (either
+    may be None) or a ``slice`` without a step.
+
+    Raises
+    ------
+    MeasurementError
+        ``steps``: anything else, or start >= stop.
+    """
+    if isinstance(steps, slice):
+        if steps.step not in (None, 1):
+            raise MeasurementError("steps", f"a slice of steps takes no stride, got {steps!r}")
+        parts = (steps.start, steps.stop)
+    elif isinstance(steps, str) and steps.count(":") == 1:
+        parts = tuple(steps.split(":"))
+    elif isinstance(steps, tuple | list) and len(steps) == 2:
+        parts = tuple(steps)
+    else:
+        raise MeasurementError("steps", f"expected 'A:B', (A, B) or slice(A, B) of step numbers, got {steps!r}")
+    start, stop = (_bound(p, steps) for p in parts)
+    if start is not None and stop is not None and start >= stop:
+        raise MeasurementError("steps", f"{steps!r} selects no step: start {start} is not below stop {stop}")
+    return start, stop
+
+
+# ---------------------------------------------------------------- rows -> one value per step
+
+
+def _step_numbers(raw: RawLog, fw: FrameworkMetrics) -> tuple[pd.Series, str, list[str]]:
+    """(step number of each row, NaN where the row has none; the step column; warnings)."""
+    rows = raw.rows
+    column = raw.step_column
+    if fw.step_column and fw.step_column in rows.columns and rows[fw.step_column].notna().any():
+        column = fw.step_column
+    if column not in rows.columns:
+        raise MeasurementError("path", f"{raw.path}: no step column (looked for "
+                                       f"{', '.join(c for c in (fw.step_column, raw.step_column) if c)})",
+                               path=raw.path)
+    steps = rows[column].astype(float)
+    bad = steps.notna() & ((~np.isfinite(steps)) | (steps != np.floor(steps)))
+    if bad.any():
+        i = int(bad.to_numpy().argmax())
+        raise MeasurementError("path", f"{raw.path}: step column {column!r} holds {rows[column].iloc[i]!r}, not a "
+                                       f"whole step number (row {i + 1})", path=raw.path, key=column)
+    warnings = []
+    keys = [k for k in fw.known_keys if k in rows.columns]
+    stepless = int((steps.isna() & rows[keys].notna().any(axis=1)).sum()) if keys else 0
+    if stepless:
+        warnings.append(f"{stepless} rows with mapped keys but no {column} value were skipped")
+    return steps, column, warnings
+
+
+def _choose(fw: FrameworkMetrics, keys: frozenset[str], has_timestamp: bool) -> dict[str, MetricVariant]:
+    """Measurement -> the first variant that applies to this log (its ``when`` keys and its keys are there)."""
+    def there(name: str) -> bool:
+        return any(k.startswith(name) for k in keys) if name.endswith("/") else name in keys
+
+    def applies(v: MetricVariant) -> bool:
+        if not all(there(w) for w in v.when):
+            return False
+        if v.op == "step_period":
+            return has_timestamp
+        return all(map(there, v.keys)) if v.op == "product" else any(map(there, v.keys))
+
+    chosen = {}
+    for measurement, variants in fw.measures.items():
+        v = next((v for v in variants if applies(v)), None)
+        if v is not None:
+            chosen[measurement] = v
+    return chosen
+
+
+def _gaps(index: pd.Index) -> np.ndarray:
+    """Optimizer steps from each logged step to the next (the last repeats the one before; 1 for a single step)."""
+    steps = index.to_numpy(dtype=float)
+    if len(steps) < 2:
+        return np.ones(len(steps))
+    gaps = np.diff(steps)
+    return np.append(gaps, gaps[-1])
+
+
+def _grouped(rows: pd.DataFrame, steps: pd.Series, column: _Column, index: pd.Index) -> pd.Series:
+    key, rows_with, merge = column
+    values = rows[key] if key in rows.columns else pd.Series(np.nan, index=rows.index)
+    if rows_with is not None:
+        values = values.where(rows[rows_with].notna()) if rows_with in rows.columns else values * np.nan
+    group = values.groupby(steps)
+    out = (group.sum(min_count=1) if merge == "window_sum" else group.last()).reindex(index)
+    return out / _gaps(index) if merge == "window_sum" else out
+
+
+def _columns(chosen: Mapping[str, MetricVariant]) -> dict[str, list[_Column]]:
+    return {m: [(k, v.rows_with, v.merge) for k in v.logged_keys] for m, v in chosen.items() if v.op != "step_period"}
+
+
+def _step_period(rows: pd.DataFrame, steps: pd.Series, index: pd.Index) -> pd.Series:
+    stamps = rows["_timestamp"].groupby(steps).max().reindex(index)
+    return stamps.diff() / pd.Series(index.to_numpy(dtype=float), index=index).diff()
+
+
+# ---------------------------------------------------------------- checks and values
+
+
+def _fail(shown: str, field: str, message: str, step, key: str | None = None) -> MeasurementError:
+    return MeasurementError(field, f"{shown}: {message} at step {int(step)}", path=shown, key=key or field,
+                            step=int(step))
+
+
+def _check_logged(shown: str, values: Mapping[_Column, pd.Series], kept: pd.Index) -> None:
+    """Every logged value a kept step uses is a finite number >= 0 (empty cells are not values)."""
+    for (key, _, _), series in values.items():
+        v = series.reindex(kept)
+        bad = v.notna() & (~np.isfinite(v) | (v < 0))
+        if bad.any():
+            step = bad.idxmax()
+            what = "not a finite number" if not np.isfinite(v[step]) else f"negative ({v[step]:g})"
+            raise _fail(shown, key, f"{key} is {what}", step)
+
+
+def _value(v: MetricVariant, values: Mapping[_Column, pd.Series], period: pd.Series | None) -> pd.Series:
+    if v.op == "step_period":
+        return period * v.scale
+    terms = pd.concat([values[(k, v.rows_with, v.merge)] for k in v.keys], axis=1)
+    if v.op == "product":
+        total = terms.prod(axis=1, min_count=len(v.keys)).where(terms.notna().all(axis=1))
+    else:
+        total = terms.sum(axis=1, min_count=1)
+    for k in v.minus:
+        total = total - values[(k, v.rows_with, v.merge)].fillna(0.0)
+    return total * v.scale
+
+
+def _check_value(shown: str, name: str, v: MetricVariant, series: pd.Series) -> None:
+    is_time = MEASUREMENT_UNITS[name] == "s"
+    bad = series.notna() & ((series < 0) | ((series == 0) & is_time & (not v.allow_zero)))
+    if not bad.any():
+        return
+    step = bad.idxmax()
+    if v.op == "step_period":
+        raise _fail(shown, name, "_timestamp does not increase", step, key="_timestamp")
+    formula = " + ".join(v.keys) + "".join(f" - {k}" for k in v.minus)
+    why = " (a timer is longer than the one that contains it)" if v.minus and series[step] < 0 else ""
+    raise _fail(shown, name, f"{name} = {formula} is {series[step]:g} {MEASUREMENT_UNITS[name]}{why}", step,
+                key=v.keys[0] if len(v.keys) == 1 and not v.minus else name)
+
+
+def _kept(usable: pd.Index, steps, shown: str) -> tuple[pd.Index, int]:
+    """(the steps kept, how many were dropped as warm-up)."""
+    if steps is None:
+        drop = warmup_step_count(len(usable))
+        return usable[drop:], drop
+    start, stop = parse_steps(steps)
+    mask = np.ones(len(usable), dtype=bool)
+    if start is not None:
+        mask &= usable >= start
+    if stop is not None:
+        mask &= usable < stop
+    if not mask.any():
+        raise MeasurementError("steps", f"{shown}: steps={steps!r} keeps none of the logged steps "
+                                        f"{usable[0]}..{usable[-1]}", path=shown)
+    return usable[mask], 0
+
+
+def _no_step(shown: str, fw: FrameworkMetrics) -> MeasurementError:
+    keys = sorted(fw.known_keys)
+    listed = ", ".join(keys[:15]) + (f", ... ({len(keys)} in all; docs/run-logs.md)" if len(keys) > 15 else "")
+    return MeasurementError("path", f"{shown}: no step with a {fw.name} measurement; looked for {listed}", path=shown)
+
+
+# ---------------------------------------------------------------- the entry point
+
+
+def _measure(raw: RawLog, fw: FrameworkMetrics, steps) -> Measurements:
+    step_of, step_column, warnings = _step_numbers(raw, fw)
+    rows = raw.rows[step_of.notna()]
+    step_of = step_of[step_of.notna()].astype(np.int64)
+    index = pd.Index(np.unique(step_of.to_numpy()), name="step")
+    has_stamp = "_timestamp" in rows.columns and rows["_timestamp"].notna().any()
+    chosen = _choose(fw, raw.keys, has_stamp)
+    columns = _columns(chosen)
+    values = {c: _grouped(rows, step_of, c, index) for cs in columns.values() for c in cs}
+    period = _step_period(rows, step_of, index) if has_stamp else None
+    present = [s.notna() for s in values.values()]
+    if any(v.op == "step_period" for v in chosen.values()):
+        present.append(period.notna())
+    if not present or not (usable := index[np.logical_or.reduce([p.to_numpy() for p in present])]).size:
+        raise _no_step(raw.path, fw)
+    kept, drop = _kept(usable, steps, raw.path)
+    _check_logged(raw.path, values, kept)
+    table = {}
+    for name, v in chosen.items():
+        series = _value(v, values, period).reindex(kept)
+        _check_value(raw.path, name, v, series)
+        if series.notna().any():
+            table[name] = series
+    per_step = pd.DataFrame({n: pd.array(s.to_numpy(dtype=float), dtype="Float64") for n, s in table.items()},
+                            index=kept)
+    if steps is None and len(usable) == 1:
+        warnings.append("the log has one usable step: no warm-up step was dropped")
+    warnings += [f"{n}: {chosen[n].caveat}" for n in table if chosen[n].caveat]
+    logged = raw.keys | {"_timestamp"}
+    return Measurements(
+        summary=MappingProxyType({n: float(np.median(s.dropna().to_numpy())) for n, s in table.items()}),
+        per_step=per_step, framework=fw.name, source=raw.path, format=raw.format,
+        steps_used=(int(kept[0]), int(kept[-1])), warmup_steps=drop,
+        keys_used=MappingProxyType({n: tuple(k for k in chosen[n].logged_keys if k in logged) for n in table}),
+        formulas=MappingProxyType({n: chosen[n].formula(logged) for n in table}),
+        exposed=tuple(n for n in table if chosen[n].exposed),
+        ignored_keys=tuple(sorted(raw.keys - fw.known_keys - {step_column})), warnings=tuple(warnings))
+
+
+def load_measurements(path: str | Path, framework: str | None = None, steps=None) -> Measurements:
+    """Read a pilot run's logged metrics into :class:`Measurements` (step and phase times, lengths, samples).
+
+    Parameters
+    ----------
+    path
+        A W&B run-history CSV, a JSONL metrics file (verl ``file`` backend, prime-rl ``metrics.jsonl``), verl console
+        output, TensorBoard scalars as a long CSV (``tag,step,value``), or a folder of TensorBoard per-tag CSV
+        downloads (``Wall time,Step,Value``). The format is read from the content. At most 200 MB
+        (:data:`~tcocalc.catalog.log_formats.MAX_LOG_BYTES`).
+    framework
+        ``"verl"``, ``"nemo-rl"``, ``"slime"``, ``"areal"``, ``"prime-rl"``, ``"open-instruct"`` or ``"trl"``; None
+        guesses it from the key names (the framework with most of its mapped keys in the log).
+    steps
+        Logged step numbers to use, ``"A:B"``, ``(A, B)`` or ``slice(A, B)``: A included, B excluded, like a Python
+        slice; either end may be left out. No warm-up is dropped then.
+
+    Warm-up rule: without ``steps``, the first ceil(10 %) of the usable steps are dropped, at least 1 and at most
+    20, and never the last one (a one-step log keeps its step). The first steps of a run carry one-off costs
+    (CUDA-graph capture, kernel compilation, allocator growth, cold caches, the first weight push) that a steady
+    state does not; 10 % removes them from short pilots without discarding most of a long run, where 20 steps cover
+    any warm-up seen, and the median then absorbs the odd validation or checkpoint step.
+
+    Returns
+    -------
+    Measurements
+        A ``Mapping[str, float]``: ``dict(result)`` is the median of each measurement over the steps kept.
+
+    Raises
+    ------
+    MeasurementError
+        A :class:`~tcocalc.errors.ScenarioError` whose ``field`` is ``path`` (missing, unreadable, too big, unknown
+        format, no usable step; the message names the file and the keys looked for), ``framework`` (unknown name,
+        or it cannot be guessed), ``steps`` (bad range, or one that keeps no step), or the logged key or measurement
+        whose value at a kept step is negative, not finite, or a zero time (``.key`` and ``.step`` set).
+    """
+    fw = framework_metrics(framework) if framework is not None else None
+    known = frozenset().union(*(f.known_keys for f in run_metric_table().values()))
+    raw = read_log(path, known)
+    if raw.rows.empty:
+        raise _no_step(raw.path, fw) if fw else MeasurementError("path", f"{raw.path}: holds no logged row",
+                                                                 path=raw.path)
+    if fw is None:
+        fw = framework_metrics(guess_framework(raw.keys, raw.path))
+    return _measure(raw, fw, steps)
