@@ -187,7 +187,7 @@ def _best_instance(m, acc, kw, max_gpus: int | None):
 
 GIB_PER_GB = 2**30 / 1e9
 """Datasheet HBM capacities are binary: an "80 GB" H100 reports 79.19 GiB = 85.0e9 B to vLLM
-(serving-engines.md A.5), so ``gpu_memory_utilization`` applies to the capacity read as GiB."""
+(docs/sources.md §A.5), so ``gpu_memory_utilization`` applies to the capacity read as GiB."""
 
 
 def _memory_calibration(acc, mem_util: float | None):
@@ -209,7 +209,7 @@ def _generator_capacity(m, acc, precision, kv, prefill, generated, ctx, env_s, t
     """The serving instance: the throughput-best one (highest steady-state output per GPU within KV memory;
     :func:`_best_instance`, ``max_gpus`` the pool when it is smaller than that instance), or the pinned
     tensor-parallel degree. The pipeline also tries the tensor/expert-parallel instance of the same GPUs when this
-    one uses attention DP (:func:`generator_capacities`); a wider automatic search is an open item (README,
+    one uses attention DP (:func:`generator_capacities`); a wider automatic search is an open item (docs/validation.md,
     "Assumptions and known limits"); ``solve_split`` tries the wider tensor-parallel instances and says when one
     pays. ``disagg`` = (chunk tokens, pinned prefill GPUs)
     for a disaggregated generator: decode-only instances and a prefill pool (:func:`_prefill_pool`). ``budget``:
@@ -473,8 +473,8 @@ def trainer_capacity(scn, cluster: Cluster, ws: WorkloadStats, n_t) -> TrainerRa
 
     ``samples/s = tokens/s · flops_per_token(E[T]) / (F_sample · (1 + n_extra/3) · o_RL)``: the extra forward
     passes (old-policy log-probs, reference model; the framework preset's defaults) cost a third of a training
-    pass each (their measured share of the update, 0.12-0.64 with a median near 1/3: rl-mechanisms.md section
-    4), and the RL framework runs forward and backward ``o_RL`` slower than standalone Megatron (the preset's
+    pass each (their measured share of the update, 0.12-0.64 with a median near 1/3: docs/sources.md
+    §M.4), and the RL framework runs forward and backward ``o_RL`` slower than standalone Megatron (the preset's
     ``trainer_overhead``: 1.2 for NeMo RL, NVIDIA-NeMo/RL issue 2129; docs/rl-modeling.md §3.6). A pinned
     layout (``[trainer] tp, pp, ep, cp, vp``) replaces the search. Infeasible counts give 0.
     """

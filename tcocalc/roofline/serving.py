@@ -130,8 +130,8 @@ TRTLLM_BENCH = "trtllm-bench"
 def _rank_budget(budget, seqs_per_rank: float, prompt_tokens: float, response_tokens: float) -> float:
     """Tokens per step one rank's scheduler may batch [tokens]: ``budget`` itself, or for ``"trtllm-bench"`` the
     benchmark's heuristic ``max_num_tokens = min(max(bs·(1 + ISL/OSL), 2048), 32768)`` with ``bs`` the KV-bound
-    requests per rank (NVIDIA/TensorRT-LLM@a7e572fb ``tensorrt_llm/bench/build/tuning.py``; serving-engines.md
-    A.3; the rounding steps are left out; the bounds from data/frameworks.toml ``[benchmark.trtllm-bench]``)."""
+    requests per rank (NVIDIA/TensorRT-LLM@a7e572fb ``tensorrt_llm/bench/build/tuning.py``; docs/sources.md
+    §A.3; the rounding steps are left out; the bounds from data/frameworks.toml ``[benchmark.trtllm-bench]``)."""
     if budget != TRTLLM_BENCH:
         return float(budget)
     caps = benchmark_defaults(TRTLLM_BENCH)
@@ -148,7 +148,7 @@ def _continuous_batching_step(m, acc, cal, lay, *, precision, kv_precision, dec_
     ``budget=None``: every step prefills its share of the prompts, ``b·P/R`` tokens (the spread-out mean).
 
     ``budget`` = the engine's tokens per step (vLLM ``max_num_batched_tokens``, SGLang ``chunked_prefill_size``,
-    TensorRT-LLM ``max_num_tokens``; serving-engines.md A.1-A.3): prompts arrive whole and are prefilled in as
+    TensorRT-LLM ``max_num_tokens``; docs/sources.md §A.1-§A.3): prompts arrive whole and are prefilled in as
     few steps as the budget allows [derived]. A sequence finishes every ``R`` steps, so a pipeline stage's step
     admits ``λ = b·s/(R·pp)`` prompt pieces on average (``s`` = ``segments`` pieces of ``P/s`` tokens, the turns
     of an agentic trajectory), their count Poisson; the prefill demand is ``λ·P/s`` tokens per step. A step that
@@ -252,9 +252,9 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
         passes the length-biased ``P + E[R²]/(2·E[R])`` (docs/rl-modeling.md §4.1).
     kv_reservation : "current" | "full"    what a request holds against the KV pool, which sets the
         concurrency: "current" its tokens so far (vLLM admits against current tokens and preempts on
-        shortfall; serving-engines.md A.1), so the bound uses the mean context; "full" its prompt plus its
+        shortfall; docs/sources.md §A.1), so the bound uses the mean context; "full" its prompt plus its
         whole output from admission (TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler, which
-        trtllm-bench's batch heuristic also sizes by ISL + OSL; serving-engines.md A.3). For long outputs
+        trtllm-bench's batch heuristic also sizes by ISL + OSL; docs/sources.md §A.3). For long outputs
         "full" admits about half as many sequences.
     interleaved_prefill : newcomers' prompts are prefilled inside the decode steps (aggregated serving, the
         default); ``False`` for a decode instance of a disaggregated deployment, whose prompts arrive prefilled
@@ -331,7 +331,7 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
 
 def kv_tokens_held(ctx, prompt_tokens, response_tokens, kv_reservation: str, block: int) -> float:
     """KV tokens one running request holds against the pool [tokens]. Paged KV caches allocate whole blocks of
-    ``block`` tokens (vLLM's block, TensorRT-LLM's ``tokens_per_block``, SGLang's page; serving-engines.md A.1-A.3):
+    ``block`` tokens (vLLM's block, TensorRT-LLM's ``tokens_per_block``, SGLang's page; docs/sources.md §A.1-§A.3):
     ``"full"`` reservation takes ``⌈(P + R)/block⌉·block`` (TensorRT-LLM's capacity scheduler reserves
     ``ceil((prompt + max_tokens)/block)`` blocks); ``"current"`` takes the mean context plus the mean unfilled
     part of its last block, ``(block − 1)/2`` [derived: the context's position within a block is uniform over
