@@ -308,7 +308,7 @@ k = st.columns(4)
 sa, sa_ratio = m["semianalysis_usd_per_mtok"], m["semianalysis_cost_ratio_vs_tinker"]
 k[0].metric("Cost per M tokens (SemiAnalysis-style)", "no rental price" if sa is None else ui.fmt(sa, "USD"),
             help="the study's accounting: GPU-hours at its rental price, prompt + response tokens of trained "
-                 "trajectories (README: Reading our numbers next to SemiAnalysis')")
+                 "trajectories (docs/validation.md: Reading our numbers next to SemiAnalysis')")
 k[1].metric("vs Tinker (SemiAnalysis-style)", "not offered" if sa_ratio is None else f"{sa_ratio:.2f}x",
             help="over Tinker's list price for prompt and response tokens, discarded rollouts not billed")
 for line in report.advice:

@@ -12,12 +12,12 @@ reason) are left out of the fit and still reported by ``tcocalc validate``.
 calibration set of the RL step model; known misses left out), evaluated through the whole RL pipeline under each
 trial calibration: the fit then uses every public calibration row. On 2026-11-30 it landed next to the shipped
 factors (Hopper 695 / 0.848 / 0.860 / 345 us, Blackwell 2181 / 0.723 / 1.0 / 127 us), while the validation
-rows alone move Hopper to 130 / 0.819 / 0.764 / 397 us at the cost of NeMo RL's accuracy (README, "How far to
-trust the RL step model"). On 2026-12-01 (after the joint IPC/per-tensor refit and the synchronous tool overlap)
+rows alone move Hopper to 130 / 0.819 / 0.764 / 397 us at the cost of NeMo RL's accuracy (docs/changes.md,
+refits not taken). On 2026-12-01 (after the joint IPC/per-tensor refit and the synchronous tool overlap)
 it gives Hopper 739 / 0.867 / 0.867 / 360 us and Blackwell 2234 / 0.760 / 1.0 / 168 us: medians fall (validation
 10.7% -> 9.4%, long-output 10.1% -> 8.9%) but LO-101 leaves the ±25% band, GEN-07a and LO-28 grow, NeMo RL goes
-11.3% -> 11.6% and verl 12.7% -> 13.2%, so the shipped factors were kept (README, "How far to trust the roofline
-engine"). After prompts were prefilled whole (same day) it gives Hopper 625 / 0.877 / 0.840 / 380 us and Blackwell
+11.3% -> 11.6% and verl 12.7% -> 13.2%, so the shipped factors were kept (docs/changes.md, refits not
+taken). After prompts were prefilled whole (same day) it gives Hopper 625 / 0.877 / 0.840 / 380 us and Blackwell
 2239 / 0.761 / 1.0 / 170 us: validation 8.3% over the 40 cases of that day, long-output 9.3%, but the SemiAnalysis
 reconstruction drops from 1.83 to 1.23 useful samples/s (trainer idle 54% against the published 29%), so again
 the shipped factors stay.
@@ -47,7 +47,7 @@ out at 10.1%: the two sets pull the factors apart, so the long-output rows stay 
 ``--accelerator NAME`` fits one chip's two serving factors (``gemm_half_dim``, ``inference_runtime_efficiency``) as
 per-chip overrides on that chip's long-output rows and cross-validates them group by group. Used for the RTX PRO
 6000 (sm120), whose generation factors come from other silicon and whose only public measurements are those rows
-(2026-12-01: 356 / 0.794; data/calibration.toml says why, the README that those rows are then a fit).
+(2026-12-01: 356 / 0.794; data/calibration.toml says why, docs/validation.md that those rows are then a fit).
 The long-output rows are predicted as ``tcocalc validate --long-output`` predicts them (trtllm-bench's token budget
 since 2026-12-01; the 2026-12-01 ``--with-long-output`` figures above predate it).
 
@@ -156,7 +156,7 @@ def fit_accelerator(name: str, rows=None):
     """Per-chip serving factors fitted on the chip's own long-output rows (all of them, known misses included:
     the soft-L1 loss bounds an outlier's pull, and leaving rows out by label would let the labels feed the fit).
     For a chip whose generation factors were fitted on other silicon and whose only public measurements are these
-    rows (the RTX PRO 6000, sm120): they then stop being an independent check, which the README says. Returns
+    rows (the RTX PRO 6000, sm120): they then stop being an independent check, which docs/validation.md says. Returns
     (rows, least-squares result)."""
     acc = tc.hardware(name)
     rows = rows if rows is not None else [c for c in long_output_cases()

@@ -1,4 +1,4 @@
-"""Speed figures for the README (not timed tests: this machine is shared and noisy).
+"""Speed figures for docs/guide.md, "Speed" (not timed tests: this machine is shared and noisy).
 
 Run: ``.venv/bin/python benchmarks/run.py``. Each figure is the best of several runs, printed next to
 its target. Start-up figures run in fresh subprocesses; the others run warm (catalogs loaded).

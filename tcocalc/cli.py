@@ -1,4 +1,4 @@
-"""The ``tcocalc`` command line (../shared/CONTRACT.md, "Command line").
+"""The ``tcocalc`` command line (the README's "Command line" lists every subcommand and flag).
 
 Every error a user can cause prints one line naming the problem and exits with status 2; no
 traceback reaches the terminal.
@@ -557,7 +557,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("validate", help="predicted vs published for every validation case, with errors")
     sp.add_argument("--csv", action="store_true", help="print CSV instead of a text table")
     sp.add_argument("--sources", action="store_true", help="include each case's source")
-    sp.add_argument("--markdown", action="store_true", help="print a Markdown table (as in the README)")
+    sp.add_argument("--markdown", action="store_true", help="print a Markdown table (as in docs/validation.md)")
     sp.add_argument("--rl", action="store_true", help="only the RL step-time section (NeMo RL and verl runs); with "
                                                       "--csv or --markdown in that format")
     sp.add_argument("--long-output", action="store_true", help="only TensorRT-LLM's 131 published long-output "

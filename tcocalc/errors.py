@@ -1,4 +1,4 @@
-"""Typed errors of the public contract (../shared/CONTRACT.md, "Conventions").
+"""Typed errors of the public API (every error a user can cause is one of these, raised by name).
 
 Every error a user can meet is one of these, so callers (the app, the command line, notebooks)
 can tell "you typed a name we do not know" from "this does not fit" from "this input is bad".

@@ -1,7 +1,7 @@
 """RL scenario: what is trained (model), on what (trainer and generator pools), on which workload,
 orchestrated how, with which sandboxes, at what price. Validated once, then frozen.
 
-The TOML layout is the contract's minimum schema (../shared/CONTRACT.md, "Scenario TOML") plus
+The TOML layout is documented key by key in docs/scenario-schema.md (generated from this module) plus
 documented extensions. Every field carries its unit and default in its description; unknown keys are
 refused naming the key; :func:`load_scenario` turns every problem into a :class:`~tcocalc.errors.ScenarioError`
 naming the dotted field (``workload.group_size``). TOML is parsed as data only (``tomllib``).

@@ -1,4 +1,4 @@
-"""The package's single pint registry (STYLE.md practice 6: "instantiating the registry in a single place").
+"""The package's single pint registry (pint docs, hgrecco/pint@6fc0533: "instantiating the registry in a single place").
 
 FLOP, token, sample, USD and GPU are dimensions of their own, and bytes carry an [information]
 dimension (pint's default leaves them dimensionless), so ``Q_("1 TFLOP/s")`` cannot be converted to

@@ -230,22 +230,23 @@ def test_advice_says_when_the_other_serving_arrangement_pays():
      "Qwen3-235B FP4 on 72 GB200 at 8,000/2,000: {:.2f}x"),
 ])
 def test_readme_speedups_come_from_the_code(args, text):
-    """The README's "where disaggregation pays" figures are what the code gives (issue 16: no stale figures)."""
+    """docs/validation.md's "where disaggregation pays" figures are what the code gives (issue 16: no stale figures)."""
     from pathlib import Path
 
     e = tc.disaggregated_throughput(**args)
-    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())  # wrap-blind
+    readme = " ".join((Path(__file__).resolve().parents[1] / "docs" / "validation.md").read_text().split())
     assert " ".join(text.format(e.speedup_vs_aggregated).split()) in readme
 
 
 def test_readme_glm5_figures_come_from_the_code():
-    """README: disaggregated GLM-5 on its shipped 32 generator GPUs -18%; at the solved 32:96 split -8% (-0% before
-    the RL flow chose between the attention-DP and the TP8 instance, +24% before prompts were prefilled whole)."""
+    """docs/validation.md: disaggregated GLM-5 on its shipped 32 generator GPUs -18%; at the solved 32:96 split -8%
+    (-0% before the RL flow chose between the attention-DP and the TP8 instance, +24% before prompts were prefilled
+    whole)."""
     from pathlib import Path
 
     from tcocalc.scenario import load_scenario
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[1] / "docs" / "validation.md").read_text()
     base = load_scenario("scenarios/glm5_h200_drift.toml")
     for scn, text in ((base, "the GLM-5 scenario on 32 H200: {:+.0%} useful samples/s"),
                       (base.with_split(32, 96), "GLM-5 at its solved 32:96 split {:+.0%} disaggregated")):

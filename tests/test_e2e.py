@@ -1,9 +1,8 @@
 """End to end in a real Chromium (Debian's) driven by Playwright: the newcomer's path through the app.
 
 Screenshots land in test-artifacts/ only (ignored by git); the tests never write docs/. The README's
-screenshot docs/plan.png is refreshed deliberately, after a run of this file, with:
-
-    cp test-artifacts/plan.png docs/plan.png
+screenshot docs/plan.png is retaken deliberately with ``python docs/screenshot.py``, which takes the same picture
+as this file's Plan-page test (one helper, ``plan_screenshot``), or by copying test-artifacts/plan.png after a run.
 """
 
 import io
@@ -22,6 +21,16 @@ import pytest
 from .conftest import ARTIFACTS, ROOT, _free_port
 
 pytestmark = pytest.mark.e2e
+
+
+def _screenshot_helper():
+    """docs/screenshot.py's plan_screenshot (the README's picture), loaded from the docs folder."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("docs_screenshot", ROOT / "docs" / "screenshot.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.plan_screenshot
 
 
 def _kpi(page, label):
@@ -55,14 +64,8 @@ def test_plan_page_change_gpus_download_csv_and_screenshot(page, app_url):
     assert values["generator_gpus"] == 24
     assert re.match(r"[\d.]+", after) and abs(float(after.split()[0]) - values["useful_samples_per_s"]) < 0.01 * float(
         after.split()[0]) + 0.01
-    # the README's screenshot: a fresh Plan page with the split solved
-    page.goto(app_url)
-    page.get_by_text("Useful samples/s").first.wait_for()
-    _toggle(page, "Find the best split").click()
-    page.get_by_role("heading", name="Split sweep").wait_for()
-    page.set_viewport_size({"width": 1400, "height": 2300})
-    page.wait_for_timeout(2500)  # let plotly draw
-    page.screenshot(path=str(ARTIFACTS / "plan.png"), full_page=True)  # docs/plan.png: see the module docstring
+    # the README's screenshot: a fresh Plan page with the split solved (docs/plan.png: see the module docstring)
+    _screenshot_helper()(page, app_url, ARTIFACTS / "plan.png")
 
 
 def test_bad_upload_shows_an_error(page, app_url, tmp_path):

@@ -1,11 +1,12 @@
-"""The README works as written: set-up commands are CI's, Python blocks run, shell blocks parse.
+"""The README and docs/guide.md work as written: set-up commands are CI's, Python blocks run, shell blocks parse.
 
-* Every ```python block runs verbatim, in order, in one fresh interpreter (cwd = repository root), so a
+* Every ```python block of a page runs verbatim, in order, in one fresh interpreter (cwd = repository root), so a
   reader pasting them one after another into a notebook gets no error.
 * Every ```bash block is meant to be pasted: it parses (``bash -n``), and every ``tcocalc`` command line
   in one is accepted by the CLI's argument parser. Syntax summaries (placeholders, ``[--option]``) are
   ```text blocks, never ```bash.
-* ``tcocalc <subcommand> --help`` works for every subcommand the README names.
+* ``tcocalc <subcommand> --help`` works for every subcommand the README names, and the README's synopsis names
+  every subcommand and flag the parser has.
 """
 
 import re
@@ -19,12 +20,14 @@ import pytest
 from .conftest import ROOT
 
 README = ROOT / "README.md"
+#: pages whose code blocks must run as written (README first: its set-up commands are CI's)
+PAGES = ("README.md", "docs/guide.md")
 FENCE = re.compile(r"^```(\w*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
 
 
-def _blocks(lang: str) -> list[tuple[int, str]]:
-    """(first line number of the code, code) of each fenced block of this language, in README order."""
-    text = README.read_text()
+def _blocks(lang: str, page: str = "README.md") -> list[tuple[int, str]]:
+    """(first line number of the code, code) of each fenced block of this language, in page order."""
+    text = (ROOT / page).read_text()
     return [(text.count("\n", 0, m.start(2)) + 1, m.group(2)) for m in FENCE.finditer(text) if m.group(1) == lang]
 
 
@@ -36,20 +39,22 @@ def test_ci_runs_the_readme_test_command(root):
     assert "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/streamlit run app.py" in readme
 
 
-def test_readme_has_fenced_blocks_of_known_languages():
-    langs = {m.group(1) for m in FENCE.finditer(README.read_text())}
+@pytest.mark.parametrize("page", PAGES)
+def test_page_has_fenced_blocks_of_known_languages(page):
+    langs = {m.group(1) for m in FENCE.finditer((ROOT / page).read_text())}
     assert langs <= {"python", "bash", "text"}, f"unexpected code block languages: {langs}"
-    assert _blocks("python") and _blocks("bash")
+    assert _blocks("python", page) and _blocks("bash", page)
 
 
-def test_python_blocks_run_in_order_in_one_fresh_interpreter(tmp_path):
-    """The blocks are laid out at their README line numbers, so a traceback's line number is the README's."""
-    blocks = _blocks("python")
-    lines = [""] * (README.read_text().count("\n") + 1)
+@pytest.mark.parametrize("page", PAGES)
+def test_python_blocks_run_in_order_in_one_fresh_interpreter(tmp_path, page):
+    """The blocks are laid out at their page's line numbers, so a traceback's line number is the page's."""
+    blocks = _blocks("python", page)
+    lines = [""] * ((ROOT / page).read_text().count("\n") + 1)
     for start, code in blocks:
         for i, line in enumerate(code.splitlines()):
             lines[start - 1 + i] = line
-    script = tmp_path / "readme_python_blocks.py"
+    script = tmp_path / f"{page.replace('/', '_')}_python_blocks.py"
     script.write_text("\n".join(lines) + "\n")
     # sys.executable is the venv's python when the suite runs as the README says (.venv/bin/python -m pytest)
     res = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -60,8 +65,8 @@ def test_python_blocks_run_in_order_in_one_fresh_interpreter(tmp_path):
             line = failed[-1]
             for start, code in blocks:
                 if start <= line < start + len(code.splitlines()):
-                    where = f"the block at README.md line {start}, failing at README.md line {line}:\n\n{code}"
-        pytest.fail(f"README python blocks exit {res.returncode}; {where}\n{res.stderr[-3000:]}", pytrace=False)
+                    where = f"the block at {page} line {start}, failing at {page} line {line}:\n\n{code}"
+        pytest.fail(f"{page} python blocks exit {res.returncode}; {where}\n{res.stderr[-3000:]}", pytrace=False)
 
 
 def _tcocalc_argv(block: str) -> list[list[str]]:
@@ -74,23 +79,24 @@ def _tcocalc_argv(block: str) -> list[list[str]]:
     return out
 
 
-@pytest.mark.parametrize("start,block", [pytest.param(s, b, id=f"line{s}") for s, b in _blocks("bash")])
-def test_bash_block_parses(start, block):
+@pytest.mark.parametrize("page,start,block", [pytest.param(p, s, b, id=f"{p}:line{s}") for p in PAGES
+                                              for s, b in _blocks("bash", p)])
+def test_bash_block_parses(page, start, block):
     bash = shutil.which("bash")
     assert bash, "bash not found"
     res = subprocess.run([bash, "-n"], input=block, capture_output=True, text=True)
-    assert res.returncode == 0, f"README.md line {start}: bash -n fails:\n{res.stderr}\n{block}"
+    assert res.returncode == 0, f"{page} line {start}: bash -n fails:\n{res.stderr}\n{block}"
     assert not re.search(r"\b[A-Z]{3,}\.toml\b|\[--|\bDIR\b", block), (
-        f"README.md line {start}: a synopsis (placeholders, [--options]) belongs in a ```text block:\n{block}")
+        f"{page} line {start}: a synopsis (placeholders, [--options]) belongs in a ```text block:\n{block}")
     from tcocalc.cli import build_parser
 
     for argv in _tcocalc_argv(block):
         try:
             build_parser().parse_args(argv)
         except SystemExit as exc:
-            pytest.fail(f"README.md line {start}: `tcocalc {' '.join(argv)}` is refused by the CLI ({exc})")
-        if argv[:1] == ["run"]:
-            assert (ROOT / argv[1]).is_file(), f"README.md line {start}: {argv[1]} does not exist"
+            pytest.fail(f"{page} line {start}: `tcocalc {' '.join(argv)}` is refused by the CLI ({exc})")
+        if argv[:1] in (["run"], ["size"]):
+            assert (ROOT / argv[1]).is_file(), f"{page} line {start}: {argv[1]} does not exist"
 
 
 def _readme_subcommands() -> list[str]:
@@ -98,8 +104,42 @@ def _readme_subcommands() -> list[str]:
     return sorted(set(re.findall(r"(?<!import )\btcocalc ([a-z][a-z-]*)\b", text)))
 
 
+def _parser_options() -> dict[str, list[str]]:
+    """Subcommand -> its long flags, from the CLI's own parser."""
+    import argparse
+
+    from tcocalc.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {name: sorted(o for a in p._actions for o in a.option_strings if o.startswith("--") and o != "--help")
+            for name, p in sub.choices.items()}
+
+
+def _synopsis() -> str:
+    """The README's CLI synopsis: the ```text block after its marker comment."""
+    text = README.read_text()
+    start = text.index("<!-- CLI synopsis")
+    return text[start:text.index("<!-- end of the CLI synopsis -->", start)]
+
+
 def test_readme_names_the_subcommands():
-    assert {"run", "hardware", "models", "validate"} <= set(_readme_subcommands())
+    assert {"run", "hardware", "models", "validate", "size"} <= set(_readme_subcommands())
+
+
+def test_the_synopsis_lists_every_subcommand_and_flag():
+    """The README's synopsis block lists every command of tcocalc/cli.py with every flag: a new one is added there."""
+    synopsis = _synopsis()
+    missing = []
+    for name, flags in _parser_options().items():
+        lines = [line for line in synopsis.splitlines() if re.match(rf"tcocalc {name}\b", line)]
+        if not lines:
+            missing.append(f"tcocalc {name}")
+            continue
+        block = synopsis[synopsis.index(lines[0]):]
+        nxt = re.search(rf"^tcocalc (?!{name}\b)", block, re.M)
+        block = block[:nxt.start()] if nxt else block
+        missing += [f"tcocalc {name} {f}" for f in flags if not re.search(rf"{re.escape(f)}\b", block)]
+    assert not missing, f"add to the README's CLI synopsis: {missing}"
 
 
 @pytest.mark.parametrize("sub", _readme_subcommands())
@@ -162,21 +202,3 @@ def test_no_test_writes_into_docs():
             if name == "screenshot" and "ARTIFACTS" not in seg:
                 bad.append(f"{path.name}:{node.lineno}: screenshot outside test-artifacts/: {seg}")
     assert not bad, "tests must not write into docs/ (tracked):\n" + "\n".join(bad)
-
-
-def test_the_scenario_schema_table_lists_every_key():
-    """README "Scenario file schema": one row per key of every section (and of [[phases]]), so a new key is
-    documented where users look (multinode_nvlink was added without its rows once)."""
-    from tcocalc.scenario import Phase, Scenario
-
-    readme = (ROOT / "README.md").read_text()
-    missing = []
-    for name, f in Scenario.model_fields.items():
-        section = getattr(f.annotation, "model_fields", None)
-        if name == "phases":
-            missing += [f"[[phases]] {k}" for k in Phase.model_fields if f"| [[phases]] | `{k}` |" not in readme]
-        elif section is None:
-            missing += [name] if f"| (top level) | `{name}` |" not in readme else []
-        else:
-            missing += [f"[{name}] {k}" for k in section if f"| [{name}] | `{k}` |" not in readme]
-    assert not missing

@@ -2,7 +2,7 @@
 (data/rl_cases_nemo.csv, data/rl_cases_verl.csv). Every row the model represents is within ±25% or a named
 known miss that really misses; every on-policy vs off-policy pair is called on the published side of 1.0
 unless one of its runs is a known miss. The issue's targets (median ≤ 15%, ≥ 80% within ±25%) are benchmark
-figures (README); the guards here keep today's accuracy from slipping."""
+figures (docs/validation.md); the guards here keep today's accuracy from slipping."""
 
 from __future__ import annotations
 

@@ -57,9 +57,10 @@ def test_grid_has_at_least_24_scenarios_covering_every_mode():
     assert {g[0] for g in GRID} == {"colocated", "sync", "one_step_off", "async", "inflight"}
 
 
-#: Regimes where the two disagree by design, with the tolerance that holds and why (README, "Simulator"). None
-#: since the closed form's tail rule follows the trainer's gate (docs/rl-modeling.md §5.4): the heavy-tailed
-#: async regimes that ran 12-21% slower in the simulator agree within 10%.
+#: Regimes where the two disagree by design, with the tolerance that holds and why (docs/validation.md, "The
+#: simulator against the closed form"). None since the closed form's tail rule follows the trainer's gate
+#: (docs/rl-modeling.md §5.4): the heavy-tailed async regimes that ran 12-21% slower in the simulator agree within
+#: 10%.
 NAMED_REGIMES: dict = {}
 
 

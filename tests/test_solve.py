@@ -280,9 +280,9 @@ def test_no_instance_line_where_a_wider_instance_gains_nothing_or_tp_is_pinned(s
 
 
 def test_readme_instance_figures_come_from_the_solver(solved):
-    """README, "Serving instance choice": the solver's TP line for default, as printed; gb300_agentic_96's TP4 line
-    is gone since its RL flow picks the TP8 instance itself (capacity.generator_capacities)."""
-    readme = (SCN.parent / "README.md").read_text()
+    """docs/validation.md, "Serving instance choice": the solver's TP line for default, as printed; gb300_agentic_96's
+    TP4 line is gone since its RL flow picks the TP8 instance itself (capacity.generator_capacities)."""
+    readme = (SCN.parent / "docs" / "validation.md").read_text()
     assert not any(a.startswith("A TP") for a in solved["gb300_agentic_96"][2].advice)
     for stem, tp, label in (("default", 4, "TP4 instead of TP2"),):
         line = next(a for a in solved[stem][2].advice if a.startswith(f"A TP{tp} "))
@@ -293,8 +293,8 @@ def test_readme_instance_figures_come_from_the_solver(solved):
 def test_the_rl_flow_keeps_the_tp8_generator_under_a_recalibration():
     """The SemiAnalysis generator's steady-state best instance flips to attention DP (TP4 x DP2) under the Hopper
     factors the whole-prompt --with-rl fit gave (625 / 0.877 / 0.840 / 380 us), which decodes each sequence slower;
-    the RL flow now keeps TP8 EP8, which trains more (README, "How far to trust the roofline engine": the refit no
-    longer collapses the reconstruction, 1.23 useful samples/s before)."""
+    the RL flow now keeps TP8 EP8, which trains more (docs/changes.md, "Calibration refits considered and not taken":
+    the refit no longer collapses the reconstruction, 1.23 useful samples/s before)."""
     import importlib.util
 
     from tcocalc.rl.capacity import generator_capacity

@@ -5,9 +5,9 @@ Each accelerator is one TOML file in ``hardware_specs/``. Every figure is a tabl
 refuses a wrong dimension, a negative or zero value, a missing field or an unknown key, naming the
 file, the entry and the field. A figure the hardware lacks (FP4 on Hopper, FP8 on Ampere) is
 *absent* from the file; :meth:`Accelerator.peak_flops_per_s` then raises
-:class:`~tcocalc.errors.MissingSpecError` rather than assuming a value (STYLE.md practice 11).
+:class:`~tcocalc.errors.MissingSpecError` rather than assuming a value (as ai-dynamo/aiconfigurator@095f58a does).
 
-Conventions (../shared/CONTRACT.md): peak FLOP/s are dense; 1 GB = 1e9 B; scale-up bandwidth in the
+Conventions (README, "Where the numbers come from"): peak FLOP/s are dense; 1 GB = 1e9 B; scale-up bandwidth in the
 files is the bidirectional aggregate per GPU, as datasheets quote it; :class:`Accelerator` exposes
 the unidirectional figure a collective can use in one direction.
 """

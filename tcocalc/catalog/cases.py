@@ -52,7 +52,7 @@ _LO_WHOLE = ("tp", "pp", "ep", "dp", "gpus", "isl", "osl")
 
 
 def parse_long_output_cases(text: str, file: str = "data/validation_long_output.csv") -> tuple[dict, ...]:
-    """TensorRT-LLM's published long-output throughput rows (../shared/reference/serving-engines.md Part B.2,
+    """TensorRT-LLM's published long-output throughput rows (docs/sources.md §B, the pages of §B.1;
     131 rows over four versions of its perf overview), each checked: layout degrees and lengths positive
     integers, the published output tokens/s per GPU finite and positive, a source; a row without a catalog
     model or hardware must say why in ``known_miss``."""

@@ -112,7 +112,7 @@ def benchmark_defaults(tool: str) -> dict:
 
 def engine_max_num_seqs(engine: str, acc) -> int:
     """The engine's default sequences per instance on accelerator ``acc``: vLLM gives 1024 on GPUs of 70 GiB or
-    more whose name lacks "a100", 256 otherwise (serving-engines.md A.1). The datasheet capacity is read as GiB,
+    more whose name lacks "a100", 256 otherwise (docs/sources.md §A.1). The datasheet capacity is read as GiB,
     as vLLM reads the device (an "80 GB" H100 reports 79.19 GiB)."""
     eng = engine_defaults(engine)
     return eng["max_num_seqs_small_gpu"] if _small_gpu(eng, acc) else eng["max_num_seqs"]
@@ -126,7 +126,7 @@ def engine_max_num_batched_tokens(engine: str, acc) -> int:
     """The engine's default tokens per step (the prefill chunk) on accelerator ``acc``: below the small-GPU gate
     (vLLM: under 70 GiB, or an A100) ``max_num_batched_tokens_small_gpu``, from ``large_gpu_from_gib`` (SGLang:
     160 GiB, B200 and MI300X) ``max_num_batched_tokens_large_gpu``, else ``max_num_batched_tokens`` (vLLM's
-    offline LLM class 16,384 / 8,192, SGLang's ``chunked_prefill_size`` 8,192 / 16,384; serving-engines.md A.1,
+    offline LLM class 16,384 / 8,192, SGLang's ``chunked_prefill_size`` 8,192 / 16,384; docs/sources.md §A.1,
     A.2; data/frameworks.toml)."""
     eng = engine_defaults(engine)
     if _small_gpu(eng, acc):
@@ -138,7 +138,7 @@ def engine_max_num_batched_tokens(engine: str, acc) -> int:
 
 def engine_kv_block_tokens(engine: str, m, acc) -> int:
     """Tokens per KV-cache block of ``engine`` for model ``m`` on accelerator ``acc``: a request holds whole blocks
-    (vLLM 16, MLA 64, MLA on Blackwell 128; SGLang's token-granular page of 1; serving-engines.md A.1, A.2)."""
+    (vLLM 16, MLA 64, MLA on Blackwell 128; SGLang's token-granular page of 1; docs/sources.md §A.1, §A.2)."""
     eng = engine_defaults(engine)
     if m.attention != "mla":
         return eng["kv_block_tokens"]

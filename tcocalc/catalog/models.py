@@ -5,7 +5,7 @@ date, published parameter counts). :meth:`ModelArch.from_hf_config` reads any su
 GQA such as Llama/Qwen, MoE such as Qwen3-MoE/GLM-4.5, MLA such as DeepSeek-V3, MLA with DeepSeek
 Sparse Attention such as GLM-5).
 
-Parameter counting (../shared/reference/facts.md §2.1; docs/rl-modeling.md §3.1):
+Parameter counting (docs/sources.md §F.2.1; docs/rl-modeling.md §3.1):
 
 * embedding ``V·H`` plus an untied LM head ``V·H``; RMSNorm weights ``H`` per norm;
 * GQA attention ``H·H_q·d_h + 2·H·H_kv·d_h + H_q·d_h·H`` (+ q/k/v biases, + QK-norm ``2·d_h``);

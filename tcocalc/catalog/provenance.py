@@ -1,7 +1,7 @@
 """The one provenance check every catalog reader runs, on a TOML entry and a CSV row alike.
 
-Every number tcocalc ships says where it comes from (STYLE.md practice 13). :func:`check_entry` checks the
-part that is the same in every data file: the source is there and not empty; a provenance ``kind``, where
+Every number tcocalc ships says where it comes from (README, "Where the numbers come from"). :func:`check_entry` checks
+the part that is the same in every data file: the source is there and not empty; a provenance ``kind``, where
 the file uses one, is one of :data:`KINDS`; the numbers parse as finite numbers; dates are ISO
 ``YYYY-MM-DD``. A failure raises :class:`~tcocalc.errors.DataFileError` naming the file, the entry and the
 field. What differs per file (units, ranges, allowed keys) stays with that file's reader.

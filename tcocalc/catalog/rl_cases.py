@@ -1,7 +1,7 @@
 """Published RL step times the step model is checked against (``tcocalc validate``, the Validation page).
 
 * ``data/rl_cases_nemo.csv``: NVIDIA NeMo RL's 52 published step times (v0.4-v0.6) with their recipes, as
-  collected in ../shared/validation/rl-nemo.md (the public calibration set of the RL step model);
+  collected in docs/sources.md §N (the public calibration set of the RL step model);
 * ``data/rl_cases_verl.csv``: verl's fully-async study (validation RL-01, and RL-05's staleness_threshold sweep
   with ``max_staleness``; empty: the scenario's own), as splits of the shipped verl scenarios;
 * ``data/rl_cases_refit.csv``: published weight-sync and refit timings (NeMo RL, miles, verl), each with its

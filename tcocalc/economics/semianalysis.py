@@ -1,8 +1,8 @@
 """SemiAnalysis' accounting ("RL Systems Mind the Gap", 2026-06-16), reconstructed so that our numbers can be
 read next to the study's: slime $16.23/Mtok at 4.86x Tinker, Prime RL $6.90/Mtok at 2.01x Tinker's $3.43
-(facts.md §4; second-hand, the article is paywalled).
+(docs/sources.md §F.4; second-hand, the article is paywalled).
 
-The accounting that fits the most published figures (README "Reading our numbers next to SemiAnalysis'"):
+The accounting that fits the most published figures (docs/validation.md "Reading our numbers next to SemiAnalysis'"):
 
 * **GPU-hours at a rental price**, not the $1.59 ownership cost: SemiAnalysis' H100 rental index ($2.35/h,
   Mar 2026) scaled per accelerator by the ratios of SemiAnalysis' 3-year rental constants in InferenceX

@@ -168,7 +168,7 @@ def default_cost_inputs(hardware_name: str, **overrides) -> CostInputs:
 
 # ------------------------------------------------------------------------------- rent and compare
 #: Effective-cost multipliers for cluster quality (SemiAnalysis ClusterMAX TCO, via buzzberg.ai summary:
-#: large pretrain gold 1.00x, hyperscaler 1.10x, silver 1.15x; facts.md §4). Neoclouds are taken as gold,
+#: large pretrain gold 1.00x, hyperscaler 1.10x, silver 1.15x; docs/sources.md §F.4). Neoclouds are taken as gold,
 #: marketplaces as silver.
 GOODPUT_FACTOR = {"neocloud": 1.00, "hyperscaler-class neocloud": 1.00, "hyperscaler": 1.10, "marketplace": 1.15}
 

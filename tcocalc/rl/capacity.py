@@ -255,8 +255,7 @@ def _best_instance(setup: ServingSetup, max_gpus: int | None):
 
 GIB_PER_GB = 2**30 / 1e9
 """Datasheet HBM capacities are binary: an "80 GB" H100 reports 79.19 GiB = 85.0e9 B to vLLM
-(vllm-project/vllm ``vllm/utils`` GiB_bytes; torch.cuda.mem_get_info), so ``gpu_memory_utilization`` applies to the
-capacity read as GiB."""
+(docs/sources.md §A.5), so ``gpu_memory_utilization`` applies to the capacity read as GiB."""
 
 
 def memory_calibration(acc, cal: Calibration, mem_util: float | None, rl_cal: RLCalibration) -> Calibration:
@@ -532,8 +531,8 @@ def trainer_capacity(scn, cluster: Cluster, ws: WorkloadStats, n_t) -> TrainerRa
 
     ``samples/s = tokens/s · flops_per_token(E[T]) / (F_sample · (1 + n_extra/3) · o_RL)``: the extra forward
     passes (old-policy log-probs, reference model; the framework preset's defaults) cost a third of a training
-    pass each (their measured share of the update, 0.12-0.64 with a median near 1/3: rl-mechanisms.md section
-    4), and the RL framework runs forward and backward ``o_RL`` slower than standalone Megatron (the preset's
+    pass each (their measured share of the update, 0.12-0.64 with a median near 1/3: docs/sources.md
+    §M.4), and the RL framework runs forward and backward ``o_RL`` slower than standalone Megatron (the preset's
     ``trainer_overhead``: 1.2 for NeMo RL, NVIDIA-NeMo/RL issue 2129; docs/rl-modeling.md §3.6). A pinned
     layout (``[trainer] tp, pp, ep, cp, vp``) replaces the search. Infeasible counts give 0.
     """

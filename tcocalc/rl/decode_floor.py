@@ -14,8 +14,8 @@ matches the roofline's 6.1 ms without more. The floor adds, per decode step:
   false``); ``L·uncaptured_layer_overhead_s`` when the decode batch exceeds the engine's largest captured graph
   (vLLM 512 by default, data/frameworks.toml), whose steps run compiled code launched kernel by kernel.
 
-Constants: data/rl_calibration.toml (sources there; ../shared/reference/rl-mechanisms.md section 3 and
-serving-engines.md A.4).
+Constants: data/rl_calibration.toml (sources there; docs/sources.md §M.3 and
+§A.4).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 :func:`contract_metrics` turns one phase's :class:`~tcocalc.rl.flow.Rates`, :class:`~tcocalc.rl.flow.Flow`,
 :class:`~tcocalc.rl.staleness.Staleness`, live sandboxes and cluster cost into the contract's per-phase
-metrics (../shared/CONTRACT.md "Metric names"; units in :data:`METRIC_UNITS`). :func:`combine_phases` weights
+metrics (docs/metrics.md, generated; units in :data:`METRIC_UNITS`). :func:`combine_phases` weights
 phases by their wall time and adds the run-level figures (Tinker's price for the same token mix, run hours
 with the sandbox start-up ramp, run cost). The analytical model (:mod:`tcocalc.rl.solve`) and the simulator
 (:mod:`tcocalc.rl.simulate`) both go through these two functions, so their figures mean the same thing.
@@ -29,7 +29,7 @@ from .staleness import Staleness
 __all__ = ["METRIC_UNITS", "RUN_METRICS", "OBJECTIVES", "RLReport", "contract_metrics", "combine_phases",
            "tinker_usd_per_mtok", "semianalysis_metrics", "scalar_metrics", "assert_finite"]
 
-#: Every metric key of the contract with its unit and meaning (CONTRACT.md "Metric names").
+#: Every metric key with its unit and meaning (docs/metrics.md is generated from this table).
 METRIC_UNITS: dict[str, tuple[str, str]] = {
     "trainer_gpus": ("GPU", "trainer GPUs"),
     "generator_gpus": ("GPU", "generator GPUs (colocated: the same pool)"),
@@ -189,7 +189,7 @@ def combine_phases(scn: Scenario, parts: list[tuple[WorkloadStats, dict]]) -> di
 
 def semianalysis_metrics(scn: Scenario, parts: list[tuple[WorkloadStats, dict]], durations: list,
                          trained_tok) -> dict:
-    """The SemiAnalysis-style pair and ratio (:mod:`tcocalc.economics.semianalysis`; README "Reading our
+    """The SemiAnalysis-style pair and ratio (:mod:`tcocalc.economics.semianalysis`; docs/validation.md "Reading our
     numbers next to SemiAnalysis'"): the same GPU-hours and trained tokens as ``usd_per_mtok_trained``, each
     pool at the study's rental $/GPU-hour, sandbox CPUs as in the scenario; Tinker at list price for the
     trained tokens (prompt and observations at prefill, response at sample + train), weighted by trained tokens.

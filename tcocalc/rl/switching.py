@@ -6,7 +6,7 @@ Per step, on every GPU of the shared pool (all GPUs work in parallel, so the tim
 * a fixed part, ``switch_fixed_s`` (process groups and allocator work around the hand-over);
 * the engine's sleep and wake (vLLM sleep level 1: weights to host memory and back, KV cache freed and
   re-allocated): ``2·(engine_wake_fixed_s + W_g / (η_e·B_host))`` with ``W_g`` the engine's weights per GPU;
-* where the framework offloads (``colocated_offload``; NeMo RL does, rl-nemo.md section 3.2), the trainer's state
+* where the framework offloads (``colocated_offload``; NeMo RL does, docs/sources.md §N.3.2), the trainer's state
   (bf16 weights, fp32 gradients, the distributed optimizer's share of master weights and Adam moments) to
   host memory and back: ``2·S_t / (η_o·B_host)``;
 * the in-process refit (CUDA IPC): ``refit_ipc_fixed_s + W_g / r_IPC`` — each engine GPU receives its full
@@ -19,7 +19,7 @@ tensors per rank, 3 per routed expert).
 
 ``B_host`` is the accelerator's measured host-link copy rate (hardware_specs ``host_link_bandwidth``: PCIe
 Gen5 x16 ≈ 55 GB/s, NVLink-C2C ≈ 360 GB/s); the constants are in data/rl_calibration.toml with their sources
-(../shared/reference/rl-mechanisms.md sections 1-2).
+(docs/sources.md §M.1-§M.2).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ twin: the speed-up ``T_colocated / T_async`` and whether the model puts it on th
 (issue 12, benchmarks not tests): NeMo RL median |error| at most 15%, at least 80% of rows within ±25%,
 every pair on the right side.
 
-Each NeMo row's scenario follows its recipe (../shared/validation/rl-nemo.md): on-policy rows are colocated,
+Each NeMo row's scenario follows its recipe (docs/sources.md §N): on-policy rows are colocated,
 N-step-off rows async with ``max_staleness = N``; ``prompts x generations`` per step,
 ``prompts x generations / train_global_batch`` optimizer updates; the generator pinned to the published vLLM
 TP with the recipe's ``gpu_memory_utilization``, CUDA graphs and ``max_num_seqs``; the trainer pinned to the

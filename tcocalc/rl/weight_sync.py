@@ -12,7 +12,7 @@ checkpoint-engine measurements (validation SYNC-01, data/rl_calibration.toml):
     ``bytes·min(1, server_gpus / instance_gpus)``, through one NIC-rate broadcast ring. An instance that spans
     servers (DeepSeek-V3 on vLLM TP32: four H100 servers) splits the bytes between them; a server holding whole
     instances receives the whole model (the verl fit). Check: NeMo RL's NCCL refit of DeepSeek-V3 to vLLM TP32
-    measured 14.2 s (rl-mechanisms.md section 5); this gives 17.3 s.
+    measured 14.2 s (docs/sources.md §M.5); this gives 17.3 s.
   - ``"p2p"`` (RDMA writes, NIXL, NCCL reshard): every generator GPU receives its own shard over its own NIC,
     ``bytes / instance_gpus``, bounded by what the trainer's NICs can send in total, after a smaller fixed cost
     (``weight_sync_p2p_fixed_s``, fitted on NeMo RL's reshard timings).

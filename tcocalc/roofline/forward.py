@@ -6,7 +6,7 @@ experts, shared experts and router, element-wise kernels, LM head). Every operat
 
 * compute = FLOPs / (peak · η_gemm(M, N, K)), with η_gemm = η_max(precision) · Π f(x),
   f(x) = x / (x + x_half) over the GEMM's three dimensions (calculon's size-dependent efficiency
-  curves, ../shared/STYLE.md; aiconfigurator's shape-keyed utilisation, peers.md ACC-04, without
+  curves, calculon-ai/calculon@caa4b11; aiconfigurator's shape-keyed utilisation, docs/sources.md §C.13, without
   profiling tables); attention runs at the KV precision's peak · η_attn (FlashAttention-3);
 * memory = bytes / (HBM bandwidth · η_bw) (aiconfigurator's 0.8);
 

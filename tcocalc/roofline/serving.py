@@ -132,8 +132,8 @@ TRTLLM_BENCH = "trtllm-bench"
 def _rank_budget(budget, seqs_per_rank: float, prompt_tokens: float, response_tokens: float) -> float:
     """Tokens per step one rank's scheduler may batch [tokens]: ``budget`` itself, or for ``"trtllm-bench"`` the
     benchmark's heuristic ``max_num_tokens = min(max(bs·(1 + ISL/OSL), 2048), 32768)`` with ``bs`` the KV-bound
-    requests per rank (NVIDIA/TensorRT-LLM@a7e572fb ``tensorrt_llm/bench/build/tuning.py``; serving-engines.md
-    A.3; the rounding steps are left out; the bounds from data/frameworks.toml ``[benchmark.trtllm-bench]``)."""
+    requests per rank (NVIDIA/TensorRT-LLM@a7e572fb ``tensorrt_llm/bench/build/tuning.py``; docs/sources.md
+    §A.3; the rounding steps are left out; the bounds from data/frameworks.toml ``[benchmark.trtllm-bench]``)."""
     if budget != TRTLLM_BENCH:
         return float(budget)
     caps = benchmark_defaults(TRTLLM_BENCH)
@@ -151,20 +151,18 @@ def continuous_batching_step(m, acc, cal, lay, engine: EngineConfig, lengths: Le
     ``budget=None``: every step prefills its share of the prompts, ``b·P/R`` tokens (the spread-out mean).
 
     ``budget`` (:class:`StepBudget`) = the engine's tokens per step (vLLM ``max_num_batched_tokens``, SGLang
-    ``chunked_prefill_size``, TensorRT-LLM ``max_num_tokens``; vllm-project/vllm docs "Optimization and Tuning",
-    sgl-project/sglang docs "Server Arguments", NVIDIA/TensorRT-LLM docs "Tuning max batch size and max num
-    tokens"): prompts arrive whole and are prefilled in as few steps as the budget allows [derived]. A sequence
-    finishes every ``R`` steps, so a pipeline stage's step admits ``λ = b·s/(R·pp)`` prompt pieces on average
-    (``s`` = ``lengths.segments`` pieces of ``P/s`` tokens, the turns of an agentic trajectory), their count
-    Poisson; the prefill demand is ``λ·P/s`` tokens per step. A step that prefills carries ``τ`` tokens: the
-    pieces that arrived together, ``(P/s)·λ/(1 - e^-λ)`` on average, or a chunk of what the budget leaves beside
-    the decode tokens (``budget - b/pp``) when that is smaller. Such steps are a share ``demand/τ`` (at most 1: a
-    budget at or below the demand prefills in every step, the spread-out mean) and the rest only decode. Each op
-    costs max(compute, memory) in its step, so this charges what the mean hides: a step that prefills a prompt is
-    compute-bound and reads nearly all of a MoE layer's experts, while the steps between read only what the
-    decode tokens touch. A piece attends to the cached context before it, ``(P - P/s)/2`` on average.
-    ``budget.per_instance`` is per instance (one per layout row; attention-DP ranks each schedule their own);
-    ``budget.chunk_cap`` [tokens] is the largest piece one rank prefills in a step.
+    ``chunked_prefill_size``, TensorRT-LLM ``max_num_tokens``; docs/sources.md §A.1-§A.3): prompts arrive whole and
+    are prefilled in as few steps as the budget allows [derived]. A sequence finishes every ``R`` steps, so a
+    pipeline stage's step admits ``λ = b·s/(R·pp)`` prompt pieces on average (``s`` = ``lengths.segments`` pieces of
+    ``P/s`` tokens, the turns of an agentic trajectory), their count Poisson; the prefill demand is ``λ·P/s`` tokens
+    per step. A step that prefills carries ``τ`` tokens: the pieces that arrived together, ``(P/s)·λ/(1 - e^-λ)`` on
+    average, or a chunk of what the budget leaves beside the decode tokens (``budget - b/pp``) when that is smaller.
+    Such steps are a share ``demand/τ`` (at most 1: a budget at or below the demand prefills in every step, the
+    spread-out mean) and the rest only decode. Each op costs max(compute, memory) in its step, so this charges what
+    the mean hides: a step that prefills a prompt is compute-bound and reads nearly all of a MoE layer's experts,
+    while the steps between read only what the decode tokens touch. A piece attends to the cached context before it,
+    ``(P - P/s)/2`` on average. ``budget.per_instance`` is per instance (one per layout row; attention-DP ranks each
+    schedule their own); ``budget.chunk_cap`` [tokens] is the largest piece one rank prefills in a step.
 
     ``engine.speculation`` (a :class:`~tcocalc.roofline.speculative.Speculation`): every step verifies ``1 + n``
     positions per decoding sequence after ``n`` draft passes (:mod:`tcocalc.roofline.speculative`), and a sequence
@@ -284,10 +282,10 @@ def generation_throughput(model, hw, *, gpus, prompt_tokens, response_tokens, pr
         passes the length-biased ``P + E[R²]/(2·E[R])`` (docs/rl-modeling.md §4.1).
     kv_reservation : "current" | "full"    what a request holds against the KV pool, which sets the
         concurrency: "current" its tokens so far (vLLM admits against current tokens and preempts on
-        shortfall; vllm-project/vllm docs "Optimization and Tuning", preemption), so the bound uses the mean
-        context; "full" its prompt plus its whole output from admission (TensorRT-LLM's default
-        GUARANTEED_NO_EVICT capacity scheduler, which trtllm-bench's batch heuristic also sizes by ISL + OSL;
-        NVIDIA/TensorRT-LLM docs "Scheduler"). For long outputs "full" admits about half as many sequences.
+        shortfall; docs/sources.md §A.1), so the bound uses the mean context; "full" its prompt plus its
+        whole output from admission (TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler, which
+        trtllm-bench's batch heuristic also sizes by ISL + OSL; docs/sources.md §A.3). For long outputs
+        "full" admits about half as many sequences.
     interleaved_prefill : newcomers' prompts are prefilled inside the decode steps (aggregated serving, the
         default); ``False`` for a decode instance of a disaggregated deployment, whose prompts arrive prefilled
         (:mod:`tcocalc.roofline.disaggregated`).

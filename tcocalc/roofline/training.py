@@ -35,7 +35,7 @@ moments (12 B/param) sharded over data parallelism (distributed optimizer / ZeRO
 section 4.1, with the MLP width kept: ``34·s·h/tp`` exactly at ``I = 4h``); full recompute keeps only each layer's
 ``2·s·h/tp`` input.
 
-MFU (CONTRACT.md) = ``training_flops_per_token(seq, causal) · tokens/s / (GPUs · dense peak)``.
+MFU (docs/metrics.md) = ``training_flops_per_token(seq, causal) · tokens/s / (GPUs · dense peak)``.
 """
 
 from __future__ import annotations

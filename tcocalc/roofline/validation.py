@@ -114,7 +114,7 @@ def _bench_block() -> int:
 def predict_long_output(c: dict, *, calibration=None) -> float:
     """One long-output row's output tokens/s per GPU at its published layout, as trtllm-bench runs it: the capacity
     scheduler's full KV reservation (GUARANTEED_NO_EVICT) in whole ``tokens_per_block`` blocks and the benchmark's
-    ``max_num_tokens`` heuristic (serving-engines.md A.3)."""
+    ``max_num_tokens`` heuristic (docs/sources.md §A.3)."""
     par = Parallelism(tp=c["tp"], pp=c["pp"], ep=c["ep"], dp=c["dp"])
     return generation_throughput(c["catalog_model"], c["hardware"], gpus=par.gpus, prompt_tokens=c["isl"],
                                  response_tokens=c["osl"], precision=c["precision"], parallel=par,
