@@ -18,6 +18,7 @@ Blocks (what prints them):
 * ``docs/scenario-schema.md``: every key of :class:`tcocalc.scenario.Scenario` (description, default, bounds,
   choices) and the framework presets (``tc.framework_presets``);
 * ``docs/metrics.md``: every key of ``tc.METRIC_UNITS`` with its unit, meaning and the functions computing it;
+* ``docs/calibration.md``: the leave-one-out summary of ``tc.calibrate`` (and its pairs in ``docs/validation.md``);
 * ``docs/guide.md``: the sizing example's table (``tc.size_cluster``);
 * ``README.md``: what ``tcocalc run scenarios/semianalysis_qwen3_235b_h200.toml --solve`` prints.
 """
@@ -265,22 +266,32 @@ def _schema_rows(section: str, model, prefix: str, keys=None) -> list[list]:
     return rows
 
 
+def _section_model(annotation):
+    """The pydantic model of a section's annotation (``Section`` or ``Section | None``), else None."""
+    import typing
+
+    if hasattr(annotation, "model_fields"):
+        return annotation
+    args = [a for a in typing.get_args(annotation) if hasattr(a, "model_fields")]
+    return args[0] if args else None
+
+
 def scenario_schema() -> str:
     from tcocalc.scenario import Phase, Scenario
 
     rows = []
     top = []
     for name, f in Scenario.model_fields.items():
-        sub = getattr(f.annotation, "model_fields", None)
+        section = _section_model(f.annotation)
         if name == "phases":
             continue
-        if sub is None:
+        if section is None:
             top.append(name)
             continue
-        rows += _schema_rows(f"[{name}]", f.annotation, f"{name}.")
-        for key, g in f.annotation.model_fields.items():
-            if hasattr(g.annotation, "model_fields"):
-                rows += _schema_rows(f"[{name}.{key}]", g.annotation, f"{name}.{key}.")
+        rows += _schema_rows(f"[{name}]", section, f"{name}.")
+        for key, g in section.model_fields.items():
+            if _section_model(g.annotation) is not None:
+                rows += _schema_rows(f"[{name}.{key}]", _section_model(g.annotation), f"{name}.{key}.")
     rows = _schema_rows("(top level)", Scenario, "", keys=top) + rows + _schema_rows("[[phases]]", Phase, "phases.")
     return _table(["section", "key", "type", "default", "bounds", "meaning (unit)"], rows)
 
@@ -396,6 +407,47 @@ def sizing_table() -> str:
                   ["l", "l", "l", "r", "r"])
 
 
+# ----------------------------------------------------------------------------------- calibration from a run
+
+
+@functools.cache
+def _calibration_pairs():
+    from tcocalc.studies.calibration_validation import calibration_pairs_table
+
+    return calibration_pairs_table()
+
+
+def calibration_summary() -> str:
+    """Leave-one-out summary of tc.calibrate on the published step times (docs/calibration.md §5)."""
+    from tcocalc.studies.calibration_validation import CALIBRATED_TARGET, calibration_validation_summary
+
+    rows = []
+    for fw in ("NeMo RL", "verl"):
+        s = calibration_validation_summary(_calibration_pairs(), fw)
+        rows.append([fw, str(s["pairs"])] + [f"{100 * s[f'{k}_median_abs_error']:.1f}% / "
+                                              f"{100 * s[f'{k}_within_25pct']:.0f}%"
+                                              for k in ("uncalibrated", "calibrated", "rescaled")])
+    s = calibration_validation_summary(_calibration_pairs(), "NeMo RL")
+    med, share = s["calibrated_median_abs_error"], s["calibrated_within_25pct"]
+    verdict = (f"Target on NeMo RL: calibrated median ≤ {100 * CALIBRATED_TARGET['median_abs_error']:.0f}% "
+               f"({'met' if med <= CALIBRATED_TARGET['median_abs_error'] else 'not met'}: {100 * med:.1f}%) and ≥ "
+               f"{100 * CALIBRATED_TARGET['within_25pct']:.0f}% within ±25% "
+               f"({'met' if share >= CALIBRATED_TARGET['within_25pct'] else 'not met'}: {100 * share:.0f}%).")
+    return _table(["framework", "pairs", "uncalibrated median / within ±25%", "calibrated", "whole-step rescale"],
+                  rows, ["l", "r", "r", "r", "r"]) + "\n" + verdict + "\n"
+
+
+def calibration_pairs() -> str:
+    """Every (pilot, sibling) pair of the leave-one-out check with its three errors."""
+    t = _calibration_pairs()
+    rows = [[r["pilot"], r["target"], r["framework"], r["model"], r["hardware"], r["pilot run"], r["target run"],
+             f"{r['published [s]']:,.1f}", f"{r['uncalibrated error [%]']:+.1f}", f"{r['calibrated error [%]']:+.1f}",
+             f"{r['rescaled error [%]']:+.1f}"] for _, r in t.iterrows()]
+    return _table(["pilot", "sibling", "framework", "model", "hardware", "pilot run", "sibling run", "published [s]",
+                   "uncalibrated [%]", "calibrated [%]", "rescaled [%]"], rows,
+                  ["l", "l", "l", "l", "l", "l", "l", "r", "r", "r", "r"])
+
+
 # ------------------------------------------------------------------------------------------------- README.md
 
 README_RUN = ("run", "scenarios/semianalysis_qwen3_235b_h200.toml", "--solve")
@@ -421,11 +473,14 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "metrics": metrics_table,
     "guide-sizing": sizing_table,
     "readme-solve": readme_solve,
+    "calibration-summary": calibration_summary,
+    "validation-calibration": calibration_pairs,
 }
 
 PAGES: dict[str, tuple[str, ...]] = {
     "docs/validation.md": ("validation-summary", "validation-roofline", "validation-long-output", "validation-rl",
-                           "validation-pairs", "validation-refit", "validation-scenarios"),
+                           "validation-pairs", "validation-refit", "validation-calibration", "validation-scenarios"),
+    "docs/calibration.md": ("calibration-summary",),
     "docs/scenario-schema.md": ("scenario-schema", "scenario-presets"),
     "docs/metrics.md": ("metrics",),
     "docs/guide.md": ("guide-sizing",),

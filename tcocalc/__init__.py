@@ -86,6 +86,9 @@ _EXPORTS: dict[str, str] = {
     "gpu_hour_cost": "economics.tco",
     "cloud_prices": "economics.tco",
     "build_rent_tinker": "whatif",
+    # calibration from a measured run
+    "calibrate": "studies.calibrate",
+    "RunCalibration": "studies.calibrate",
     "sensitivity": "whatif",
     "multitenancy": "whatif",
     "tinker_gap": "whatif",
@@ -150,6 +153,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         loads_scenario,
         scenario_from_dict,
     )
+    from .studies.calibrate import RunCalibration, calibrate  # noqa: F401
     from .units import Q_, get_registry  # noqa: F401
     from .whatif import build_rent_tinker, multitenancy, sensitivity, tinker_gap  # noqa: F401
 

@@ -267,6 +267,61 @@ class Phase(_Section):
     always_solved: float | None = Field(None, ge=0, le=1, description="overrides workload.solve_rate.always")
 
 
+class CalibratedRun(_Section):
+    """``[calibration.run]``: the measured run a calibration was fitted on (canonical catalog names), which decides
+    which factors carry over to another scenario (docs/calibration.md, "What transfers")."""
+
+    model: str = Field(min_length=1, description="model of the measured run (catalog name)")
+    trainer_hardware: str = Field(min_length=1, description="trainer accelerator of the measured run")
+    trainer_precision: Precision = Field(description="trainer precision of the measured run")
+    generator_hardware: str = Field(min_length=1, description="generator accelerator of the measured run")
+    generator_precision: Precision = Field(description="generator precision of the measured run")
+    kv_precision: Precision = Field(description="KV-cache precision of the measured run")
+    engine: str = Field(min_length=1, description="inference engine of the measured run")
+    framework: str = Field(min_length=1, description="framework preset of the measured run")
+    mode: Mode = Field(description="orchestration mode of the measured run")
+    trainer_gpus: int = Field(ge=1, le=1_000_000, description="trainer GPUs of the measured run [GPU]")
+    generator_gpus: int = Field(ge=1, le=1_000_000, description="generator GPUs of the measured run [GPU]")
+    weight_sync: str = Field(min_length=1, description="weight-sync transport of the measured run")
+
+
+class CalibrationFactors(_Section):
+    """``[calibration.factors]``: what a measured run says the model's stages take, as multipliers of the model's
+    own stage times (1 = the uncalibrated model) and a fixed per-step cost (docs/calibration.md)."""
+
+    generation: float = Field(1.0, gt=0, le=100, description="the generator's decode and prefill time x this [1]")
+    training: float = Field(1.0, gt=0, le=100, description="the trainer's forward, backward and optimizer time x "
+                                                          "this [1]")
+    logprob: float = Field(1.0, gt=0, le=100, description="the old-policy and reference log-prob passes x this [1]")
+    weight_sync: float = Field(1.0, gt=0, le=100, description="the weight push (colocated: the in-process refit) "
+                                                             "x this [1]")
+    switching: float = Field(1.0, gt=0, le=100, description="colocated: the pool's switch between trainer and "
+                                                           "engine (sleep/wake, offload/onload) x this [1]")
+    step_overhead_s: float = Field(0.0, ge=0, le=1e6, description="fixed per-step cost of the trainer loop that "
+                                   "no stage holds (dispatch, data loading, rewards, logging) [s]")
+
+
+class CalibrationSection(_Section):
+    """``[calibration]``: a calibration from a measured run (:func:`tcocalc.calibrate`), carried with the scenario
+    and applied wherever it transfers (:meth:`Scenario.with_run_calibration`)."""
+
+    source: str = Field("", max_length=2_000, description="what the calibration came from (a log file, steps)")
+    date: str = Field("", max_length=40, description="when it was fitted (ISO date)")
+    run: CalibratedRun = Field(description="the measured run's identity: [calibration.run]")
+    factors: CalibrationFactors = Field(default_factory=CalibrationFactors,
+                                        description="the fitted factors: [calibration.factors]")
+    measured: dict[str, float] = Field(default_factory=dict, strict=False, description="the measured run's "
+                                       "steady-state figures the factors came from (keys of tc.calibrate)")
+
+    @field_validator("measured")
+    @classmethod
+    def _finite(cls, v):
+        for key, value in v.items():
+            if isinstance(value, bool) or not math.isfinite(value) or value <= 0:
+                raise ValueError(f"{key}: must be a finite number > 0, got {value!r}")
+        return v
+
+
 class Scenario(_Section):
     """A validated RL post-training scenario (see the module docstring and scenarios/*.toml)."""
 
@@ -280,6 +335,8 @@ class Scenario(_Section):
     sandbox: Sandbox = Field(default_factory=Sandbox)
     economics: Economics = Field(default_factory=Economics)
     phases: tuple[Phase, ...] = Field((), strict=False)  # TOML arrays arrive as lists
+    calibration: CalibrationSection | None = Field(None, description="a calibration from a measured run "
+                                                   "(tc.calibrate; docs/calibration.md); default: none")
 
     @field_validator("phases")
     @classmethod
@@ -361,6 +418,22 @@ class Scenario(_Section):
             else:
                 node[leaf] = value
         return scenario_from_dict(data)
+
+    def with_run_calibration(self, calibration) -> Scenario:
+        """A copy carrying a calibration from a measured run (``[calibration]``): a
+        :class:`~tcocalc.studies.calibrate.RunCalibration` (what :func:`tcocalc.calibrate` returns), its
+        :class:`CalibrationSection`, the same as a dict, or ``None`` to remove it. Its factors apply wherever the
+        scenario's stack matches the measured run's (docs/calibration.md, "What transfers"); the report says which
+        were dropped. Re-validated (:class:`ScenarioError` naming the field)."""
+        if calibration is None:
+            return self.with_values({"calibration": None})
+        section = calibration.section() if hasattr(calibration, "section") else calibration
+        if isinstance(section, CalibrationSection):
+            section = section.model_dump(mode="python")
+        if not isinstance(section, dict):
+            raise ScenarioError("calibration", f"expected a RunCalibration, a CalibrationSection or a table, got "
+                                               f"{type(calibration).__name__}")
+        return self.with_values({"calibration": section})
 
     def with_response_mean(self, mean: float) -> Scenario:
         """A copy whose mean response length is ``mean`` [token], the length distribution keeping its shape.

@@ -7,7 +7,7 @@ Layers, lowest first; a module may import only from its own layer or a lower one
     2 roofline      tcocalc.roofline.*
     3 economics     tcocalc.economics.*
     4 rl            tcocalc.rl.*
-    5 studies       tcocalc.whatif
+    5 studies       tcocalc.whatif, tcocalc.studies.*
     6 presentation  tcocalc.figures, reports, cli, __main__
 
 ``tcocalc/__init__.py`` is a lazy facade (``_EXPORTS`` resolved with importlib) and is not checked as an
@@ -32,7 +32,7 @@ PKG = ROOT / "tcocalc"
 TOP = "tcocalc"
 
 MAX_FUNCTION_LINES = 100
-SUBPACKAGES = ("catalog", "roofline", "economics", "rl")
+SUBPACKAGES = ("catalog", "roofline", "economics", "rl", "studies")
 
 # second component of the dotted module name -> layer
 LAYERS: dict[str, int] = {
@@ -47,6 +47,7 @@ LAYERS: dict[str, int] = {
     "economics": 3,
     "rl": 4,
     "whatif": 5,
+    "studies": 5,
     "figures": 6,
     "reports": 6,
     "cli": 6,

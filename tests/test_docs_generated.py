@@ -82,12 +82,18 @@ def test_every_metric_names_functions_that_exist():
 def test_schema_lists_every_key_of_the_scenario_model():
     """docs/scenario-schema.md: one row per key of every section (and of [[phases]]), so a new key is documented
     where users look (multinode_nvlink was once added without its rows)."""
+    import typing
+
     from tcocalc.scenario import Phase, Scenario
+
+    def fields_of(annotation):  # a section's fields, also for an optional section (``Section | None``)
+        models = [a for a in (annotation, *typing.get_args(annotation)) if hasattr(a, "model_fields")]
+        return models[0].model_fields if models else None
 
     page = (ROOT / "docs" / "scenario-schema.md").read_text(encoding="utf-8")
     missing = []
     for name, f in Scenario.model_fields.items():
-        section = getattr(f.annotation, "model_fields", None)
+        section = fields_of(f.annotation)
         if name == "phases":
             missing += [f"[[phases]] {k}" for k in Phase.model_fields if f"| [[phases]] | `{k}` |" not in page]
         elif section is None:
@@ -95,7 +101,7 @@ def test_schema_lists_every_key_of_the_scenario_model():
         else:
             missing += [f"[{name}] {k}" for k in section if f"| [{name}] | `{k}` |" not in page]
             for k, g in section.items():
-                sub = getattr(g.annotation, "model_fields", None)
+                sub = fields_of(g.annotation)
                 missing += [f"[{name}.{k}] {j}" for j in (sub or {}) if f"| [{name}.{k}] | `{j}` |" not in page]
     assert not missing
 

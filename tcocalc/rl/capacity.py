@@ -201,6 +201,19 @@ def _fit(setup: ServingSetup, par, b_max, weights, prefill_s=None) -> GeneratorC
     t0 = cpu * one.tpot_s + float(floor[0]) / gain
     t1 = max((cpu * full.tpot_s + float(floor[1]) / gain - t0) / max(b_max - 1.0, 1.0), 0.0)
     prefill_s = max(one.ttft_s - one.tpot_s * gain, 0.0) if prefill_s is None else prefill_s
+    b_op, step, latency = _operating_point(shape, b_max, t0, t1, prefill_s)
+    bulk = prefill_kernel(m, acc, parallel=par, batch=max(par.dp * par.pp, 1) * 8,
+                          prompt_tokens=max(shape.context, 1.0), precision=eng.precision,
+                          kv_precision=eng.kv_precision, calibration=cal)
+    return GeneratorCapacity(instance=par, instance_gpus=inst, b_max=b_max, b_op=b_op, t0=t0, t1=t1,
+                             prefill_s=prefill_s, tokens_per_s_per_gpu=b_op / step / inst, latency_s=latency,
+                             weights_per_gpu_bytes=weights, prefill_tokens_per_s=bulk.tokens_per_s)
+
+
+def _operating_point(shape: RolloutShape, b_max: float, t0: float, t1: float, prefill_s: float):
+    """(decoding trajectories per instance, step time [s], trajectory latency [s]) of an instance holding ``b_max``
+    trajectories on the step line ``t0 + t1·b``: tool-using trajectories whose KV stays resident while the tool
+    runs decode a share ``φ = t_llm / (t_llm + t_env)`` of the time (docs/rl-modeling.md §4.7)."""
     b_op = b_max
     generated, env_s = shape.generated, shape.env_s
     t_llm = prefill_s + generated * (t0 + t1 * b_max)
@@ -208,13 +221,27 @@ def _fit(setup: ServingSetup, par, b_max, weights, prefill_s=None) -> GeneratorC
         phi = t_llm / (t_llm + env_s)
         b_op = max(1.0, b_max * phi)
     step = t0 + t1 * b_op
-    latency = prefill_s + generated * step + env_s
-    bulk = prefill_kernel(m, acc, parallel=par, batch=max(par.dp * par.pp, 1) * 8,
-                          prompt_tokens=max(shape.context, 1.0), precision=eng.precision,
-                          kv_precision=eng.kv_precision, calibration=cal)
-    return GeneratorCapacity(instance=par, instance_gpus=inst, b_max=b_max, b_op=b_op, t0=t0, t1=t1,
-                             prefill_s=prefill_s, tokens_per_s_per_gpu=b_op / step / inst, latency_s=latency,
-                             weights_per_gpu_bytes=weights, prefill_tokens_per_s=bulk.tokens_per_s)
+    return b_op, step, prefill_s + generated * step + env_s
+
+
+def timed(cap: GeneratorCapacity, factor: float, shape: RolloutShape) -> GeneratorCapacity:
+    """``cap`` with the engine's compute time multiplied by a run calibration's ``generation`` factor
+    (docs/calibration.md): the decode step line ``t0 + t1·b``, a trajectory's prefill, the bulk prefill rate and a
+    disaggregated prefill pool's rate; the KV-bound slots stay (memory does not change with speed), the operating
+    batch and the latency follow (:func:`_operating_point`). ``factor == 1`` returns ``cap`` itself."""
+    if factor == 1.0:
+        return cap
+    t0, t1, prefill_s = cap.t0 * factor, cap.t1 * factor, cap.prefill_s * factor
+    b_op, step, latency = _operating_point(shape, cap.b_max, t0, t1, prefill_s)
+    out = replace(cap, t0=t0, t1=t1, prefill_s=prefill_s, b_op=b_op, latency_s=latency,
+                  tokens_per_s_per_gpu=b_op / step / cap.instance_gpus,
+                  prefill_tokens_per_s=cap.prefill_tokens_per_s / factor)
+    if cap.prefill_pool is None:
+        return out
+    demand = b_op / step / max(shape.generated, 1.0) * max(shape.prefill, 1.0)
+    pool = replace(cap.prefill_pool, tokens_per_s_per_gpu=cap.prefill_pool.tokens_per_s_per_gpu / factor,
+                   demand_per_replica=demand)
+    return replace(out, prefill_pool=pool, prefill_tokens_per_s=demand)
 
 
 def _best_instance(setup: ServingSetup, max_gpus: int | None):
@@ -329,7 +356,8 @@ def generator_capacity(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int |
 
     ``max_gpus``: the largest generator pool it serves; when even that cannot hold the usual instance (a
     1-GPU generator, say), the best instance that fits in it is used instead."""
-    return _steady_best(scn, ServingSetup.of(scn, cluster, ws), max_gpus)
+    setup = ServingSetup.of(scn, cluster, ws)
+    return timed(_steady_best(scn, setup, max_gpus), cluster.run.generation, setup.shape)
 
 
 def _steady_best(scn, setup: ServingSetup, max_gpus: int | None) -> GeneratorCapacity:
@@ -351,13 +379,15 @@ def generator_capacities(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int
     SemiAnalysis scenario is one. No alternative when the instance is pinned (``generator.tp``) or disaggregated,
     or when it does not fit. The engine settings are resolved once for both."""
     setup = ServingSetup.of(scn, cluster, ws)
+    g = cluster.run.generation
     cap = _steady_best(scn, setup, max_gpus)
     if scn.generator.tp is not None or setup.engine.disaggregated or cap.instance.dp <= 1:
-        return (cap,)
+        return (timed(cap, g, setup.shape),)
     try:  # the same GPUs as one tensor- and expert-parallel instance
-        return (cap, _generator_capacity(setup, cap.instance_gpus))
+        alt = _generator_capacity(setup, cap.instance_gpus)
     except (InfeasibleError, ScenarioError):
-        return (cap,)
+        return (timed(cap, g, setup.shape),)
+    return (timed(cap, g, setup.shape), timed(alt, g, setup.shape))
 
 
 def trajectory_flops_coefficients(m: ModelArch) -> tuple[float, float]:
@@ -531,10 +561,12 @@ def trainer_capacity(scn, cluster: Cluster, ws: WorkloadStats, n_t) -> TrainerRa
 
     ``samples/s = tokens/s · flops_per_token(E[T]) / (F_sample · (1 + n_extra/3) · o_RL)``: the extra forward
     passes (old-policy log-probs, reference model; the framework preset's defaults) cost a third of a training
-    pass each (their measured share of the update, 0.12-0.64 with a median near 1/3: docs/sources.md
-    §M.4), and the RL framework runs forward and backward ``o_RL`` slower than standalone Megatron (the preset's
-    ``trainer_overhead``: 1.2 for NeMo RL, NVIDIA-NeMo/RL issue 2129; docs/rl-modeling.md §3.6). A pinned
-    layout (``[trainer] tp, pp, ep, cp, vp``) replaces the search. Infeasible counts give 0.
+    pass each (their measured share of the update, 0.12-0.64 with a median near 1/3: docs/sources.md §M.4), and
+    the RL framework runs forward and backward ``o_RL`` slower than standalone Megatron (the preset's
+    ``trainer_overhead``: 1.2 for NeMo RL, NVIDIA-NeMo/RL issue 2129; docs/rl-modeling.md §3.6). A run calibration
+    multiplies the update by its ``training`` factor and the passes by its ``logprob`` factor
+    (``(k_train + k_logprob·n_extra/3)`` in place of ``1 + n_extra/3``; docs/calibration.md). A pinned layout
+    (``[trainer] tp, pp, ep, cp, vp``) replaces the search. Infeasible counts give 0.
     """
     t = scn.trainer
     job = training_job(scn, cluster, ws)
@@ -551,15 +583,16 @@ def trainer_capacity(scn, cluster: Cluster, ws: WorkloadStats, n_t) -> TrainerRa
             rates[i] = _trainer_rates(job, n_t[i:i + 1], _families(job, (int(n_t[i]),)))[0]
     st = settings(scn, cluster)
     extra, overhead = st.extra_forward_passes, st.trainer_overhead
+    run = cluster.run  # a run calibration's factors on the update and on the log-prob passes (1: none)
     flop_rate_per_token = m.training_flops_per_token(seq)
-    f_sample = sample_flops(m, ws) * (1.0 + extra / 3.0) * overhead
+    f_sample = sample_flops(m, ws) * (run.training + run.logprob * extra / 3.0) * overhead
     fits = rates[:, 0] > 0
     if t.mfu_busy is not None:  # a measured MFU replaces the training model; memory feasibility still applies
         peak = hw.peak_flops_per_s(precision)
         return TrainerRates(np.where(fits, n_t * peak * t.mfu_busy / (f_sample / overhead), 0.0),
-                            np.where(fits, t.mfu_busy, 0.0), rates[:, 2])
+                            np.where(fits, t.mfu_busy / run.training, 0.0), rates[:, 2])
     samples = rates[:, 0] * flop_rate_per_token / f_sample
-    return TrainerRates(samples, rates[:, 1] / overhead, rates[:, 2])
+    return TrainerRates(samples, rates[:, 1] / (overhead * run.training), rates[:, 2])
 
 
 def trainer_min_gpus(scn, cluster: Cluster, ws: WorkloadStats) -> int | None:

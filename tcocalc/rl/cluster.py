@@ -9,13 +9,15 @@ hashable, every cache keyed on them keeps results of different calibrations apar
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..catalog.accelerators import Accelerator, hardware
 from ..catalog.calibration import Calibration, CalibrationSet, RLCalibration, shipped_calibration
 from ..catalog.models import ModelArch, model
 from ..errors import ScenarioError
 from ..scenario import Scenario
+from .run_factors import UNCALIBRATED, RunFactors, run_factors
+from .settings import settings
 
 __all__ = ["Cluster", "resolve", "single_server_domain"]
 
@@ -23,7 +25,8 @@ __all__ = ["Cluster", "resolve", "single_server_domain"]
 @dataclass(frozen=True)
 class Cluster:
     """The model, the trainer and generator accelerators of one scenario, each pool's roofline calibration, the RL
-    pipeline's factors and the calibration set they come from (``calibration``, for re-resolving a variant)."""
+    pipeline's factors, the calibration set they come from (``calibration``, for re-resolving a variant) and the
+    factors of the scenario's run calibration that apply to it (``run``, :mod:`tcocalc.rl.run_factors`)."""
 
     model: ModelArch
     trainer: Accelerator
@@ -32,6 +35,7 @@ class Cluster:
     generator_cal: Calibration
     rl_cal: RLCalibration
     calibration: CalibrationSet
+    run: RunFactors = UNCALIBRATED
 
 
 def _model(scn: Scenario) -> ModelArch:
@@ -78,5 +82,10 @@ def resolve(scn: Scenario, calibration: CalibrationSet | None = None) -> Cluster
                                 ("generator.precision", acc_g, scn.generator.precision)):
         if precision not in acc.precisions:
             raise ScenarioError(fld, f"{acc.name} has no {precision}; it supports {', '.join(acc.precisions)}")
-    return Cluster(model=m, trainer=acc_t, generator=acc_g, trainer_cal=calibration.for_accelerator(acc_t),
-                   generator_cal=calibration.for_accelerator(acc_g), rl_cal=calibration.rl, calibration=calibration)
+    cluster = Cluster(model=m, trainer=acc_t, generator=acc_g, trainer_cal=calibration.for_accelerator(acc_t),
+                      generator_cal=calibration.for_accelerator(acc_g), rl_cal=calibration.rl,
+                      calibration=calibration)
+    if scn.calibration is None:
+        return cluster
+    st = settings(scn, cluster)
+    return replace(cluster, run=run_factors(scn, cluster, st.engine, st.weight_sync))

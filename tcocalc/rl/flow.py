@@ -20,6 +20,10 @@ Stage 2, a step model from :data:`STEP_MODELS` keyed by ``orchestration.mode`` (
 * :func:`periodic_step` (``periodic``, arXiv 2511.18871, §5.5): the synchronous batch, with the trainer
   consuming groups as they finish: ``T = max_t [t + t_train·(1 − F(t⁻))] + t_sync``.
 
+A run calibration's fixed per-step cost ``t_fixed`` (:attr:`Rates.t_fixed`, docs/calibration.md) adds to the
+trainer loop's time per step wherever ``t_train`` stands for it (``t_train + t_fixed``: the synchronous step, the
+trainer's gate and capacity ``μ_eff``, the periodic step), never to the training share behind MFU.
+
 Everything broadcasts over candidate splits (arrays of trainer and generator GPU counts).
 """
 
@@ -73,6 +77,12 @@ class Rates:
     generated_per_trained: float    # model tokens generated per trained trajectory, waste included [token]
     startup_s: float                # sandbox start-up per trajectory, retries included [s]
     rollout_latency_s: float        # W_gen of one trajectory on an unthrottled instance, retries included [s]
+    t_fixed: float = 0.0            # fixed per-step cost of the trainer loop (a run calibration's) [s]
+
+    @property
+    def t_trainer(self) -> np.ndarray:
+        """The trainer loop's time per step: the batch's training plus the fixed per-step cost [s]."""
+        return self.t_train + self.t_fixed
 
 
 @dataclass(frozen=True)
@@ -114,16 +124,18 @@ def pool_rates(cluster: Cluster, scn: Scenario, ws: WorkloadStats, gcap: Generat
     feasible = (mu_t > 0) & (n_rep > 0)
     mu_safe = np.where(feasible, mu_t, 1.0)
     st = settings(scn, cluster)
-    rl_cal = cluster.rl_cal
+    rl_cal, run = cluster.rl_cal, cluster.run
     # an engine that loads weights tensor by tensor pays a fixed time per checkpoint tensor (§3.5)
-    per_tensor = 0.0 if st.bucketed_weight_load else checkpoint_tensors(cluster.model) * per_tensor_seconds(rl_cal)
+    per_tensor = (0.0 if st.bucketed_weight_load else
+                  checkpoint_tensors(cluster.model) * per_tensor_seconds(rl_cal) * run.weight_sync)
     if scn.orchestration.traits.shared_pool:  # the shared pool switches between trainer and engine every step
         t_sync = colocated_switch_seconds(cluster.generator, gcap.weights_per_gpu_bytes, tr.state_bytes,
-                                          offload=st.colocated_offload, calibration=rl_cal) + per_tensor
+                                          offload=st.colocated_offload, calibration=rl_cal,
+                                          switching=run.switching, refit=run.weight_sync) + per_tensor
     else:
         t_sync = weight_sync_seconds(cluster.model.params_total, cluster.trainer, cluster.generator, n_t, n_g,
                                      instance_gpus=gcap.instance_gpus, transport=st.weight_sync,
-                                     calibration=rl_cal) + per_tensor
+                                     calibration=rl_cal) * run.weight_sync + per_tensor
     # the framework's cap on trajectories in flight spreads over the replicas (AReaL max concurrent rollouts)
     cap = scn.orchestration.max_rollouts_in_flight
     slots = np.full(n_rep.shape, gcap.b_max) if cap is None else np.clip(cap / np.maximum(n_rep, 1), 1.0, gcap.b_max)
@@ -136,7 +148,7 @@ def pool_rates(cluster: Cluster, scn: Scenario, ws: WorkloadStats, gcap: Generat
                  slots=slots, b_op=b_op,
                  batch=float(ws.samples_per_step), keep=keep, generated_per_dispatched=gen_per_dispatched,
                  generated_per_trained=ws.generated_per_trained, startup_s=startup,
-                 rollout_latency_s=gcap.latency_s + (startup - ws.startup_s))
+                 rollout_latency_s=gcap.latency_s + (startup - ws.startup_s), t_fixed=run.step_overhead_s)
 
 
 def _sync_dispatched(ws: WorkloadStats, keep: float) -> float:
@@ -300,15 +312,15 @@ def sync_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rate
     B, keep = r.batch, r.keep
     t_gen, n_disp, _, _, _ = _sync_generation(scn, ws, gcap, r)
     if scn.orchestration.traits.fixed_lag:  # the generator runs a step ahead: generation overlaps training
-        step = np.maximum(t_gen, r.t_train) + r.t_sync
+        step = np.maximum(t_gen, r.t_trainer) + r.t_sync
     else:
-        step = t_gen + r.t_train + r.t_sync
+        step = t_gen + r.t_trainer + r.t_sync
     x = B / step
     # a sandbox is live from a successful start to the trajectory's end: its latency less the start-up
     hold = np.minimum(1.0, (gcap.latency_s - ws.startup_s) / step)
     # the trainer is not waiting for data while it pushes weights or switches the pool (as the simulator counts)
     pushes = scn.orchestration.traits.push_blocks_trainer or settings(scn).sync_blocks_trainer
-    busy = r.t_train + (r.t_sync if pushes else 0.0)
+    busy = r.t_trainer + (r.t_sync if pushes else 0.0)
     return Flow(trained_per_s=x, step_s=step, trainer_idle=np.clip(1.0 - busy / step, 0.0, 1.0),
                 generator_idle=np.clip(1.0 - t_gen / step, 0.0, 1.0), trainer_capacity=r.trainer_samples_per_s,
                 generator_capacity=B / t_gen, in_flight=np.full_like(step, n_disp), queued=np.zeros_like(step),
@@ -443,7 +455,8 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
     window_cap = None
     if streamed(scn):
         window_cap = B * (1.0 + math.floor(eta)) / (r.t_sync + streamed_window_fill_s(scn, ws, gcap, r)
-                                                    + r.t_train / scn.trainer.minibatches_per_step)
+                                                    + r.t_train / scn.trainer.minibatches_per_step
+                                                    + r.t_fixed)
     b_prev = f_prev = None
     for _ in range(80):
         w = gcap.prefill_s + r.generated_per_dispatched * (gcap.t0 + gcap.t1 * b) + w_env
@@ -458,7 +471,7 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
         t_tail = gcap.prefill_s + tail_tok * tok_s + w_env + (k_steps - 1.0) * pause_s
         # half a batch waits in the buffer on average while the next one assembles (Q = B/2)
         hold_cap = keep * staleness_throughput_cap(eta, B, w_hold, queued=B / 2.0)
-        tail_cap = k_steps * B / (t_tail + r.t_train + r.t_sync)
+        tail_cap = k_steps * B / (t_tail + r.t_trainer + r.t_sync)
         caps = {"generator": lam_paused, "trainer": mu_eff,
                 "staleness": window_cap if window_cap is not None else np.minimum(hold_cap, tail_cap)}
         x = np.minimum(np.minimum(lam_paused, mu_eff), caps["staleness"])
@@ -497,7 +510,7 @@ def _fixed_point_step(b, f_b, b_prev, f_prev, upper):
 def async_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates) -> Flow:
     """Asynchronous step (async with bound η, inflight): the generator streams under the staleness bound."""
     B, keep, eta = r.batch, r.keep, scn.orchestration.max_staleness
-    mu_eff = B / (r.t_train + (r.t_sync if settings(scn).sync_blocks_trainer else 0.0))
+    mu_eff = B / (r.t_trainer + (r.t_sync if settings(scn).sync_blocks_trainer else 0.0))
     x, w_gen, w_hold, lam_paused, caps = _async_throughput(scn, ws, gcap, r, mu_eff)
     step = B / x
     served = (x / keep) * w_gen  # Little's law on the trajectories a replica is serving
@@ -576,16 +589,17 @@ def periodic_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: 
     each iteration, the whole batch is generated by that policy (trajectory staleness 0), and the trainer
     accumulates gradients over finished groups as they stream in, so training overlaps generation.
 
-    ``T = T_end + t_sync`` with ``T_end`` from :func:`_periodic_train_end`; since every ``τ ≤ t_gen`` and the
+    ``T = T_end + t_fixed + t_sync`` with ``T_end`` from :func:`_periodic_train_end` (``t_fixed``: the trainer
+    loop's fixed per-step cost, :attr:`Rates.t_fixed`); since every ``τ ≤ t_gen`` and the
     remaining training ``≤ t_train``, ``max(t_gen, t_train) < T_end ≤ t_gen + t_train``: between one step
     off and synchronous."""
     B, keep = r.batch, r.keep
     t_gen, n_disp, per_rep, longest, refill = _sync_generation(scn, ws, gcap, r)
     # a batch that falls short waits for its extra round's groups, which the trainer then takes (§4.5)
-    step = _periodic_train_end(scn, ws, gcap, r, t_gen - refill, per_rep, longest) + refill + r.t_sync
+    step = _periodic_train_end(scn, ws, gcap, r, t_gen - refill, per_rep, longest) + refill + r.t_fixed + r.t_sync
     x = B / step
     hold = np.minimum(1.0, (gcap.latency_s - ws.startup_s) / step)
-    return Flow(trained_per_s=x, step_s=step, trainer_idle=np.clip(1.0 - r.t_train / step, 0.0, 1.0),
+    return Flow(trained_per_s=x, step_s=step, trainer_idle=np.clip(1.0 - r.t_trainer / step, 0.0, 1.0),
                 generator_idle=np.clip(1.0 - t_gen / step, 0.0, 1.0), trainer_capacity=r.trainer_samples_per_s,
                 generator_capacity=B / t_gen, in_flight=np.full_like(step, n_disp), queued=np.zeros_like(step),
                 group_wait=np.zeros_like(step),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.optimize import brentq
 from scipy.special import ndtr, ndtri
 
 from ..errors import ScenarioError
@@ -18,7 +19,7 @@ __all__ = [
     "truncated_share", "useful_probability", "useful_group_fraction", "blom_z", "expected_max",
     "oversampling_cutoff", "multiturn_prefill_tokens", "cache_hit_fraction", "staleness_means",
     "intra_step_lag", "staleness_throughput_cap", "group_quantile_z", "sync_dispatch_groups",
-    "areal_admission_capacity", "verl_stale_fraction_bound",
+    "areal_admission_capacity", "verl_stale_fraction_bound", "uncapped_mean",
 ]
 
 Z99 = float(ndtri(0.99))  # 2.3263
@@ -67,6 +68,24 @@ def capped_moment(j: float, mu: float, sigma: float, cap: float | None) -> float
     if cap is None:
         return math.exp(j * mu + j * j * sigma * sigma / 2.0)
     return lognormal_partial_moment(j, mu, sigma, cap) + cap ** j * truncated_share(mu, sigma, cap)
+
+
+def uncapped_mean(capped_mean: float, sigma: float, cap: float) -> float:
+    """The lognormal mean before the cap ``L`` whose capped mean ``E[min(R, L)]`` is ``capped_mean`` (what a run
+    logs: the mean generated length, truncated responses counted at the cap), solved by bracketing
+    (:func:`capped_moment` rises with the mean). ScenarioError naming ``response_tokens_mean`` when the capped mean
+    is not below the cap (no lognormal has it)."""
+    if capped_mean >= cap:
+        raise ScenarioError("response_tokens_mean", f"mean generated length {capped_mean:g} is not below the cap "
+                                                    f"{cap:g}")
+
+    def gap(m):
+        return capped_moment(1, lognormal_mu(m, sigma), sigma, cap) - capped_mean
+
+    hi = capped_mean * 2.0
+    while gap(hi) < 0:
+        hi *= 2.0
+    return brentq(gap, capped_mean, hi, xtol=1e-6)
 
 
 def useful_probability(p, group_size: int):

@@ -84,6 +84,7 @@ class SimParams:
     sync_blocks_trainer: bool
     minibatches: int = 1        # optimizer updates per step (per weight push)
     stream_minibatches: bool = False  # a streamed step (flow.streamed): each mini-batch is taken as it fills
+    step_fixed_s: float = 0.0   # the trainer loop's fixed per-step cost (a run calibration's) [s]
 
 
 class _Group:
@@ -257,11 +258,15 @@ class Engine:
         self._push_weights()
 
     def _push_weights(self) -> None:
+        """The step's weight push; a step trained in parts (periodic, streamed) pays the trainer loop's fixed
+        per-step cost first (a whole-batch step paid it with its training, :meth:`_start_training`)."""
         p = self.p
         self.syncing = True
         if not self.replicas.paused:
             self.replicas.set_paused(True, self.now)
-        self.push(self.now + p.t_sync, Ev.WEIGHTS_LIVE)
+        fixed = p.step_fixed_s if (self.periodic or self.streamed) else 0.0
+        self.train_dur += fixed
+        self.push(self.now + fixed + p.t_sync, Ev.WEIGHTS_LIVE)
 
     def _weights_live(self, _a, _b) -> None:
         self.syncing = False
@@ -435,7 +440,7 @@ class Engine:
                                     sum(1 for tr in take if p.uses_sandbox and tr.v_end != tr.v_start)))
         f = sum(p.flops_linear * (p.fixed_tokens + tr.tokens) + p.flops_square * (p.fixed_tokens + tr.tokens) ** 2
                 for tr in take)
-        self.train_dur = f / p.trainer_flops_per_s
+        self.train_dur = f / p.trainer_flops_per_s + p.step_fixed_s
         self.trainer_busy = True
         self.push(self.now + self.train_dur, Ev.TRAIN_DONE)
         if self.sync_family:

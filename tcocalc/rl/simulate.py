@@ -175,7 +175,7 @@ def _params(scn: Scenario, ws, gcap, rates: Rates, cluster_model) -> SimParams:
         flops_linear=linear, flops_square=square,
         trainer_flops_per_s=float(rates.trainer_samples_per_s[0]) * flops_mean, t_sync=float(rates.t_sync[0]),
         sync_blocks_trainer=settings(scn).sync_blocks_trainer, minibatches=scn.trainer.minibatches_per_step,
-        stream_minibatches=streamed(scn))
+        stream_minibatches=streamed(scn), step_fixed_s=float(rates.t_fixed))
 
 
 def flow_from_run(eng: Engine, p: SimParams, gcap, analytical: Flow, minibatches: int,
@@ -206,7 +206,8 @@ def flow_from_run(eng: Engine, p: SimParams, gcap, analytical: Flow, minibatches
                 in_flight=one * in_flight,
                 queued=one * float(np.mean(eng.queued_at_step[warm:] or eng.queued_at_step)),
                 group_wait=one * float(np.mean(eng.held_at_step[warm:] or eng.held_at_step)),
-                rollout_latency_s=one * (in_flight / dispatched_per_s), training_share=one * (train_s / wall),
+                rollout_latency_s=one * (in_flight / dispatched_per_s),
+                training_share=one * ((train_s - n_steps * p.step_fixed_s) / wall),
                 generated_tokens_per_s=one * (tokens_gen / wall),
                 discarded_fraction=one * float(np.clip(1.0 - eng.trained / max(eng.dispatched, 1), 0.0, 1.0)),
                 sandbox_share=one * (min(live / in_flight, 1.0) if in_flight > 0 else 0.0))

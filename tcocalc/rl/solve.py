@@ -32,7 +32,8 @@ from .phases import phase_list, workload_stats
 from .pipeline import PhaseResult, evaluate_splits
 from .report import OBJECTIVES, RLReport, assert_finite, combine_phases, scalar_metrics
 
-__all__ = ["evaluate", "solve_split", "phase_results", "SPLIT_TOLERANCE", "USEFUL_GROUP_FLOOR", "SIZING_SHARE",
+__all__ = ["evaluate", "solve_split", "phase_results", "calibration_status", "SPLIT_TOLERANCE", "USEFUL_GROUP_FLOOR",
+           "SIZING_SHARE",
            "MAX_CANDIDATES"]
 
 #: :func:`solve_split` keeps the scenario's own split unless the best split improves the objective by more
@@ -148,8 +149,17 @@ def _assess(scn: Scenario, cluster: Cluster) -> _Assessed:
                for res in results}
     limits, looser = _binding_limits(scn, cluster, results)
     details["binding_limits"] = limits
-    details["warnings"] = _warnings(scn, results)
+    details["warnings"] = _warnings(scn, results) + [
+        {"kind": "calibration_dropped", "phase": None, "message": w} for w in cluster.run.warnings]
+    details["calibration"] = calibration_status(cluster.run)
     return _Assessed(metrics, _phase_table(parts, results), details, results, looser)
+
+
+def calibration_status(run) -> dict:
+    """Whether a run calibration applies and from what (``report.details["calibration"]``): ``calibrated``,
+    ``source``, the ``factors`` that apply and the ``dropped`` ones with the keys that differ."""
+    return {"calibrated": run.calibrated, "source": run.source, "factors": run.applied() if run.calibrated else {},
+            "dropped": {name: list(keys) for name, keys in run.dropped}}
 
 
 def evaluate(scenario: Scenario, *, calibration=None) -> RLReport:

@@ -60,14 +60,16 @@ def per_tensor_seconds(calibration: RLCalibration | None = None) -> float:
 
 
 def colocated_switch_seconds(acc, engine_weights_per_gpu: float, trainer_state_per_gpu, *, offload: bool,
-                             calibration: RLCalibration | None = None):
+                             calibration: RLCalibration | None = None, switching: float = 1.0, refit: float = 1.0):
     """Seconds a colocated step spends switching the pool between trainer and engine (module docstring);
     ``trainer_state_per_gpu`` may be an array over pool sizes. ``calibration``: the RL factors (the cluster's
-    ``rl_cal``; default the shipped ones)."""
+    ``rl_cal``; default the shipped ones). ``switching`` and ``refit``: a run calibration's factors on the switch
+    (engine sleep/wake, trainer offload/onload, the fixed switch) and on the in-process refit of the weights
+    (docs/calibration.md; 1: uncalibrated)."""
     cal = rl_calibration() if calibration is None else calibration
     host = host_link_rate(acc)
     state = np.asarray(trainer_state_per_gpu, dtype=float)
     engine = 2.0 * (cal["engine_wake_fixed_s"] + engine_weights_per_gpu / (cal["engine_copy_efficiency"] * host))
-    refit = cal["refit_ipc_fixed_s"] + engine_weights_per_gpu / cal["refit_ipc_bytes_per_s"]
     trainer = 2.0 * state / (cal["offload_copy_efficiency"] * host) if offload else np.zeros_like(state)
-    return cal["switch_fixed_s"] + engine + refit + trainer
+    return (cal["switch_fixed_s"] * switching + engine * switching + (cal["refit_ipc_fixed_s"] +
+            engine_weights_per_gpu / cal["refit_ipc_bytes_per_s"]) * refit + trainer * switching)

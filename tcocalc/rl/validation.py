@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import math
 
-from scipy.optimize import brentq
-
 from .._data import scenarios_dir
 from ..catalog.accelerators import hardware
 from ..catalog.calibration import rl_calibration
@@ -41,18 +39,6 @@ __all__ = ["RL_TOLERANCE", "nemo_case_scenario", "verl_case_scenario", "rl_valid
 
 RL_TOLERANCE = 0.25
 """A row counts as reproduced within ±25% of its published step time (issue 12's target band)."""
-
-
-def _uncapped_mean(capped_mean: float, sigma: float, cap: float) -> float:
-    """The lognormal mean before the cap whose capped mean is ``capped_mean`` (the published G-avg)."""
-    def gap(m):
-        return wl.capped_moment(1, wl.lognormal_mu(m, sigma), sigma, cap) - capped_mean
-    if capped_mean >= cap:
-        raise TcocalcError(f"mean generated length {capped_mean:g} is not below the cap {cap:g}")
-    hi = capped_mean * 2.0
-    while gap(hi) < 0:
-        hi *= 2.0
-    return brentq(gap, capped_mean, hi, xtol=1e-6)
 
 
 def nemo_case_scenario(case: dict) -> Scenario:
@@ -78,7 +64,7 @@ def nemo_case_scenario(case: dict) -> Scenario:
         "generator": generator,
         "workload": {"prompts_per_step": case["prompts_per_step"], "group_size": case["group_size"],
                      "prompt_tokens": prompt, "response_tokens_sigma": sigma, "response_tokens_max": cap,
-                     "response_tokens_mean": _uncapped_mean(case["generated_mean_tokens"], sigma, cap)},
+                     "response_tokens_mean": wl.uncapped_mean(case["generated_mean_tokens"], sigma, cap)},
         "orchestration": {"framework": "nemo-rl", "mode": "async" if async_ else "colocated",
                           "max_staleness": float(case["max_trajectory_age"]) if async_ else 1.0,
                           "filter_zero_advantage": bool(case["dynamic_sampling_multiplier"])},

@@ -1,0 +1,119 @@
+"""The run calibration a scenario carries (``[calibration]``), as the factors that apply to this scenario.
+
+A calibration fitted on a measured run (:func:`tcocalc.calibrate`, docs/calibration.md) holds per-stage factors:
+the generator's decode and prefill time, the trainer's update and log-prob passes, the weight push, the colocated
+switch (multipliers of the model's own stage times) and a fixed per-step cost. They describe how a software
+stack runs on its hardware, so they carry over to any split, GPU count, staleness bound and, within the rules
+below, mode; a factor whose stack differs in the target scenario does not carry over and is dropped, with a
+warning that names it (:func:`run_factors`; docs/calibration.md, "What transfers"):
+
+============== ===========================================================================================
+factor         kept when the target has the measured run's ...
+============== ===========================================================================================
+generation     model, generator accelerator, generator precision, KV-cache precision and engine
+training       model, trainer accelerator, trainer precision and framework
+logprob        model, trainer accelerator, trainer precision and framework
+weight_sync    model, trainer and generator accelerators, transport, and one pool or two as measured
+switching      model, accelerator and framework, in a colocated target (only one pool switches)
+step_overhead  framework and model
+============== ===========================================================================================
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..modes import MODES
+from ..scenario import Scenario
+
+__all__ = ["RunFactors", "UNCALIBRATED", "run_factors", "FACTOR_NAMES", "TRANSFER_KEYS"]
+
+FACTOR_NAMES = ("generation", "training", "logprob", "weight_sync", "switching", "step_overhead_s")
+
+#: What each factor needs to match between the measured run and the target (keys of :func:`stack_identity`).
+TRANSFER_KEYS: dict[str, tuple[str, ...]] = {
+    "generation": ("model", "generator_hardware", "generator_precision", "kv_precision", "engine"),
+    "training": ("model", "trainer_hardware", "trainer_precision", "framework"),
+    "logprob": ("model", "trainer_hardware", "trainer_precision", "framework"),
+    "weight_sync": ("model", "trainer_hardware", "generator_hardware", "weight_sync", "pools"),
+    "switching": ("model", "trainer_hardware", "framework", "pools"),
+    "step_overhead_s": ("framework", "model"),
+}
+
+
+@dataclass(frozen=True)
+class RunFactors:
+    """The calibration factors that apply to one scenario (1 and 0 s: the uncalibrated model), where they came
+    from (``source``; ``None`` when uncalibrated), the factors dropped because the stack differs and why
+    (``dropped``: name -> the keys that differ) and the warnings to report."""
+
+    generation: float = 1.0
+    training: float = 1.0
+    logprob: float = 1.0
+    weight_sync: float = 1.0
+    switching: float = 1.0
+    step_overhead_s: float = 0.0
+    source: str | None = None
+    dropped: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def calibrated(self) -> bool:
+        """A calibration applies: at least one of its factors (other than neutral ones) carries over."""
+        return self.source is not None and bool(self.applied())
+
+    def applied(self) -> dict[str, float]:
+        """The factors that apply and change something, by name (neutral ones left out)."""
+        return {k: getattr(self, k) for k in FACTOR_NAMES
+                if getattr(self, k) != (0.0 if k == "step_overhead_s" else 1.0)}
+
+
+UNCALIBRATED = RunFactors()
+
+
+def stack_identity(scn: Scenario, cluster, engine: str, weight_sync: str) -> dict:
+    """The keys a factor's transfer is judged on (:data:`TRANSFER_KEYS`), for a resolved scenario: canonical catalog
+    names (the cluster's), precisions, engine, framework, transport and the pools (1 colocated, 2 otherwise)."""
+    g = scn.generator
+    kv = g.kv_precision or ("fp8" if g.precision == "fp4" else g.precision)
+    return {"model": cluster.model.name, "trainer_hardware": cluster.trainer.name,
+            "generator_hardware": cluster.generator.name, "trainer_precision": scn.model.precision,
+            "generator_precision": g.precision, "kv_precision": kv, "engine": engine,
+            "framework": scn.orchestration.framework, "weight_sync": weight_sync,
+            "pools": scn.orchestration.traits.pools}
+
+
+def run_factors(scn: Scenario, cluster, engine: str, weight_sync: str) -> RunFactors:
+    """The factors of the scenario's ``[calibration]`` that apply to it (module docstring); uncalibrated when it has
+    none."""
+    cal = scn.calibration
+    if cal is None:
+        return UNCALIBRATED
+    run = cal.run
+    measured = {"model": run.model, "trainer_hardware": run.trainer_hardware,
+                "generator_hardware": run.generator_hardware, "trainer_precision": run.trainer_precision,
+                "generator_precision": run.generator_precision, "kv_precision": run.kv_precision,
+                "engine": run.engine, "framework": run.framework, "weight_sync": run.weight_sync,
+                "pools": MODES[run.mode].pools}
+    target = stack_identity(scn, cluster, engine, weight_sync)
+    values, dropped, warnings = {}, [], []
+    for name in FACTOR_NAMES:
+        differ = tuple(k for k in TRANSFER_KEYS[name] if measured[k] != target[k])
+        if name == "switching" and target["pools"] > 1:
+            differ = differ or ("pools",)
+        value = getattr(cal.factors, name)
+        if value == (0.0 if name == "step_overhead_s" else 1.0):
+            continue  # a neutral factor changes nothing, kept or not
+        if differ:
+            dropped.append((name, differ))
+            warnings.append(f"calibration: {name} ({_show(name, value)}) is dropped: the measured run's "
+                            + ", ".join(f"{k} {measured[k]} differs from this scenario's {target[k]}"
+                                        for k in differ))
+        else:
+            values[name] = value
+    return RunFactors(**values, source=cal.source or "a measured run", dropped=tuple(dropped),
+                      warnings=tuple(warnings))
+
+
+def _show(name: str, value: float) -> str:
+    return f"{value:,.3g} s per step" if name == "step_overhead_s" else f"x{value:.3g}"
