@@ -20,7 +20,7 @@ from ..errors import DataFileError, MissingSpecError, ScenarioError
 from .provenance import KINDS, check_entry, parse_toml
 
 __all__ = ["Calibration", "CalibrationSet", "RLCalibration", "calibration_for", "calibration_of", "rl_calibration",
-           "parse_rl_calibration", "shipped_calibration"]
+           "parse_rl_calibration", "shipped_calibration", "prediction_errors", "parse_prediction_errors"]
 
 _FACTORS = (
     "hbm_efficiency", "scaleup_efficiency", "scaleout_efficiency", "op_overhead_s", "kv_memory_fraction",
@@ -289,3 +289,31 @@ class CalibrationSet:
 def shipped_calibration() -> CalibrationSet:
     """The shipped factors: data/calibration.toml and data/rl_calibration.toml."""
     return CalibrationSet(tables=_freeze(_raw()), rl=rl_calibration())
+
+
+# ---------------------------------------------------------------- how far to trust a report
+def parse_prediction_errors(text: str, file: str = "data/prediction_errors.toml") -> dict[str, dict[str, float]]:
+    """``uncalibrated`` and ``calibrated`` -> median |error| and share within ±25% (fractions) and the row count of
+    the validation they come from; each entry with its provenance kind and source."""
+    out = {}
+    data = parse_toml(text, file)
+    for key in ("uncalibrated", "calibrated"):
+        if key not in data:
+            raise DataFileError(file, key, "", "missing entry")
+        entry = data[key]
+        nums = check_entry(file, key, entry, value_fields=("median_abs_error", "within_25pct"),
+                           whole_fields=("rows",), kinds=KINDS, positive=("median_abs_error", "rows"))
+        extra = set(entry) - {"median_abs_error", "within_25pct", "rows", "kind", "source"}
+        if extra:
+            raise DataFileError(file, key, sorted(extra)[0], "unknown field")
+        for f in ("median_abs_error", "within_25pct"):
+            if not 0 <= nums[f] <= 1:
+                raise DataFileError(file, key, f, f"a fraction from 0 to 1, got {nums[f]!r}")
+        out[key] = {**nums, "source": entry["source"], "kind": entry["kind"]}
+    return out
+
+
+@functools.cache
+def prediction_errors() -> dict[str, dict[str, float]]:
+    """The typical step-time errors of uncalibrated and calibrated reports (data/prediction_errors.toml)."""
+    return parse_shipped("prediction_errors.toml", parse_prediction_errors)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..catalog.accelerators import hardware as catalog_hardware
+from ..catalog.calibration import prediction_errors
 from ..economics.tco import gpus_paid
 from ..errors import InfeasibleError, ScenarioError, TcocalcError
 from ..scenario import GeneratorSection, Scenario, TrainerSection
@@ -32,9 +33,8 @@ from .phases import phase_list, workload_stats
 from .pipeline import PhaseResult, evaluate_splits
 from .report import OBJECTIVES, RLReport, assert_finite, combine_phases, scalar_metrics
 
-__all__ = ["evaluate", "solve_split", "phase_results", "calibration_status", "SPLIT_TOLERANCE", "USEFUL_GROUP_FLOOR",
-           "SIZING_SHARE",
-           "MAX_CANDIDATES"]
+__all__ = ["evaluate", "solve_split", "phase_results", "calibration_status", "trust", "HEADLINE_METRICS",
+           "SPLIT_TOLERANCE", "USEFUL_GROUP_FLOOR", "SIZING_SHARE", "MAX_CANDIDATES"]
 
 #: :func:`solve_split` keeps the scenario's own split unless the best split improves the objective by more
 #: than this share of the given split's value: smaller gains are below what the model can resolve, and a
@@ -152,7 +152,23 @@ def _assess(scn: Scenario, cluster: Cluster) -> _Assessed:
     details["warnings"] = _warnings(scn, results) + [
         {"kind": "calibration_dropped", "phase": None, "message": w} for w in cluster.run.warnings]
     details["calibration"] = calibration_status(cluster.run)
+    details["trust"] = trust(cluster.run.calibrated)
     return _Assessed(metrics, _phase_table(parts, results), details, results, looser)
+
+
+HEADLINE_METRICS = ("step_time_s", "useful_samples_per_s", "usd_per_mtok_trained", "run_hours", "run_usd")
+"""The figures a planner acts on; each carries the step time's relative error (data/prediction_errors.toml)."""
+
+
+def trust(calibrated: bool) -> dict:
+    """How far to trust the headline figures (``report.details["trust"]``): the typical relative error of a step
+    time predicted this way (``typical_error``, the median |error| of the validation; ``within_25pct``, its share
+    within ±25%), whether that is the calibrated or the uncalibrated figure, the validation it comes from, and the
+    metrics it applies to (:data:`HEADLINE_METRICS`: each follows the step time one for one)."""
+    kind = "calibrated" if calibrated else "uncalibrated"
+    e = prediction_errors()[kind]
+    return {"basis": kind, "typical_error": e["median_abs_error"], "within_25pct": e["within_25pct"],
+            "rows": e["rows"], "source": e["source"], "metrics": HEADLINE_METRICS}
 
 
 def calibration_status(run) -> dict:
