@@ -187,3 +187,25 @@ def test_multitenancy_shares_the_generator_pool():
     assert math.isfinite(four["usd_per_hour_per_run"])
     with pytest.raises(tc.ScenarioError, match="runs"):
         tc.multitenancy(scn, 0)
+
+
+@pytest.mark.parametrize("rate, years", [(1e-17, 5.0), (1e-12, 3.0), (0.08, 1e-9), (1e-300, 1e-300)])
+def test_capital_recovery_near_zero_rate_or_years_takes_its_limit(rate, years):
+    """(1+r)^n - 1 rounds to 0 for r·n below about 1e-16 (ZeroDivisionError before): the factor is finite and equals
+    its series in ``x = n·ln(1+r)``, ``r/x + r/2 + r·x/12`` [hand-derived: ``r·e^x/(e^x − 1) = r/(1 − e^{−x})``],
+    within 1e-9 (``r/x`` taken as ``1/n`` where ``x`` underflows)."""
+    got = capital_recovery_factor(rate, years)
+    x = years * math.log1p(rate)
+    assert math.isfinite(got)
+    assert got == pytest.approx((rate / x if x else 1.0 / years) + rate / 2.0 + rate * x / 12.0, rel=1e-9)
+
+
+def test_capital_recovery_factor_is_continuous_across_the_series_switch():
+    below, above = capital_recovery_factor(0.999e-6 / 5, 5.0), capital_recovery_factor(1.001e-6 / 5, 5.0)
+    assert below == pytest.approx(above, rel=1e-8)
+
+
+def test_a_tiny_cost_of_capital_in_a_scenario_evaluates():
+    scn = tc.load_scenario(SCN / "default.toml").with_values(
+        {"economics.cost_inputs": {"cost_of_capital": 1e-17}})
+    assert math.isfinite(tc.evaluate(scn).metrics["usd_per_gpu_hour"])

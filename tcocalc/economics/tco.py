@@ -21,6 +21,7 @@ layer, in :mod:`tcocalc.whatif`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -104,11 +105,19 @@ class CostBreakdown:
 
 
 def capital_recovery_factor(rate: float, years: float) -> float:
-    """Annuity factor ``r(1+r)^n / ((1+r)^n − 1)`` [1/year]; ``1/n`` at ``r = 0``."""
+    """Annuity factor ``r(1+r)^n / ((1+r)^n − 1)`` [1/year] (the standard capital recovery factor, e.g. NREL's
+    "Simple Levelized Cost of Energy" documentation); ``1/n`` at ``r = 0``. Where ``(1+r)^n − 1`` loses its digits
+    (``|r·n| < 1e-6``; it rounds to zero below about 1e-16) the same factor is computed as
+    ``r / (1 − e^{−n·ln(1+r)})`` with ``log1p``/``expm1``, which tends to ``1/n`` as ``r → 0`` and stays finite."""
     if years <= 0:
         raise ScenarioError("depreciation_years", f"must be > 0, got {years!r}")
     if rate == 0:
         return 1.0 / years
+    if abs(rate * years) < 1e-6:
+        x = years * math.log1p(rate)
+        if x == 0.0:  # underflow: the limit r/x + r/2 with x = n·r
+            return 1.0 / years + rate / 2.0
+        return rate / -math.expm1(-x)
     g = (1.0 + rate) ** years
     return rate * g / (g - 1.0)
 
