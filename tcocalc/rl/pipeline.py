@@ -19,12 +19,12 @@ from . import capacity
 from .capacity import GeneratorCapacity, generator_capacities
 from .cluster import Cluster
 from .flow import STEP_MODELS, Flow, Rates, clear_tail_tables, pool_rates
-from .phases import WorkloadStats
+from .phases import WorkloadStats, phase_list, workload_stats
 from .report import contract_metrics
 from .sandboxes import sandbox_load
 from .staleness import Staleness, staleness
 
-__all__ = ["PhaseResult", "evaluate_splits", "clear_caches"]
+__all__ = ["PhaseResult", "evaluate_splits", "phase_results", "clear_caches"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,12 @@ def evaluate_splits(cluster: Cluster, scn: Scenario, ws: WorkloadStats, n_t, n_g
     metrics = contract_metrics(scn, ws, rates, flow, stale, live, usd_h)
     return PhaseResult(workload=ws, generator=gcap, rates=rates, flow=flow, staleness=stale, sandboxes=live,
                        usd_per_hour=usd_h, metrics=metrics)
+
+
+def phase_results(scn: Scenario, cluster: Cluster, n_t, n_g) -> list[PhaseResult]:
+    """The staged model for every phase of the run over candidate splits ``(n_t[i], n_g[i])``."""
+    return [evaluate_splits(cluster, scn, workload_stats(scn, over, name, start, steps), n_t, n_g)
+            for name, start, steps, over in phase_list(scn)]
 
 
 def _best(rates: Rates, per_split) -> float:

@@ -5,7 +5,7 @@ samples/s, run hours for the scenario's steps, or a run budget in USD), every co
 choices is evaluated exactly — trainer accelerator x generator accelerator x mode x staleness bound x supply —
 and, for each, GPU counts per pool on a half-octave ladder in steps of the granularity (``g·{1, 2, 3, 4, 6, 8,
 11, 16, ...}`` per pool, both pools together at most ``max_gpus``), all at once through the staged model
-(:func:`~tcocalc.rl.solve.phase_results`, vectorised over splits). Memory minimums prune early: counts where a
+(:func:`~tcocalc.rl.pipeline.phase_results`, vectorised over splits). Memory minimums prune early: counts where a
 pool cannot hold the model (found once per hardware pair) are not evaluated in any mode.
 
 Supply only changes the price, so it is applied after the model: ``own`` prices each pool at the ownership
@@ -35,8 +35,8 @@ from ..modes import MODES
 from ..scenario import Scenario
 from .cluster import resolve
 from .phases import phase_list, workload_stats
+from .pipeline import phase_results
 from .report import combine_phases, tinker_usd_per_mtok
-from .solve import phase_results
 
 __all__ = ["SizingOptions", "SizingResult", "size_cluster", "SIZING_TARGETS", "SIZING_MODES", "gpu_ladder",
            "supply_prices"]

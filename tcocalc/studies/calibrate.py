@@ -376,7 +376,7 @@ def calibrate(scenario: Scenario, measurements, *, source: str | None = None, ca
     cluster = resolve(scn, calibration)
     cal = cluster.rl_cal
     _check_consistency(scn, meas, cal["calibrate_consistency_tolerance"])
-    evaluate(scn, calibration=calibration)  # the typed error naming the side that cannot hold the model
+    evaluate(scn, calibration=calibration, advice=False)  # the typed error naming a side that cannot hold the model
     model = _RunModel.of(scn, cluster)
     meas = _applicable(model, meas, warnings)
     free = _free(model, meas)

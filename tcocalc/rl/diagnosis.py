@@ -1,0 +1,258 @@
+"""What limits a split, as typed numbers (no sentences): the side that cannot hold the model, the limits that
+bind each phase, the workload warnings, and the other arrangements of the same split that would deliver more
+(disaggregated or aggregated serving, multi-node NVLink, a wider tensor-parallel generator instance). The words
+are :mod:`tcocalc.rl.advice`'s, written from these values with no model call.
+
+Cost: :func:`binding_limits` re-runs the model once where the staleness bound binds (one more step of staleness);
+:func:`serving_alternative` and :func:`nvlink_alternative` re-run it once each, and only
+:func:`~tcocalc.rl.solve.evaluate` and :func:`~tcocalc.rl.solve.solve_split` with advice call them (``advice=False``
+skips them: a sweep's points); :func:`wider_tp_alternative`, a few more evaluations, only ``solve_split`` pays.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..catalog.accelerators import hardware as catalog_hardware
+from ..errors import InfeasibleError, TcocalcError
+from ..scenario import Scenario
+from .capacity import pinned_layout, smallest_fitting_layout, trainer_min_gpus
+from .cluster import Cluster, resolve
+from .pipeline import PhaseResult, phase_results
+from .report import combine_phases
+from .search import SPLIT_TOLERANCE
+
+__all__ = ["Arrangement", "check_sides", "pinned_layout_error", "binding_limits", "group_warnings",
+           "calibration_warnings", "useful_at_split", "arrangement_gain", "serving_alternative",
+           "nvlink_alternative", "wider_tp_alternative", "USEFUL_GROUP_FLOOR", "CAP_ORDER"]
+
+#: A phase in which fewer groups than this share carry signal (rewards not all equal, §6) gets a warning:
+#: its step time and run cost are those of a run that discards or wastes nearly all it generates.
+USEFUL_GROUP_FLOOR = 0.05
+_RTOL = 1e-6  # a throughput within this of a cap is held by it (the async fixed point converges to 1e-10)
+CAP_ORDER = ("sandbox_start", "sandbox_concurrency", "trainer", "staleness", "generator")
+"""The caps a streaming step names (``flow.caps``), in the order the binding limits list them."""
+
+
+@dataclass(frozen=True)
+class Arrangement:
+    """Another arrangement of the same split that delivers more useful samples/s than :data:`SPLIT_TOLERANCE` more:
+    ``kind`` (``"aggregated"``, ``"disaggregated"``, ``"multinode_nvlink"``, ``"generator_tp"``), useful samples/s
+    now and with it, the scenario ``keys`` it sets, and what the words need of it (the prefill pool's GPUs and
+    instances, the NVLink domain, the instances' decode step at batch 1 [s])."""
+
+    kind: str
+    useful_before: float
+    useful_after: float
+    keys: tuple[str, ...]
+    generator_gpus: int | None = None
+    prefill_gpus: int | None = None
+    prefill_instance: str | None = None
+    decode_instance: str | None = None
+    server_gpus: int | None = None
+    domain_gpus: int | None = None
+    tp: int | None = None
+    t0_s: float | None = None
+    t0_before_s: float | None = None
+    instance_before: str | None = None
+
+
+def check_sides(scn: Scenario, cluster: Cluster, res: PhaseResult, n_t: int, n_g: int) -> None:
+    """InfeasibleError naming the side that cannot hold the model, with the smallest count that can."""
+    m, gcap, ws = cluster.model, res.generator, res.workload
+    if n_g < gcap.instance_gpus:
+        raise InfeasibleError(
+            f"generator: {n_g} x {scn.generator.hardware} cannot hold {m.name} ({scn.generator.precision}); "
+            f"the smallest instance is {gcap.instance_gpus} GPUs ({gcap.instance.label()})",
+            min_gpus=gcap.instance_gpus, layout=gcap.instance)
+    if gcap.prefill_pool is not None and int(gcap.replicas(n_g)) < 1:
+        pool = gcap.prefill_pool
+        field = "generator.prefill_gpus" if pool.pinned_gpus is not None else "generator.gpus"
+        raise InfeasibleError(
+            f"{field}: {n_g} disaggregated generator GPUs do not run one fed decode instance ({gcap.instance_gpus} "
+            f"GPUs, {gcap.instance.label()}) next to its prefill pool (instances of {pool.instance_gpus} GPUs, "
+            f"{pool.instance.label()}); the smallest that works is {gcap.min_gpus} GPUs", min_gpus=gcap.min_gpus)
+    if not bool(res.feasible[0]) and scn.trainer.pinned_layout:
+        pinned_layout_error(scn, cluster, ws, n_t)
+    if not bool(res.feasible[0]):
+        need = trainer_min_gpus(scn, cluster, ws)
+        raise InfeasibleError(
+            f"trainer: {n_t} x {scn.trainer.hardware} cannot train {m.name} ({scn.model.precision}) on "
+            f"{ws.traj_tokens:,.0f}-token trajectories; " + (f"at least {need} GPUs fit" if need else
+                                                               "no GPU count up to 32,768 fits"), min_gpus=need)
+
+
+def pinned_layout_error(scn: Scenario, cluster: Cluster, ws, n_t: int) -> None:
+    """InfeasibleError naming the pinned trainer layout (its fields) and the smallest layout that fits."""
+    t, m = scn.trainer, cluster.model
+    pins = {k: getattr(t, k) for k in ("tp", "pp", "ep", "cp", "vp") if getattr(t, k) is not None}
+    fields = ", ".join(f"trainer.{k} = {v}" for k, v in pins.items())
+    par = pinned_layout(t, m, n_t)
+    if par is None:
+        why = (f"does not divide {n_t} GPUs or does not fit {m.name} (tp must divide its {m.num_attention_heads} "
+               f"heads, ep its experts and tp·dp·cp)")
+    else:
+        why = f"({par.label()}) does not fit in {scn.trainer.hardware} memory"
+    alt = smallest_fitting_layout(scn, cluster, ws, n_t)
+    hint = (f"; the smallest layout that fits {n_t} GPUs is {alt.label()} (trainer.tp = {alt.tp}, trainer.pp = "
+            f"{alt.pp}, trainer.ep = {alt.ep})") if alt is not None else "; no layout fits this many GPUs"
+    raise InfeasibleError(f"trainer layout {fields} {why}{hint}", layout=alt)
+
+
+def binding_limits(scn: Scenario, cluster: Cluster, results: list[PhaseResult],
+                   looser: bool = True) -> tuple[dict, float | None]:
+    """Per phase, the limits that hold its throughput at this split; and the run's useful samples/s with
+    ``max_staleness + 1`` where the staleness bound holds a phase (None otherwise).
+
+    Async modes: the throughput equals the trainer's capacity, the sandbox start-rate cap
+    ``keep·max_starting/t_start`` or the concurrency cap ``keep·max_concurrency/W_gen`` (§5.4, §7); otherwise
+    one more step of staleness raises it (the staleness bound) or not (generation). Synchronous modes: the
+    longer of generation and training, and sandbox concurrency when a step dispatches more rollouts than it.
+    ``looser=False`` skips the re-evaluation at one more step of staleness (only the advice quotes it).
+    """
+    out: dict[str, list[str]] = {}
+    if scn.orchestration.traits.synchronous:
+        for res in results:
+            f, r, ws, sb = res.flow, res.rates, res.workload, scn.sandbox
+            kinds = ["sandbox_concurrency"] if (ws.uses_sandbox and 0 < sb.max_concurrency < f.in_flight[0]) else []
+            kinds.append("generator" if r.batch / f.generator_capacity[0] >= r.t_train[0] else "trainer")
+            out[ws.phase] = kinds
+        return out, None
+    for res in results:  # the step model names every cap on X (flow.caps); those within _RTOL of X bind
+        f = res.flow
+        kinds = [k for k in CAP_ORDER if k in f.caps and f.caps[k][0] <= f.trained_per_s[0] * (1 + _RTOL)]
+        if kinds != ["staleness"] and "staleness" in kinds:
+            kinds.remove("staleness")  # the bound only binds alone: another cap at X holds it there anyway
+        if "generator" in kinds and len(kinds) > 1:
+            kinds.remove("generator")  # a sandbox or trainer cap at the same rate is what to change
+        out[res.workload.phase] = kinds
+    if not looser or not any(kinds == ["staleness"] for kinds in out.values()):
+        return out, None
+    o = scn.orchestration  # what one more step of staleness would give, for the advice
+    looser = scn.model_copy(update={"orchestration": o.model_copy(update={"max_staleness": o.max_staleness + 1})})
+    loose = phase_results(looser, cluster, results[0].rates.n_t, results[0].rates.n_g)
+    return out, float(combine_phases(looser, [(r.workload, r.metrics) for r in loose])["useful_samples_per_s"][0])
+
+
+def group_warnings(scn: Scenario, results: list[PhaseResult]) -> list[dict]:
+    """Workloads in which no group, or hardly any (under :data:`USEFUL_GROUP_FLOOR`), carries signal (§6)."""
+    filt = scn.orchestration.filter_zero_advantage
+    if scn.workload.group_size == 1:
+        effect = ("zero-advantage filtering discards every rollout, and step time and run cost are those of a "
+                  "run that never fills a batch" if filt else
+                  "every sample has zero advantage and useful samples/s is 0 (no cost per useful sample)")
+        return [{"kind": "group_size_1", "phase": None, "useful_group_fraction": 0.0, "floor": USEFUL_GROUP_FLOOR,
+                 "message": f"No group can carry signal: with workload.group_size 1 each group has a single "
+                            f"reward, so none has reward variance; {effect}. Use group_size 2 or more."}]
+    out = []
+    for res in results:
+        f = res.workload.useful_group_fraction
+        if f >= USEFUL_GROUP_FLOOR:
+            continue
+        where = "" if len(results) == 1 else f" in phase {res.workload.phase}"
+        effect = ("zero-advantage filtering discards nearly every rollout, so step time and run cost are extreme"
+                  if filt else "nearly every trained sample has zero advantage")
+        out.append({"kind": "few_useful_groups", "phase": res.workload.phase, "useful_group_fraction": f,
+                    "floor": USEFUL_GROUP_FLOOR,
+                    "message": f"Only {f:.1%} of groups carry signal{where}, under the {USEFUL_GROUP_FLOOR:.0%} "
+                               f"floor: nearly all prompts are always or never solved (workload.solve_rate), so "
+                               f"{effect}. Filter the prompt set by difficulty first."})
+    return out
+
+
+def useful_at_split(scn: Scenario, other: Scenario, cluster: Cluster):
+    """(phase results, useful samples/s) of ``other``, another arrangement of ``scn``'s split; None when it does
+    not fit, cannot be evaluated or gives a non-finite rate."""
+    try:
+        results = phase_results(other, cluster, [scn.trainer.gpus], [scn.generator.gpus])
+        if not all(bool(r.feasible[0]) for r in results):
+            return None
+        x1 = float(combine_phases(other, [(r.workload, r.metrics) for r in results])["useful_samples_per_s"][0])
+    except TcocalcError:
+        return None
+    return (results, x1) if np.isfinite(x1) else None
+
+
+def arrangement_gain(scn: Scenario, other: Scenario, cluster: Cluster, metrics: dict):
+    """(phase results, useful samples/s now, with ``other``) when ``other`` (an arrangement of the same split)
+    delivers more useful samples/s than :data:`SPLIT_TOLERANCE` more; None otherwise (:func:`useful_at_split`)."""
+    alt, x0 = useful_at_split(scn, other, cluster), metrics["useful_samples_per_s"]
+    if alt is None or not (x0 > 0 and alt[1] > x0 * (1.0 + SPLIT_TOLERANCE)):
+        return None
+    return alt[0], x0, alt[1]
+
+
+def calibration_warnings(cluster: Cluster) -> list[dict]:
+    """The run calibration's factors that do not carry over to this scenario (:mod:`tcocalc.rl.run_factors`)."""
+    return [{"kind": "calibration_dropped", "phase": None, "message": w} for w in cluster.run.warnings]
+
+
+def serving_alternative(scn: Scenario, cluster: Cluster, metrics: dict) -> Arrangement | None:
+    """The other prefill/decode arrangement (docs/rl-modeling.md §4.9) when it delivers more useful samples/s at
+    this split than :data:`SPLIT_TOLERANCE` more; None where it does not fit, gains less, or the pool is shared."""
+    g = scn.generator
+    if scn.orchestration.traits.shared_pool:
+        return None
+    other = scn.model_copy(update={"generator": g.model_copy(update={"disaggregated": not g.disaggregated,
+                                                                     "prefill_gpus": None})})
+    gain = arrangement_gain(scn, other, cluster, metrics)
+    if gain is None:
+        return None
+    results, x0, x1 = gain
+    if g.disaggregated:
+        return Arrangement("aggregated", x0, x1, ("generator.disaggregated",))
+    gen = results[0].generator
+    return Arrangement("disaggregated", x0, x1, ("generator.disaggregated",), generator_gpus=g.gpus,
+                       prefill_gpus=int(gen.prefill_gpus(g.gpus)), prefill_instance=gen.prefill_pool.instance.label(),
+                       decode_instance=gen.instance.label())
+
+
+def nvlink_alternative(scn: Scenario, cluster: Cluster, metrics: dict) -> Arrangement | None:
+    """Multi-node NVLink (``multinode_nvlink = true`` for the pools that run without it, on an accelerator whose
+    NVLink domain spans several servers) when it delivers more useful samples/s at this split than
+    :data:`SPLIT_TOLERANCE` more (docs/rl-modeling.md §3.7): what an IMEX channel for the job is worth. None where
+    every pool has it, where a server is the whole domain, or where it gains less."""
+    # the catalog accelerator (the cluster's has its domain cut to a server already); the names resolved upstream
+    off = {side: hw for side in ("trainer", "generator")
+           if not getattr(scn, side).multinode_nvlink
+           and (hw := catalog_hardware(getattr(scn, side).hardware)).server_gpus is not None
+           and hw.server_gpus < hw.scaleup_domain_gpus}
+    if not off:
+        return None
+    other = scn.with_values({f"{side}.multinode_nvlink": True for side in off})
+    gain = arrangement_gain(scn, other, resolve(other, cluster.calibration), metrics)
+    if gain is None:
+        return None
+    _, x0, x1 = gain
+    hw = next(iter(off.values()))
+    return Arrangement("multinode_nvlink", x0, x1, tuple(f"{side}.multinode_nvlink" for side in off),
+                       server_gpus=hw.server_gpus, domain_gpus=hw.scaleup_domain_gpus)
+
+
+def wider_tp_alternative(scn: Scenario, cluster: Cluster, results: list[PhaseResult],
+                         metrics: dict) -> Arrangement | None:
+    """The wider tensor-parallel generator instance (``generator.tp``) that delivers the most useful samples/s at
+    this split, when that is more than :data:`SPLIT_TOLERANCE` more (only the solver tries it: a few more
+    evaluations, which would double a warm :func:`~tcocalc.rl.solve.evaluate`). The automatic instance is the
+    steady-state throughput-best one (§4.4); an RL step also waits on per-token latency (the batch tail, the
+    staleness window, tool turns), which a wider instance shortens. Only wider pure-TP instances within the
+    scale-up domain are tried (a narrower one has the higher step time); none when ``tp`` is pinned or the
+    generator is disaggregated."""
+    g = scn.generator
+    if g.tp is not None or g.disaggregated:
+        return None
+    now = results[0].generator
+    x0, best = metrics["useful_samples_per_s"], None
+    tp = now.instance.tp * 2
+    while tp <= min(cluster.generator.scaleup_domain_gpus, g.gpus):
+        alt = useful_at_split(scn, scn.model_copy(update={"generator": g.model_copy(update={"tp": tp})}), cluster)
+        if alt is not None and (best is None or alt[1] > best[1]):
+            best = (tp, alt[1], alt[0][0].generator)
+        tp *= 2
+    if best is None or not (x0 > 0 and best[1] > x0 * (1.0 + SPLIT_TOLERANCE)):
+        return None
+    tp, x1, gen = best
+    return Arrangement("generator_tp", x0, x1, ("generator.tp",), tp=tp, t0_s=gen.t0, t0_before_s=now.t0,
+                       instance_before=now.instance.label())
