@@ -130,8 +130,9 @@ class _Assessed:
     looser_useful: float | None
 
 
-def _assess(scn: Scenario, cluster: Cluster) -> _Assessed:
-    """The scenario's own split through every stage, with its warnings and binding limits in ``details``."""
+def _assess(scn: Scenario, cluster: Cluster, looser: bool = True) -> _Assessed:
+    """The scenario's own split through every stage, with its warnings and binding limits in ``details``;
+    ``looser=False`` skips the re-evaluation at one more step of staleness (only the advice quotes it)."""
     n_t, n_g = scn.trainer.gpus, scn.generator.gpus
     results = phase_results(scn, cluster, [n_t], [n_g])
     for res in results:
@@ -146,14 +147,18 @@ def _assess(scn: Scenario, cluster: Cluster) -> _Assessed:
                                     "rollout_latency_s": float(res.flow.rollout_latency_s[0]),
                                     "trained_samples_per_s": float(res.flow.trained_per_s[0])}
                for res in results}
-    limits, looser = _binding_limits(scn, cluster, results)
+    limits, looser = _binding_limits(scn, cluster, results, looser)
     details["binding_limits"] = limits
     details["warnings"] = _warnings(scn, results)
     return _Assessed(metrics, _phase_table(parts, results), details, results, looser)
 
 
-def evaluate(scenario: Scenario) -> RLReport:
+def evaluate(scenario: Scenario, *, advice: bool = True) -> RLReport:
     """Metrics of the split given in the scenario (``trainer.gpus`` : ``generator.gpus``).
+
+    ``advice=False`` writes no advice (``report.advice`` is empty) and skips the evaluations only the advice
+    needs (the other prefill/decode arrangement, multi-node NVLink, one more step of staleness): the metrics,
+    phases, binding limits and warnings are the same (what :func:`tcocalc.sweep` runs per point).
 
     ``report.details["binding_limits"]`` maps each phase to the limits that cap its throughput
     (``"trainer"``, ``"generator"``, ``"staleness"``, ``"sandbox_start"``, ``"sandbox_concurrency"``);
@@ -164,17 +169,20 @@ def evaluate(scenario: Scenario) -> RLReport:
     """
     scn = scenario
     cluster = resolve(scn)
-    a = _assess(scn, cluster)
-    advice = [w["message"] for w in a.details["warnings"]] + _limit_advice(scn, a, solved=False)
-    advice += _serving_advice(scn, cluster, a.metrics) + _nvlink_advice(scn, a.metrics)
+    a = _assess(scn, cluster, looser=advice)
+    if not advice:
+        return RLReport(scenario=scn, metrics=a.metrics, details=a.details, phases=a.phases)
+    lines = [w["message"] for w in a.details["warnings"]] + _limit_advice(scn, a, solved=False)
+    lines += _serving_advice(scn, cluster, a.metrics) + _nvlink_advice(scn, a.metrics)
     return RLReport(scenario=scn, metrics=a.metrics, details=a.details, phases=a.phases,
-                    advice=tuple(advice + _general_advice(scn, a.metrics)))
+                    advice=tuple(lines + _general_advice(scn, a.metrics)))
 
 
 # ------------------------------------------------------------------ what limits a split
-def _binding_limits(scn: Scenario, cluster: Cluster, results: list[PhaseResult]) -> tuple[dict, float | None]:
+def _binding_limits(scn: Scenario, cluster: Cluster, results: list[PhaseResult],
+                    looser: bool = True) -> tuple[dict, float | None]:
     """Per phase, the limits that hold its throughput at this split; and the run's useful samples/s with
-    ``max_staleness + 1`` where the staleness bound holds a phase (None otherwise).
+    ``max_staleness + 1`` where the staleness bound holds a phase (None otherwise, or when ``looser`` is false).
 
     Async modes: the throughput equals the trainer's capacity, the sandbox start-rate cap
     ``keep·max_starting/t_start`` or the concurrency cap ``keep·max_concurrency/W_gen`` (§5.4, §7); otherwise
@@ -197,7 +205,7 @@ def _binding_limits(scn: Scenario, cluster: Cluster, results: list[PhaseResult])
         if "generator" in kinds and len(kinds) > 1:
             kinds.remove("generator")  # a sandbox or trainer cap at the same rate is what to change
         out[res.workload.phase] = kinds
-    if not any(kinds == ["staleness"] for kinds in out.values()):
+    if not looser or not any(kinds == ["staleness"] for kinds in out.values()):
         return out, None
     o = scn.orchestration  # what one more step of staleness would give, for the advice
     looser = scn.model_copy(update={"orchestration": o.model_copy(update={"max_staleness": o.max_staleness + 1})})
