@@ -143,7 +143,7 @@ def test_cli_size_text_json_csv_and_errors(tmp_path, capsys):
     assert {p.name for p in tmp_path.iterdir()} == {"candidates.csv", "pareto.csv"}
     assert main(["size", "scenarios/default.toml", "--target-hours", "1", "--budget-usd", "5"]) == 2
     assert "target" in capsys.readouterr().err
-    assert main(["size", "scenarios/default.toml", "--budget-usd", "5", "--hardware", "NoSuchGPU"]) == 2
+    assert main(["size", "scenarios/default.toml", "--budget-usd", "5", "--hardware", "NoSuchGPU"]) == 3
     assert "options.trainer_hardware" in capsys.readouterr().err
 
 
