@@ -160,9 +160,7 @@ def app() -> list[tuple[str, float, str]]:
     from streamlit.testing.v1 import AppTest
 
     root = Path(__file__).resolve().parents[1]
-    if str(root) not in sys.path:  # the pages import app_pages._shared, as under `streamlit run app.py`
-        sys.path.insert(0, str(root))
-    page = str(root / "app_pages" / "plan.py")
+    page = str(root / "tcocalc" / "app" / "plan.py")  # the pages import tcocalc.app.shared (the package)
     at = AppTest.from_file(page, default_timeout=120).run()
     first = _best(lambda: AppTest.from_file(page, default_timeout=120).run(), repeats=1)
     values = iter([16, 24, 32, 40, 48])

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["split_sweep_figure", "sweep_figure", "timeline_figure", "roofline_figure", "waterfall_figure", "tornado_figure",
-           "validation_figure", "compare_figure", "tinker_gap_figure", "rl_validation_figure", "speedup_figure"]
+__all__ = ["split_sweep_figure", "sweep_figure", "timeline_figure", "roofline_figure", "waterfall_figure",
+           "tornado_figure", "validation_figure", "compare_figure", "tinker_gap_figure", "rl_validation_figure",
+           "speedup_figure"]
 
 
 def _go():

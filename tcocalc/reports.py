@@ -11,7 +11,9 @@ from .rl.report import METRIC_UNITS
 from .workbook import COLUMN_UNITS, labelled
 
 __all__ = ["metrics_table", "sweep_table", "phases_table", "timeline_table", "cost_table", "gap_table",
-           "to_csv_text", "error_text", "TABLE_UNITS"]
+           "to_csv_text", "error_text", "TABLE_UNITS", "workbook_bytes", "XLSX_MIME"]
+
+XLSX_MIME = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
 #: Units of every column the report tables label: the contract metrics and the split sweep's / phases' own.
 TABLE_UNITS = {**{k: unit for k, (unit, _) in METRIC_UNITS.items()}, **COLUMN_UNITS}
@@ -45,6 +47,16 @@ def gap_table(gap):
     """The cost-gap waterfall (:func:`tcocalc.tinker_gap`) with units in the column names."""
     return gap.rename(columns={"usd_per_mtok": "usd_per_mtok [USD/Mtoken]",
                                "cumulative_usd_per_mtok": "cumulative [USD/Mtoken]"})
+
+
+def workbook_bytes(report, scenario_file: str | None = None) -> bytes:
+    """The report's Excel workbook (``report.to_excel``: inputs, metrics, phases, sweep, cost lines, advice,
+    provenance) as bytes, for a download button."""
+    import io
+
+    buffer = io.BytesIO()
+    report.to_excel(buffer, scenario_file=scenario_file)
+    return buffer.getvalue()
 
 
 def to_csv_text(frame) -> str:

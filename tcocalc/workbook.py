@@ -128,13 +128,14 @@ def _missing(v) -> bool:
 
 
 def write_workbook(path, sheets: dict) -> Path:
-    """Write ``sheets`` (sheet name -> DataFrame; :data:`SHEETS` order, others after) to an .xlsx file.
+    """Write ``sheets`` (sheet name -> DataFrame; :data:`SHEETS` order, others after) to an .xlsx file (or a
+    binary buffer such as ``io.BytesIO``).
 
-    Returns the path written. Raises :class:`~tcocalc.errors.ScenarioError` naming the path when it cannot
-    be written (a missing folder, no permission, a folder of that name)."""
+    Returns the path written (the buffer, for a buffer). Raises :class:`~tcocalc.errors.ScenarioError` naming
+    the path when it cannot be written (a missing folder, no permission, a folder of that name)."""
     import pandas as pd
 
-    target = Path(path)
+    target = path if hasattr(path, "write") else Path(path)  # a binary buffer (io.BytesIO) as it is
     order = [s for s in SHEETS if s in sheets] + [s for s in sheets if s not in SHEETS]
     try:
         with pd.ExcelWriter(target, engine="openpyxl") as writer:

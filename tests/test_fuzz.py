@@ -248,5 +248,5 @@ def test_cli_one_line_exit_3(tmp_path, content):
 def test_no_code_path_evaluates_user_input():
     """TOML is parsed as data only: the package and the app never eval, exec, pickle or yaml-load."""
     pattern = re.compile(r"\b(eval|exec)\(|pickle\.loads?|yaml\.load\(|__import__\(")
-    for path in [*(ROOT / "tcocalc").glob("*.py"), ROOT / "app.py", *(ROOT / "app_pages").glob("*.py")]:
+    for path in [*(ROOT / "tcocalc").rglob("*.py"), ROOT / "app.py"]:
         assert not pattern.search(path.read_text()), path

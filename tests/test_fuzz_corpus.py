@@ -1,6 +1,6 @@
 """A fixed corpus of hostile scenarios through every door (issue 16, "Done when"): the library
 (loads_scenario, evaluate, solve_split), the command line (``python -m tcocalc run``) and the app's upload
-(AppTest on app_pages/plan.py). About 140 TOML texts are built here from scenarios/default.toml (nothing is
+(AppTest on tcocalc/app/plan.py). About 140 TOML texts are built here from scenarios/default.toml (nothing is
 committed as files): bad and extreme GPU counts, impossible lengths, p99 below the mean, unknown names,
 wrong types, deep nesting, huge numbers, hostile ``[model.config]`` values, colocated pools of unequal size,
 missing sections, an empty file and binary junk.
@@ -331,7 +331,7 @@ def test_app_upload_shows_an_error_or_the_plan(name):
     """The plan page with the file uploaded (AppTest simulates the upload widget): no exception."""
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(str(ROOT / "app_pages" / "plan.py"), default_timeout=180).run()
+    at = AppTest.from_file(str(ROOT / "tcocalc" / "app" / "plan.py"), default_timeout=180).run()
     data = CORPUS[name].encode("utf-8", errors="surrogatepass")
     at.file_uploader(key="upload").set_value((f"{name}.toml", data, "application/toml")).run()
     assert not at.exception, [e.value for e in at.exception]

@@ -13,7 +13,7 @@ import plotly.express as px
 import streamlit as st
 
 import tcocalc as tc
-from app_pages import _shared as ui
+from tcocalc.app import shared as ui
 from tcocalc.reports import to_csv_text
 
 TARGETS = {"Useful samples/s": "useful_samples_per_s", "Run hours (the scenario's steps)": "run_hours",

@@ -11,9 +11,9 @@ import math
 import streamlit as st
 
 import tcocalc as tc
-from app_pages import _shared as ui
+from tcocalc.app import shared as ui
 from tcocalc.figures import split_sweep_figure, timeline_figure
-from tcocalc.reports import metrics_table, sweep_table, to_csv_text
+from tcocalc.reports import XLSX_MIME, metrics_table, sweep_table, to_csv_text
 
 OBJECTIVE = "usd_per_useful_sample"
 SIM_STEPS, SIM_SEED = 12, 0
@@ -318,6 +318,10 @@ with st.expander("All metrics", expanded=False):
     frame = metrics_table(report)
     st.dataframe(frame, hide_index=True)
     st.download_button("Download metrics (CSV)", to_csv_text(frame), "metrics.csv", "text/csv", key="dl_metrics")
+    st.download_button("Download workbook (Excel)", ui.workbook(report, source if upload else f"{source}.toml"),
+                       f"{report.scenario.name}.xlsx", XLSX_MIME, key="dl_xlsx",
+                       help="inputs, metrics with units, phases, the split sweep when solved, cost lines, advice "
+                            "and provenance, one sheet each")
 
 if report.sweep is not None:
     st.subheader("Split sweep")

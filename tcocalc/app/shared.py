@@ -1,7 +1,8 @@
 """Helpers shared by the app's pages: cached library calls and scenario I/O. Only the app imports this.
 
-Pages import it as ``from app_pages import _shared as ui``: ``streamlit run app.py`` (and AppTest) put the
-main script's folder, the repository root, on ``sys.path``, so no page edits ``sys.path``.
+Pages import it as ``from tcocalc.app import shared as ui`` (the installed package), so no page edits
+``sys.path`` and the app runs the same from a checkout (``streamlit run app.py``) and from a wheel
+(``tcocalc app``).
 
 The cached calls return the library's :class:`tcocalc.RLReport` itself (``st.cache_data`` pickles it); they
 are keyed by the scenario's TOML text, and take the validated :class:`tcocalc.Scenario` as an unhashed
@@ -14,25 +15,23 @@ from __future__ import annotations
 import inspect
 import re
 from collections import OrderedDict
-from pathlib import Path
 
 import streamlit as st
 
 import tcocalc as tc
-
-ROOT = Path(__file__).resolve().parents[1]
-SCENARIOS = ROOT / "scenarios"
+from tcocalc.reports import workbook_bytes
 
 
-def scenario_files() -> dict[str, Path]:
-    """Shipped scenarios by display name, default first."""
-    files = sorted(SCENARIOS.glob("*.toml"), key=lambda p: (p.stem != "default", p.stem))
-    return {p.stem: p for p in files}
+def scenario_files() -> dict[str, str]:
+    """Shipped scenarios (``tc.scenarios()``: packaged with the library, so the app runs from a wheel too) by
+    display name, default first; each value is the name ``tc.load_scenario`` reads."""
+    return {name: name for name in tc.scenarios()}
 
 
 @st.cache_data(show_spinner=False)
-def scenario_text(path: str) -> str:
-    return Path(path).read_text()
+def scenario_text(name: str) -> str:
+    """A shipped scenario as TOML text (``Scenario.to_toml()``, which ``tc.loads_scenario`` reads back)."""
+    return tc.load_scenario(name).to_toml()
 
 
 @st.cache_data(show_spinner=False)
@@ -151,3 +150,14 @@ def show_error(exc: Exception, labels: dict[str, str] | None = None) -> None:
     """A library error as one clear message, never a traceback. A ScenarioError's text names its field (by its
     widget label where ``labels`` has it)."""
     st.error(error_text(exc, labels))
+
+
+def workbook(report: tc.RLReport, scenario_file: str) -> bytes:
+    """The report's Excel workbook (``tcocalc.reports.workbook_bytes``), cached by what the report is of: its
+    scenario's TOML and whether it was solved (writing one takes about 50 ms, too long for every rerun)."""
+    return _workbook(report, report.scenario.to_toml(), report.sweep is not None, scenario_file)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _workbook(_report: tc.RLReport, toml: str, solved: bool, scenario_file: str) -> bytes:
+    return workbook_bytes(_report, scenario_file)
