@@ -592,14 +592,21 @@ def app_command(extra: list[str]) -> list[str]:
 
 
 def _cmd_app(args) -> int:
-    """``tcocalc app``: start the planner app from the installed package (no checkout needed)."""
+    """``tcocalc app``: start the planner app from the installed package (no checkout needed). On POSIX the
+    process becomes Streamlit (``os.execv``), so a signal to it (Ctrl-C, ``kill PID``) stops the server itself;
+    elsewhere Streamlit runs as a child and its exit status is returned."""
     import importlib.util
+    import os
     import subprocess
 
     if importlib.util.find_spec("streamlit") is None:
         raise UsageError("app", "streamlit is not installed: pip install streamlit (a dependency of tcocalc)")
+    cmd = app_command(args.streamlit_args)
+    sys.stdout.flush()
+    if os.name == "posix":
+        os.execv(cmd[0], cmd)  # does not return
     try:
-        return subprocess.call(app_command(args.streamlit_args))
+        return subprocess.call(cmd)
     except KeyboardInterrupt:  # Ctrl-C stops the server: a normal way to end it
         return EXIT_OK
 
@@ -751,7 +758,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status (:data:`EXIT_CODES`)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "app":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.command == "app":  # everything after `app` is Streamlit's (argparse leaves its --flags unparsed)
+        args.streamlit_args = [*extra, *args.streamlit_args]
     try:
         return args.func(args)
     except TcocalcError as exc:
