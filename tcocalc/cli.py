@@ -604,7 +604,8 @@ def _cmd_app(args) -> int:
     cmd = app_command(args.streamlit_args)
     sys.stdout.flush()
     if os.name == "posix":
-        os.execv(cmd[0], cmd)  # does not return
+        os.execv(cmd[0], cmd)  # does not return (the process is Streamlit now)
+        return EXIT_OK
     try:
         return subprocess.call(cmd)
     except KeyboardInterrupt:  # Ctrl-C stops the server: a normal way to end it

@@ -214,8 +214,8 @@ def _frame(rows: list[dict], scenario: Scenario, grid: dict, solve: bool) -> Swe
     data: dict = {}
     for path in grid:
         data[path] = [r[path] for r in rows]
-    data["error"] = pd.array([r["error"] for r in rows], dtype=object)
-    data["binding_limit"] = pd.array([r["binding_limit"] for r in rows], dtype=object)
+    for col in ("error", "binding_limit"):  # text or None (an object Series: pandas 3 would make None a NaN)
+        data[col] = pd.Series([r[col] for r in rows], dtype=object)
     for k in METRIC_UNITS:
         data[k] = pd.array([r.get(k) for r in rows], dtype="Float64")  # None (failed, not offered): <NA>
     out = SweepResult(data, columns=columns)
