@@ -19,6 +19,7 @@ CONTRACT_NAMES = {
     "CostInputs", "default_cost_inputs", "gpu_hour_cost", "CostBreakdown", "tinker_cost", "TinkerQuote",
     "Scenario", "load_scenario", "evaluate", "solve_split", "simulate", "RLReport",
     "UnknownEntryError", "InfeasibleError", "ScenarioError",
+    "sweep", "scenarios",  # issue 30 (the contract's planned tc.sweep and tc.scenarios)
 }
 
 
