@@ -80,8 +80,8 @@ _EXPORTS: dict[str, str] = {
     "sensitivity": "whatif",
     "multitenancy": "whatif",
     "tinker_gap": "whatif",
-    "sweep": "sweep",
-    "SweepResult": "sweep",
+    "sweep": "sweeps",  # not a module named sweep: importing it would shadow tc.sweep
+    "SweepResult": "sweeps",
     "metric_quantities": "rl.report",
     "TinkerQuote": "economics.tinker",
     "tinker_cost": "economics.tinker",
@@ -140,7 +140,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         scenario_from_dict,
         scenarios,
     )
-    from .sweep import SweepResult, sweep  # noqa: F401
+    from .sweeps import SweepResult, sweep  # noqa: F401
     from .units import Q_, get_registry  # noqa: F401
     from .whatif import build_rent_tinker, multitenancy, sensitivity, tinker_gap  # noqa: F401
 

@@ -383,8 +383,7 @@ class Scenario(_Section):
                 ("response mean", format_value(w.response_tokens_mean), "token"),
                 ("turns", format_value(w.turns), ""),
                 ("steps", format_value(w.steps), "step"),
-                ("GPU price", format_value(self.economics.usd_per_gpu_hour)
-                 + (" (cost_inputs given: the TCO engine sets it)" if self.economics.cost_inputs else ""),
+                ("GPU price", format_value(self.economics.usd_per_gpu_hour) + _price_note(self.economics),
                  "USD/GPU-h")]
         if w.response_tokens_p99 is not None:
             rows.insert(7, ("response p99", format_value(w.response_tokens_p99), "token"))
@@ -407,7 +406,8 @@ class Scenario(_Section):
             scn = tc.load_scenario("default")
             cheaper = scn.with_values({"economics.usd_per_gpu_hour": 1.5, "workload.group_size": 8})
             cheaper.economics.usd_per_gpu_hour        # 1.5; every other field as in scn
-            scn.with_values({"trainer.gpus": 0})      # ScenarioError: trainer.gpus: Input should be >= 1
+            scn.with_values({"trainer.gpus": 0})      # ScenarioError: trainer.gpus: Input should be greater
+                                                      # than or equal to 1
         """
         if not isinstance(values, dict):
             raise ScenarioError("values", f"expected a dict of dotted path -> value, got {type(values).__name__}")
@@ -486,6 +486,15 @@ class Scenario(_Section):
         if path is not None:
             Path(path).write_text(text)
         return text
+
+
+def _price_note(econ: Economics) -> str:
+    """What overrides ``usd_per_gpu_hour`` in a scenario card: cost inputs, or a pool's own price."""
+    if econ.cost_inputs:
+        return " (cost_inputs given: the TCO engine sets it)"
+    own = [f"{side} {v:.4g}" for side, v in (("trainer", econ.trainer_usd_per_gpu_hour),
+                                             ("generator", econ.generator_usd_per_gpu_hour)) if v]
+    return f" ({' and '.join(own)} {'overrides' if len(own) == 1 else 'override'} it)" if own else ""
 
 
 def _whole(value: Any, field: str) -> Any:

@@ -7,7 +7,7 @@ Layers, lowest first; a module may import only from its own layer or a lower one
     2 roofline      tcocalc.roofline.*
     3 economics     tcocalc.economics.*
     4 rl            tcocalc.rl.*
-    5 studies       tcocalc.whatif, sweep
+    5 studies       tcocalc.whatif, sweeps
     6 presentation  tcocalc.figures, reports, cli, __main__, app.*
 
 ``tcocalc/__init__.py`` is a lazy facade (``_EXPORTS`` resolved with importlib) and is not checked as an
@@ -49,7 +49,7 @@ LAYERS: dict[str, int] = {
     "economics": 3,
     "rl": 4,
     "whatif": 5,
-    "sweep": 5,
+    "sweeps": 5,
     "figures": 6,
     "reports": 6,
     "cli": 6,

@@ -67,3 +67,24 @@ def test_tcocalc_app_serves_the_packaged_app(tmp_path):
         except subprocess.TimeoutExpired:
             os.kill(proc.pid, signal.SIGKILL)
         log.close()
+
+
+def test_no_module_is_named_like_a_public_name():
+    """Importing tcocalc.X sets the package attribute X to the module, shadowing a public function tc.X for good
+    (tcocalc.sweep once did exactly that to tc.sweep, once any test had imported the module)."""
+    modules = {p.stem for p in (ROOT / "tcocalc").glob("*.py")} | {p.name for p in (ROOT / "tcocalc").iterdir()
+                                                                  if (p / "__init__.py").is_file()}
+    packaged = {p.split(".", 1)[1] for p in PYPROJECT["tool"]["setuptools"]["packages"] if "." in p}
+    assert not (modules | packaged) & set(tc.__all__), (modules | packaged) & set(tc.__all__)
+
+
+def test_public_names_survive_importing_every_module():
+    code = ("import importlib, pkgutil, tcocalc as tc\n"
+            "for m in pkgutil.walk_packages(tc.__path__, 'tcocalc.'):\n"
+            "    if not m.name.startswith(('tcocalc.app', 'tcocalc.__main__')):\n"
+            "        importlib.import_module(m.name)\n"
+            "bad = [n for n in tc.__all__ if type(getattr(tc, n)).__name__ == 'module']\n"
+            "assert not bad, bad\n"
+            "assert callable(tc.sweep) and callable(tc.scenarios)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert res.returncode == 0, res.stderr[-2000:]
