@@ -1,17 +1,12 @@
-"""tcocalc planner: the router. Pages live in app_pages/; the library (tcocalc/) does every calculation.
+"""Start the planner from a checkout: ``streamlit run app.py``.
 
-Start with ``streamlit run app.py``.
+A thin shim: the app ships inside the package (tcocalc/app/: main.py routes to one module per page), so an
+installed wheel starts the same app with ``tcocalc app``. This file only runs the packaged router.
 """
 
-import streamlit as st
+import importlib.util
+import runpy
+from pathlib import Path
 
-st.set_page_config(page_title="tcocalc: RL post-training planner", layout="wide")
-pages = [
-    st.Page("app_pages/plan.py", title="Plan", icon=":material/insights:", default=True),
-    st.Page("app_pages/hardware.py", title="Hardware", icon=":material/memory:"),
-    st.Page("app_pages/cost.py", title="Cost", icon=":material/payments:"),
-    st.Page("app_pages/compare.py", title="Compare", icon=":material/compare:"),
-    st.Page("app_pages/size.py", title="Size", icon=":material/straighten:"),
-    st.Page("app_pages/validation.py", title="Validation", icon=":material/fact_check:"),
-]
-st.navigation(pages).run()
+package = Path(importlib.util.find_spec("tcocalc").origin).resolve().parent
+runpy.run_path(str(package / "app" / "main.py"), run_name="__main__")

@@ -209,15 +209,43 @@ def calibration() -> list[tuple[str, float, str]]:
              "(baseline)")]
 
 
+def sweep() -> list[tuple[str, float, str]]:
+    """tc.sweep (issue 30): 1,000 evaluate points of the default scenario, caches cleared before each run.
+
+    Price x response length: the 50 prices of each response length share one evaluation of the physics (20 full
+    evaluations, 980 re-pricings). Every point new physics: 1,000 response lengths, 1,000 full evaluations (no
+    advice), the honest worst case for a grid with no price axis."""
+    import numpy as np
+
+    import tcocalc as tc
+    from tcocalc.rl import pipeline as rl_pipeline
+
+    scn = tc.load_scenario("default")
+    tc.evaluate(scn)  # catalogs and calibration loaded once, as in a notebook
+    grid = {"economics.usd_per_gpu_hour": np.linspace(1.0, 3.0, 50),
+            "workload.response_tokens_mean": np.linspace(4000.0, 15000.0, 20)}
+    worst = {"workload.response_tokens_mean": np.linspace(4000.0, 15000.0, 1000)}
+
+    def cold(g):
+        rl_pipeline.clear_caches()
+        res = tc.sweep(scn, g)
+        assert len(res) == 1000 and res["error"].isna().all()
+
+    mixed = _best(lambda: cold(grid), repeats=3)
+    every = _best(lambda: cold(worst), repeats=1)
+    return [("sweep: 1,000 points, 50 prices x 20 response lengths (default scenario), cold caches", mixed,
+             "< 5 s"),
+            ("sweep: 1,000 points, every one new physics (1,000 response lengths), cold caches", every,
+             "reference")]
+
+
 def app() -> list[tuple[str, float, str]]:
     from pathlib import Path
 
     from streamlit.testing.v1 import AppTest
 
     root = Path(__file__).resolve().parents[1]
-    if str(root) not in sys.path:  # the pages import app_pages._shared, as under `streamlit run app.py`
-        sys.path.insert(0, str(root))
-    page = str(root / "app_pages" / "plan.py")
+    page = str(root / "tcocalc" / "app" / "plan.py")  # the pages import tcocalc.app.shared (the package)
     at = AppTest.from_file(page, default_timeout=120).run()
     first = _best(lambda: AppTest.from_file(page, default_timeout=120).run(), repeats=1)
     values = iter([16, 24, 32, 40, 48])
@@ -251,8 +279,8 @@ def main() -> None:
     print(f"# tcocalc benchmarks, {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
           f"python {platform.python_version()}")
     print(f"{'figure':66s} {'seconds':>9s}  target")
-    figures = (import_cost() + roofline() + rl() + rl_accuracy() + sizing() + measurements() + calibration()
-               + app())
+    figures = (import_cost() + roofline() + rl() + sweep() + rl_accuracy() + sizing() + measurements()
+               + calibration() + app())
     for name, secs, target in figures:
         print(f"{name:66s} {secs:9.4f}  {target}")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: F401  (the one place the version is written)
 
 # public name -> defining module
 _EXPORTS: dict[str, str] = {
@@ -58,6 +58,7 @@ _EXPORTS: dict[str, str] = {
     "load_scenario": "scenario",
     "loads_scenario": "scenario",
     "scenario_from_dict": "scenario",
+    "scenarios": "scenario",
     "MAX_SCENARIO_BYTES": "scenario",
     "METRIC_UNITS": "rl.report",
     "RLReport": "rl.report",
@@ -92,6 +93,9 @@ _EXPORTS: dict[str, str] = {
     "sensitivity": "whatif",
     "multitenancy": "whatif",
     "tinker_gap": "whatif",
+    "sweep": "sweeps",  # not a module named sweep: importing it would shadow tc.sweep
+    "SweepResult": "sweeps",
+    "metric_quantities": "rl.report",
     "TinkerQuote": "economics.tinker",
     "tinker_cost": "economics.tinker",
     # units
@@ -128,7 +132,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         UnknownEntryError,
     )
     from .modes import MODES, ModeTraits  # noqa: F401
-    from .rl.report import METRIC_UNITS, RLReport  # noqa: F401
+    from .rl.report import METRIC_UNITS, RLReport, metric_quantities  # noqa: F401
     from .rl.simulate import simulate, simulated_events_estimate  # noqa: F401
     from .rl.solve import evaluate, solve_split  # noqa: F401
     from .rl.validation import (  # noqa: F401
@@ -152,8 +156,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         load_scenario,
         loads_scenario,
         scenario_from_dict,
+        scenarios,
     )
     from .studies.calibrate import RunCalibration, calibrate  # noqa: F401
+    from .sweeps import SweepResult, sweep  # noqa: F401
     from .units import Q_, get_registry  # noqa: F401
     from .whatif import build_rent_tinker, multitenancy, sensitivity, tinker_gap  # noqa: F401
 

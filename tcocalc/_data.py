@@ -1,7 +1,8 @@
 """Where shipped data lives, in a checkout and in an installed wheel.
 
-``hardware_specs/`` and ``data/`` sit at the repository root; pyproject.toml maps them into the
-package as ``tcocalc.hardware_specs`` and ``tcocalc.data`` so that a wheel carries them too.
+``hardware_specs/``, ``data/`` and ``scenarios/`` sit at the repository root; pyproject.toml maps them into the
+package as ``tcocalc.hardware_specs``, ``tcocalc.data`` and ``tcocalc.shipped_scenarios`` so that a wheel
+carries them too.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ T = TypeVar("T")
 _ROOT = Path(__file__).resolve().parents[1]
 
 
-def _dir(name: str) -> Traversable:
+def _dir(name: str, package: str | None = None) -> Traversable:
     local = _ROOT / name
     if local.is_dir() and (_ROOT / "pyproject.toml").is_file():
         return local
-    return importlib.resources.files(f"tcocalc.{name}")
+    return importlib.resources.files(f"tcocalc.{package or name}")
 
 
 def hardware_dir() -> Traversable:
@@ -35,8 +36,9 @@ def data_dir() -> Traversable:
 
 
 def scenarios_dir() -> Traversable:
-    """Folder of the shipped example scenarios (``scenarios/*.toml``)."""
-    return _dir("scenarios")
+    """Folder of the shipped example scenarios (``scenarios/*.toml``; in a wheel the package
+    ``tcocalc.shipped_scenarios``, named so that it never shadows the function ``tcocalc.scenarios``)."""
+    return _dir("scenarios", "shipped_scenarios")
 
 
 def display_path(path: Traversable) -> str:

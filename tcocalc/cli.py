@@ -1,7 +1,7 @@
-"""The ``tcocalc`` command line (the README's "Command line" lists every subcommand and flag).
+"""The ``tcocalc`` command line (docs/cli.md).
 
-Every error a user can cause prints one line naming the problem and exits with status 2; no
-traceback reaches the terminal.
+Every error a user can cause prints one line naming the problem (the flag, the file or the field) and exits
+with a status saying what kind of problem it was (:data:`EXIT_CODES`); no traceback reaches the terminal.
 """
 
 from __future__ import annotations
@@ -10,9 +10,21 @@ import argparse
 import math
 import sys
 
-from .errors import ScenarioError, TcocalcError
+from .errors import InfeasibleError, MissingSpecError, ScenarioError, TcocalcError
 
-EXIT_USAGE = 2
+EXIT_OK = 0
+EXIT_TARGET_UNMET = 1  # `size`: no plan meets the target (the closest are printed)
+EXIT_USAGE = 2  # the command line: an unknown command or flag, a bad flag value, an output path that cannot be written
+EXIT_SCENARIO = 3  # a scenario that cannot be read or is invalid (the line names the file or the field)
+EXIT_INFEASIBLE = 4  # a valid scenario that cannot run: does not fit in memory, too many events, a missing spec
+EXIT_PARTIAL = 5  # several scenarios: at least one failed (reported in its place); the others ran
+EXIT_CODES = {EXIT_OK: "success", EXIT_TARGET_UNMET: "size: no plan meets the target",
+              EXIT_USAGE: "usage: unknown command or flag, bad flag value, unwritable output path",
+              EXIT_SCENARIO: "bad scenario: unreadable, not TOML, unknown key, bad value (names the field)",
+              EXIT_INFEASIBLE: "infeasible: a valid scenario that cannot run (memory, layout, event bound)",
+              EXIT_PARTIAL: "partial failure: several scenarios, some failed (each reported in place)"}
+#: The ``--json`` output's shape version (docs/cli.md): bumped when a key changes meaning or goes away.
+JSON_SCHEMA_VERSION = 2
 DEFAULT_SIM_STEPS = 200  # `run --simulate`: steps simulated unless --sim-steps says otherwise ...
 DEFAULT_SIM_EVENTS = 3_500_000  # ... or fewer where 200 would handle more events (about 2.5 µs each, benchmarks/run.py)
 MIN_DEFAULT_SIM_STEPS = 20  # but never fewer (the first fifth is warm-up)
@@ -73,6 +85,8 @@ def _cmd_validate(args) -> int:
         return _rl_only(args)
     if args.long_output:
         return _long_output(args)
+    if args.calibration:
+        return _calibration_only(args)
 
     df = validation_table()
     shown = df.drop(columns=["source"] if not args.sources else [])
@@ -96,6 +110,34 @@ def _cmd_validate(args) -> int:
     for _, row in df[~clean].iterrows():
         print(f"  known miss {row['id']}: {row['known_miss']}")
     _print_rl_validation(args)
+    return 0
+
+
+def _calibration_only(args) -> int:
+    """``validate --calibration``: every (pilot, sibling) pair of the leave-one-out check, then its summary."""
+    from .studies.calibration_validation import calibration_pairs_table, calibration_validation_summary
+
+    t = calibration_pairs_table()
+    if args.csv:
+        _print_frame(t, as_csv=True)
+        return 0
+    if args.markdown:
+        print("| pilot | sibling | framework | pilot run | sibling run | published [s] | uncalibrated | calibrated "
+              "| rescaled |")
+        print("| --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: |")
+        for _, r in t.iterrows():
+            print(f"| {r['pilot']} | {r['target']} | {r['framework']} | {r['pilot run']} | {r['target run']} | "
+                  f"{r['published [s]']:,.1f} | {r['uncalibrated error [%]']:+.1f}% | "
+                  f"{r['calibrated error [%]']:+.1f}% | {r['rescaled error [%]']:+.1f}% |")
+        return 0
+    _print_frame(t.round(1), as_csv=False)
+    for fw in ("NeMo RL", "verl"):
+        s = calibration_validation_summary(t, fw)
+        print(f"{fw}: {s['pairs']} pairs; median |error| uncalibrated {100 * s['uncalibrated_median_abs_error']:.1f}%"
+              f", calibrated {100 * s['calibrated_median_abs_error']:.1f}%, whole-step rescale "
+              f"{100 * s['rescaled_median_abs_error']:.1f}%; within ±25% "
+              f"{100 * s['uncalibrated_within_25pct']:.0f}% / {100 * s['calibrated_within_25pct']:.0f}% / "
+              f"{100 * s['rescaled_within_25pct']:.0f}%")
     return 0
 
 
@@ -190,8 +232,17 @@ def _print_rl_validation(args) -> None:
         print(f"  known miss {row['id']}: {row['known_miss']}")
 
 
-class _FileError(TcocalcError):
-    """An error while running one of several scenario files: the message names the file."""
+class UsageError(ScenarioError):
+    """A bad command line (a flag's value, an output path): exit status :data:`EXIT_USAGE`."""
+
+
+def exit_code(exc: BaseException) -> int:
+    """The exit status for an error (:data:`EXIT_CODES`)."""
+    if isinstance(exc, UsageError):
+        return EXIT_USAGE
+    if isinstance(exc, InfeasibleError | MissingSpecError):
+        return EXIT_INFEASIBLE
+    return EXIT_SCENARIO
 
 
 def _simulation_flags(args) -> tuple[int, int, int]:
@@ -199,13 +250,13 @@ def _simulation_flags(args) -> tuple[int, int, int]:
     ``--simulate``."""
     for flag, value in (("--sim-steps", args.sim_steps), ("--seed", args.seed), ("--max-events", args.max_events)):
         if value is not None and not args.simulate:
-            raise ScenarioError(flag, f"only applies with --simulate; add --simulate or drop {flag}")
+            raise UsageError(flag, f"only applies with --simulate; add --simulate or drop {flag}")
     if args.sim_steps is not None and args.sim_steps < 1:
-        raise ScenarioError("--sim-steps", f"expected a whole number of steps >= 1, got {args.sim_steps}")
+        raise UsageError("--sim-steps", f"expected a whole number of steps >= 1, got {args.sim_steps}")
     if args.seed is not None and args.seed < 0:
-        raise ScenarioError("--seed", f"expected a non-negative whole number, got {args.seed}")
+        raise UsageError("--seed", f"expected a non-negative whole number, got {args.seed}")
     if args.max_events is not None and args.max_events < 1:
-        raise ScenarioError("--max-events", f"expected a whole number of events >= 1, got {args.max_events}")
+        raise UsageError("--max-events", f"expected a whole number of events >= 1, got {args.max_events}")
     return (args.sim_steps,  # None: the default, chosen per scenario (default_sim_steps)
             DEFAULT_SEED if args.seed is None else args.seed,
             DEFAULT_MAX_EVENTS if args.max_events is None else args.max_events)
@@ -255,7 +306,7 @@ def _simulate(report, steps: int | None, seed: int, max_events: int):
         flag = {"steps": "--sim-steps", "max_events": "--max-events"}.get(exc.field)
         if flag is None:
             raise
-        raise ScenarioError(flag, exc.message) from None
+        raise UsageError(flag, exc.message) from None
     finally:
         if bar is not None:
             bar.close()
@@ -263,33 +314,60 @@ def _simulate(report, steps: int | None, seed: int, max_events: int):
 
 def _evaluate_file(path: str, args, sim_steps: int, seed: int, max_events: int) -> dict:
     """One scenario file: its scenario, analytical report and (with ``--simulate``) simulated report."""
-    from . import evaluate, load_scenario, solve_split
+    from . import evaluate, solve_split
 
-    scn = load_scenario(path)
+    scn = read_scenario(path)
     report = solve_split(scn) if args.solve else evaluate(scn)
     sim = _simulate(report, sim_steps, seed, max_events) if args.simulate else None
     return {"file": path, "scenario": scn, "report": report, "sim": sim, "default_sim_steps": sim_steps is None}
 
 
+STDIN = "-"
+
+
+def read_scenario(path: str):
+    """A scenario from a file, a shipped scenario's name (``default``) or, for ``-``, standard input (at most
+    ``tc.MAX_SCENARIO_BYTES``)."""
+    from . import MAX_SCENARIO_BYTES, load_scenario, loads_scenario
+
+    if path != STDIN:
+        return load_scenario(path)
+    text = sys.stdin.read(MAX_SCENARIO_BYTES + 1)
+    return loads_scenario(text, source="standard input")
+
+
 def _write_csv(run: dict, out) -> None:
     from . import cost_lines
-    from .reports import metrics_table, sweep_table, timeline_table
+    from .reports import metrics_table, phases_table, sweep_table, timeline_table
 
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ScenarioError("--csv", f"cannot create {out}: {exc.strerror or exc}") from None
+        raise UsageError("--csv", f"cannot create {out}: {exc.strerror or exc}") from None
     report, sim = run["report"], run["sim"]
     metrics_table(report).to_csv(out / "metrics.csv", index=False)
     met = report.metrics
     cost_lines(report.scenario, met["trainer_gpus"], met["generator_gpus"], met["sandbox_cpu_cores"]).to_csv(
         out / "cost_breakdown.csv", index=False)
-    report.phases.to_csv(out / "phases.csv", index=False)
+    phases_table(report.phases).to_csv(out / "phases.csv", index=False)
     if report.sweep is not None:
         sweep_table(report.sweep).to_csv(out / "sweep.csv", index=False)
     if sim is not None:
         metrics_table(sim).to_csv(out / "metrics_simulated.csv", index=False)
         timeline_table(sim.details["timeline"]).to_csv(out / "timeline.csv", index=False)
+
+
+def _stems(runs: list[dict]) -> list[str]:
+    """Each run's file stem (``stdin`` for ``-``), deduplicated in order: ``default``, ``default-2``."""
+    from pathlib import Path
+
+    seen: dict[str, int] = {}
+    stems = []
+    for run in runs:
+        stem = "stdin" if run["file"] == STDIN else (Path(run["file"]).stem or "scenario")
+        seen[stem] = seen.get(stem, 0) + 1
+        stems.append(stem if seen[stem] == 1 else f"{stem}-{seen[stem]}")
+    return stems
 
 
 def _csv_dirs(runs: list[dict], root: str) -> list:
@@ -298,13 +376,38 @@ def _csv_dirs(runs: list[dict], root: str) -> list:
 
     if len(runs) == 1:
         return [Path(root)]
-    seen: dict[str, int] = {}
-    dirs = []
-    for run in runs:
-        stem = Path(run["file"]).stem or "scenario"
-        seen[stem] = seen.get(stem, 0) + 1
-        dirs.append(Path(root) / (stem if seen[stem] == 1 else f"{stem}-{seen[stem]}"))
-    return dirs
+    return [Path(root) / stem for stem in _stems(runs)]
+
+
+def _xlsx_paths(runs: list[dict], target: str) -> list:
+    """``--xlsx FILE``: one scenario writes FILE; several write one workbook each, FILE's stem, a hyphen and
+    the scenario file's stem (deduplicated), next to FILE: ``out.xlsx`` -> ``out-default.xlsx``."""
+    from pathlib import Path
+
+    path = Path(target)
+    if len(runs) == 1:
+        return [path]
+    suffix = path.suffix or ".xlsx"
+    return [path.with_name(f"{path.stem}-{stem}{suffix}") for stem in _stems(runs)]
+
+
+def _write_xlsx(run: dict, path) -> None:
+    """The run's workbook (tcocalc.workbook): the report's sheets, and with --simulate the simulated metrics
+    and the timeline."""
+    from . import METRIC_UNITS, cost_lines
+    from .workbook import report_sheets, write_workbook
+
+    report, sim = run["report"], run["sim"]
+    met = report.metrics
+    costs = cost_lines(report.scenario, met["trainer_gpus"], met["generator_gpus"], met["sandbox_cpu_cores"])
+    sheets = report_sheets(report, METRIC_UNITS, costs, scenario_file=run["file"])
+    if sim is not None:
+        sheets["simulated metrics"] = sim.to_frame()
+        sheets["timeline"] = sim.details["timeline"]
+    try:
+        write_workbook(path, sheets)
+    except ScenarioError as exc:
+        raise UsageError("--xlsx", exc.message) from None
 
 
 def _json_value(v):
@@ -319,14 +422,20 @@ def _json_value(v):
 
 
 def _json_record(run: dict) -> dict:
-    """One scenario's JSON object; the same keys with and without ``--simulate`` ("simulation" is null without)."""
+    """One scenario's JSON object (docs/cli.md); the same keys with and without ``--simulate`` ("simulation" is
+    null without) and for a file that failed (``error`` set, the results null or empty)."""
     import json
 
+    if "error" in run:
+        exc = run["error"]
+        return {"schema_version": JSON_SCHEMA_VERSION, "scenario": None, "file": run["file"], "analytical": None,
+                "simulation": None, "advice": [], "phases": [],
+                "error": {"type": type(exc).__name__, "message": str(exc), "exit_code": exit_code(exc)}}
     report, sim = run["report"], run["sim"]
     return _json_value({
-        "scenario": run["scenario"].name, "file": run["file"], "analytical": report.metrics,
-        "simulation": None if sim is None else sim.metrics, "advice": list(report.advice),
-        "phases": json.loads(report.phases.to_json(orient="records")),
+        "schema_version": JSON_SCHEMA_VERSION, "scenario": run["scenario"].name, "file": run["file"],
+        "analytical": report.metrics, "simulation": None if sim is None else sim.metrics,
+        "advice": list(report.advice), "phases": json.loads(report.phases.to_json(orient="records")), "error": None,
     })
 
 
@@ -347,6 +456,21 @@ def _print_heading(run: dict, solved: bool) -> None:
     print(f"mode {mode}; trainer {met['trainer_gpus']:.0f} x {scn.trainer.hardware}, "
           f"generator {met['generator_gpus']:.0f} x {scn.generator.hardware}{pools}"
           + (" (solved split)" if solved else ""))
+    print(_calibration_text(run["report"].details))
+
+
+def _calibration_text(details: dict) -> str:
+    """One line: calibrated (from what, which factors, which dropped) or not, and the typical step-time error that
+    goes with it (report.details["calibration"] and ["trust"])."""
+    cal, trust = details.get("calibration") or {}, details.get("trust") or {}
+    err = (f"typical step-time error ±{100 * trust['typical_error']:.0f}% (so also samples/s, $/Mtok and the run's "
+           f"time and cost)") if trust else ""
+    if not cal.get("calibrated"):
+        return f"uncalibrated; {err}" if err else "uncalibrated"
+    factors = ", ".join(f"{k} {v:,.3g} s" if k == "step_overhead_s" else f"{k} x{v:.3g}"
+                        for k, v in cal["factors"].items())
+    dropped = f"; dropped: {', '.join(cal['dropped'])}" if cal.get("dropped") else ""
+    return f"calibrated from {cal['source']} ({factors}{dropped}); {err}"
 
 
 def _steps_text(run: dict) -> str:
@@ -372,8 +496,33 @@ def _print_one(run: dict, solved: bool) -> None:
             print(f"  {key:40s} {shown:>14s} {_metric_text(sim.metrics[key], unit):>14s} {_unit_text(unit)}")
         else:
             print(f"  {key:40s} {shown:>14s} {_unit_text(unit):12s} {meaning}")
+    _print_phase_table(report.phases)
     for line in report.advice:
         print(f"* {line}")
+
+
+PHASE_COLUMNS = ("phase", "start_step", "steps", "duration [h]", "step_time_s", "useful_samples_per_s",
+                 "trainer_idle_fraction", "generator_idle_fraction", "usd_per_mtok_trained", "generator_instance",
+                 "prefill_gpus", "wants_split")
+
+
+def _print_phase_table(phases) -> None:
+    """The report's phases as a text table (each phase's step, throughput, idle, cost and serving instance)."""
+    if phases is None or not len(phases):
+        return
+    cols = [c for c in PHASE_COLUMNS if c in phases.columns]
+    shown = phases[cols].copy()
+    for c in ("trainer_idle_fraction", "generator_idle_fraction"):
+        shown[c] = shown[c].map(lambda v: f"{100 * v:.0f}%")
+    for c in ("duration [h]", "step_time_s", "useful_samples_per_s", "usd_per_mtok_trained"):
+        shown[c] = shown[c].map(_fmt)
+    shown = shown.rename(columns={"step_time_s": "step [s]", "useful_samples_per_s": "useful [sample/s]",
+                                  "trainer_idle_fraction": "trainer idle", "generator_idle_fraction": "generator idle",
+                                  "usd_per_mtok_trained": "$/Mtok", "generator_instance": "instance",
+                                  "start_step": "from step"})
+    print("phases:")
+    for line in shown.to_string(index=False).splitlines():
+        print(f"  {line}")
 
 
 def _print_side_by_side(runs: list[dict], solved: bool) -> None:
@@ -382,7 +531,13 @@ def _print_side_by_side(runs: list[dict], solved: bool) -> None:
 
     for i, run in enumerate(runs, 1):
         print(f"[{i}] ", end="")
-        _print_heading(run, solved)
+        if "error" in run:
+            print(f"{run['file']}: error: {_one_line(run['error'])}")
+        else:
+            _print_heading(run, solved)
+    runs = [run for run in runs if "error" not in run]
+    if not runs:
+        return
     simulated = runs[0]["sim"] is not None
     names = [run["scenario"].name for run in runs]
     width = max(14, *(len(n) for n in names)) if not simulated else 14
@@ -399,9 +554,9 @@ def _print_side_by_side(runs: list[dict], solved: bool) -> None:
             if simulated:
                 cells.append(f"{_metric_text(run['sim'].metrics[key], unit):>{width}s}")
         print(f"  {key:40s} " + " ".join(cells) + f" {_unit_text(unit)}")
-    for i, run in enumerate(runs, 1):
+    for run in runs:
         for line in run["report"].advice:
-            print(f"* [{i}] {line}")
+            print(f"* [{run['index']}] {line}")
 
 
 def _print_gap(run: dict) -> None:
@@ -418,39 +573,113 @@ def _cmd_run(args) -> int:
     import json
 
     sim_steps, seed, max_events = _simulation_flags(args)
+    if args.scenario.count(STDIN) > 1:
+        raise UsageError(STDIN, "standard input can be read once: give '-' at most once")
     runs = []
-    for path in args.scenario:
+    for i, path in enumerate(args.scenario, 1):
         try:
-            runs.append(_evaluate_file(path, args, sim_steps, seed, max_events))
+            runs.append({**_evaluate_file(path, args, sim_steps, seed, max_events), "index": i})
         except TcocalcError as exc:
             if len(args.scenario) == 1:
                 raise
-            raise _FileError(f"{path}: {exc}") from exc
-    if args.csv:
-        for run, out in zip(runs, _csv_dirs(runs, args.csv), strict=True):
-            _write_csv(run, out)
-    if getattr(args, "gap", False):
-        from .whatif import tinker_gap
-
-        dirs = _csv_dirs(runs, args.csv) if args.csv else [None] * len(runs)
-        for run, out in zip(runs, dirs, strict=True):
-            run["gap"] = tinker_gap(run["report"].scenario)
-            if out is not None:
-                run["gap"].to_csv(out / "tinker_gap.csv", index=False)
+            runs.append({"file": path, "error": exc, "index": i})
+    ok = [run for run in runs if "error" not in run]
+    _write_outputs(runs, args)
+    failed = len(runs) - len(ok)
     if args.json:
         records = [_json_record(run) for run in runs]
         print(json.dumps(records[0] if len(records) == 1 else records))
-        return 0
+    else:
+        _print_runs(runs, ok, args)
+    if failed:
+        names = ", ".join(run["file"] for run in runs if "error" in run)
+        print(f"tcocalc: error: {failed} of {len(runs)} scenarios failed: {names}", file=sys.stderr)
+        return EXIT_PARTIAL
+    return EXIT_OK
+
+
+def _write_outputs(runs: list[dict], args) -> None:
+    """``--csv``, ``--xlsx`` and ``--gap`` for the scenarios that ran (folder and file names follow every file
+    given, so a failing one does not rename the others' outputs)."""
+    dirs = _csv_dirs(runs, args.csv) if args.csv else [None] * len(runs)
+    books = _xlsx_paths(runs, args.xlsx) if args.xlsx else [None] * len(runs)
+    for run, out, book in zip(runs, dirs, books, strict=True):
+        if "error" in run:
+            continue
+        if out is not None:
+            _write_csv(run, out)
+        if book is not None:
+            _write_xlsx(run, book)
+            run["xlsx"] = book
+        if getattr(args, "gap", False):
+            from .whatif import tinker_gap
+
+            run["gap"] = tinker_gap(run["report"].scenario)
+            if out is not None:
+                run["gap"].to_csv(out / "tinker_gap.csv", index=False)
+
+
+def _print_runs(runs: list[dict], ok: list[dict], args) -> None:
     if len(runs) == 1:
         _print_one(runs[0], args.solve)
     else:
         _print_side_by_side(runs, args.solve)
-    for run in runs:
+    for run in ok:
         if "gap" in run:
             _print_gap(run)
-    if args.csv:
+    if args.csv and ok:
         print(f"CSV tables written to {args.csv}/" + (" (one folder per scenario)" if len(runs) > 1 else ""))
-    return 0
+    if args.xlsx and ok:
+        paths = ", ".join(str(run["xlsx"]) for run in ok)
+        print(f"Workbook{'s' if len(ok) > 1 else ''} written: {paths}")
+
+
+def _cmd_scenarios(args) -> int:
+    """``tcocalc scenarios``: the shipped scenarios (``tc.scenarios()``), name and description."""
+    import json
+
+    from . import scenarios
+
+    found = scenarios()
+    if args.json:
+        print(json.dumps(found, indent=2))
+        return EXIT_OK
+    width = max(len(n) for n in found)
+    for name, description in found.items():
+        print(f"{name:{width}s}  {description}")
+    print(f"\nRun one by name: tcocalc run {next(iter(found))}   (Python: tc.load_scenario({next(iter(found))!r}))")
+    return EXIT_OK
+
+
+def app_command(extra: list[str]) -> list[str]:
+    """The command ``tcocalc app`` runs: Streamlit on the packaged app (tcocalc/app/main.py), usage statistics
+    off, then ``extra`` (Streamlit's own flags, e.g. ``--server.port 8502``)."""
+    from pathlib import Path
+
+    main_script = Path(__file__).resolve().parent / "app" / "main.py"
+    return [sys.executable, "-m", "streamlit", "run", str(main_script), "--browser.gatherUsageStats", "false",
+            *extra]
+
+
+def _cmd_app(args) -> int:
+    """``tcocalc app``: start the planner app from the installed package (no checkout needed). On POSIX the
+    process becomes Streamlit (``os.execv``), so a signal to it (Ctrl-C, ``kill PID``) stops the server itself;
+    elsewhere Streamlit runs as a child and its exit status is returned."""
+    import importlib.util
+    import os
+    import subprocess
+
+    if importlib.util.find_spec("streamlit") is None:
+        raise UsageError("app", "streamlit is not installed: pip install streamlit (a dependency of tcocalc)")
+    cmd = app_command(args.streamlit_args)
+    sys.stdout.flush()
+    if os.name == "posix":
+        os.execv(cmd[0], cmd)  # does not return (the process is Streamlit now)
+        return EXIT_OK
+    try:
+        return subprocess.call(cmd)
+    except KeyboardInterrupt:  # Ctrl-C stops the server: a normal way to end it
+        return EXIT_OK
 
 
 SIZE_COLUMNS = ["trainer_hardware", "trainer_gpus", "generator_hardware", "generator_gpus", "mode",
@@ -462,20 +691,20 @@ def _cmd_size(args) -> int:
     """``tcocalc size``: tc.size_cluster for one target; the best plans (or why none meets it), JSON or CSV."""
     import json
 
-    from . import load_scenario, size_cluster
+    from . import size_cluster
 
     targets = {"useful_samples_per_s": args.target_samples_per_s, "run_hours": args.target_hours,
                "budget_usd": args.budget_usd}
     given = {k: v for k, v in targets.items() if v is not None}
     if len(given) != 1:
-        raise ScenarioError("target", "give exactly one of --target-samples-per-s, --target-hours, --budget-usd")
+        raise UsageError("target", "give exactly one of --target-samples-per-s, --target-hours, --budget-usd")
     options: dict = {"max_gpus": args.max_gpus, "granularity": args.granularity}
     for key, value in (("trainer_hardware", args.trainer_hardware or args.hardware),
                        ("generator_hardware", args.generator_hardware or args.hardware), ("modes", args.modes),
                        ("staleness_bounds", args.staleness_bounds), ("supplies", args.supplies)):
         if value is not None:
             options[key] = value
-    scn = load_scenario(args.scenario)
+    scn = read_scenario(args.scenario)
     res = size_cluster(scn, given, options)
     top = res.candidates[SIZE_COLUMNS].head(args.top)
     if args.csv:
@@ -500,12 +729,13 @@ def _cmd_size(args) -> int:
         _print_frame(res.pareto[SIZE_COLUMNS], as_csv=False)
         if args.csv:
             print(f"CSV tables written to {args.csv}/ (candidates.csv, pareto.csv)")
-    return 0 if res.met else 1
+    return EXIT_OK if res.met else EXIT_TARGET_UNMET
 
 
 def _add_size_parser(sub) -> None:
     sp = sub.add_parser("size", help="size a cluster for a target: hardware, GPUs per pool, mode, supply, cost")
-    sp.add_argument("scenario", help="path to a scenario TOML file (its workload and steps)")
+    sp.add_argument("scenario", help="a scenario TOML file, a shipped scenario's name or - for standard input "
+                                     "(its workload and steps)")
     sp.add_argument("--target-samples-per-s", type=float, help="target pace [useful samples/s]")
     sp.add_argument("--target-hours", type=float, help="target run time for the scenario's steps [h]")
     sp.add_argument("--budget-usd", type=float, help="run budget [USD]: the fastest plan within it")
@@ -524,18 +754,18 @@ def _add_size_parser(sub) -> None:
     sp.set_defaults(func=_cmd_size)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tcocalc", description="Plan RL post-training clusters: split, speed and cost.")
-    sub = p.add_subparsers(dest="command", required=True)
-    for name, func, helptext in (("hardware", _cmd_hardware, "the accelerator table"),
-                                 ("models", _cmd_models, "the model table")):
-        sp = sub.add_parser(name, help=helptext)
-        sp.add_argument("--csv", action="store_true", help="print CSV instead of a text table")
-        sp.add_argument("--sources", action="store_true", help="include the source and date of every figure")
-        sp.set_defaults(func=func)
-    sp = sub.add_parser("run", help="evaluate an RL scenario (TOML): split, throughput, idle, staleness, cost")
-    sp.add_argument("scenario", nargs="+", help="path to a scenario TOML file (see scenarios/); several print "
-                                                "side by side")
+def _epilog() -> str:
+    codes = "\n".join(f"  {code}  {text}" for code, text in EXIT_CODES.items())
+    return (f"exit status:\n{codes}\n\nA SCENARIO is a TOML file, the name of a shipped scenario (tcocalc scenarios) "
+            "or - for standard input. Reference: docs/cli.md.")
+
+
+def _add_run_parser(sub) -> None:
+    sp = sub.add_parser("run", help="evaluate an RL scenario (TOML): split, throughput, idle, staleness, cost",
+                        epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp.add_argument("scenario", nargs="+", help="a scenario TOML file (see scenarios/), a shipped scenario's name "
+                                                "(e.g. default) or - for standard input; several print side by "
+                                                "side, a failing one is reported in its place")
     sp.add_argument("--solve", action="store_true", help="find the best trainer/generator split")
     sp.add_argument("--simulate", action="store_true", help="cross-check with the discrete-event simulator")
     sp.add_argument("--sim-steps", type=int, help=f"with --simulate: steps to simulate (default {DEFAULT_SIM_STEPS}, "
@@ -547,13 +777,39 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--csv", metavar="DIR", help="write metrics, sweep, phases and cost breakdown (and with "
                                                  "--simulate the simulated metrics and timeline) as CSV into DIR; "
                                                  "several scenarios: one folder per scenario file")
+    sp.add_argument("--xlsx", metavar="FILE", help="write an Excel workbook (inputs, metrics, phases, sweep, cost "
+                                                   "lines, advice, provenance; with --simulate the simulated "
+                                                   "metrics and timeline); several scenarios: one workbook each, "
+                                                   "FILE's name plus -<scenario file stem>")
     sp.add_argument("--gap", action="store_true", help="also print (and with --csv write tinker_gap.csv) the "
                                                       "cost-gap waterfall from Tinker's list price to the run's "
                                                       "$/Mtok, one bar per cause")
-    sp.add_argument("--json", action="store_true", help="print one JSON object per scenario: scenario, file, "
-                                                       "analytical, simulation (null without --simulate), advice, "
-                                                       "phases (a list for several scenarios)")
+    sp.add_argument("--json", action="store_true", help="print one JSON object per scenario: schema_version, "
+                                                       "scenario, file, analytical, simulation (null without "
+                                                       "--simulate), advice, phases, error (a list for several "
+                                                       "scenarios; docs/cli.md)")
     sp.set_defaults(func=_cmd_run)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from ._version import __version__
+
+    p = argparse.ArgumentParser(prog="tcocalc", description="Plan RL post-training clusters: split, speed and cost.",
+                                epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    from .cli_calibrate import add_calibrate_parser
+
+    p.add_argument("--version", action="version", version=f"tcocalc {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+    for name, func, helptext in (("hardware", _cmd_hardware, "the accelerator table"),
+                                 ("models", _cmd_models, "the model table")):
+        sp = sub.add_parser(name, help=helptext)
+        sp.add_argument("--csv", action="store_true", help="print CSV instead of a text table")
+        sp.add_argument("--sources", action="store_true", help="include the source and date of every figure")
+        sp.set_defaults(func=func)
+    _add_run_parser(sub)
+    sp = sub.add_parser("scenarios", help="the shipped scenarios, by name (tcocalc run NAME)")
+    sp.add_argument("--json", action="store_true", help="print {name: description} as JSON")
+    sp.set_defaults(func=_cmd_scenarios)
     sp = sub.add_parser("validate", help="predicted vs published for every validation case, with errors")
     sp.add_argument("--csv", action="store_true", help="print CSV instead of a text table")
     sp.add_argument("--sources", action="store_true", help="include each case's source")
@@ -562,24 +818,38 @@ def build_parser() -> argparse.ArgumentParser:
                                                       "--csv or --markdown in that format")
     sp.add_argument("--long-output", action="store_true", help="only TensorRT-LLM's 131 published long-output "
                                                                "throughput rows; with --csv or --markdown")
+    sp.add_argument("--calibration", action="store_true", help="only the leave-one-out check of tc.calibrate on the "
+                                                               "published RL runs (docs/calibration.md); with "
+                                                               "--csv or --markdown")
     sp.set_defaults(func=_cmd_validate)
     _add_size_parser(sub)
+    add_calibrate_parser(sub, read_scenario, UsageError)
+    sp = sub.add_parser("app", help="start the planner app (Streamlit) from the installed package",
+                        description="Start the planner app; any further arguments go to `streamlit run` "
+                                    "(e.g. --server.port 8502 --server.headless true).")
+    sp.add_argument("streamlit_args", nargs=argparse.REMAINDER, help="arguments for streamlit run")
+    sp.set_defaults(func=_cmd_app)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status (:data:`EXIT_CODES`)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "app":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.command == "app":  # everything after `app` is Streamlit's (argparse leaves its --flags unparsed)
+        args.streamlit_args = [*extra, *args.streamlit_args]
     try:
         return args.func(args)
     except TcocalcError as exc:
         print(f"tcocalc: error: {_one_line(exc)}", file=sys.stderr)
-        return EXIT_USAGE
+        return exit_code(exc)
     except BrokenPipeError:  # e.g. `tcocalc hardware | head`
-        return 0
+        return EXIT_OK
     except (OSError, ValueError, RecursionError, MemoryError) as exc:  # never a traceback for bad input
         print(f"tcocalc: error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
-        return EXIT_USAGE
+        return EXIT_SCENARIO
 
 
 def _one_line(exc: BaseException) -> str:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["split_sweep_figure", "timeline_figure", "roofline_figure", "waterfall_figure", "tornado_figure",
-           "validation_figure", "compare_figure", "tinker_gap_figure", "rl_validation_figure", "speedup_figure"]
+__all__ = ["split_sweep_figure", "sweep_figure", "timeline_figure", "roofline_figure", "waterfall_figure",
+           "tornado_figure", "validation_figure", "compare_figure", "tinker_gap_figure", "rl_validation_figure",
+           "speedup_figure"]
 
 
 def _go():
@@ -42,6 +43,38 @@ def split_sweep_figure(sweep, chosen_trainer_gpus: float | None = None):
     fig.update_yaxes(title_text="samples/s", secondary_y=False)
     fig.update_yaxes(title_text="USD per useful sample", secondary_y=True)
     fig.update_layout(height=420, legend=dict(orientation="h", y=-0.25), margin=dict(t=30))
+    return fig
+
+
+def sweep_figure(result, x: str, y: str = "usd_per_mtok_trained", color: str | None = None):
+    """A :func:`tcocalc.sweep` result as lines: metric ``y`` against the swept path ``x``, one line per value of
+    the swept path ``color`` (default: the other swept path when there are two, else one line). Failed points
+    are left out (a gap in their line). Axis titles carry the units (``tc.METRIC_UNITS``, the fields' own)."""
+    go = _go()
+    from .rl.report import METRIC_UNITS
+
+    paths = list(result.attrs.get("grid") or [])
+    if color is None:
+        others = [p for p in paths if p != x]
+        color = others[0] if len(others) == 1 else None
+    for col in (x, y) + ((color,) if color else ()):
+        if col not in result.columns:
+            raise KeyError(f"{col!r} is not a column of the sweep; its columns: {', '.join(map(str, result.columns))}")
+    ok = result[result["error"].isna()] if "error" in result else result
+    scn = result.attrs.get("scenario")
+
+    def title(col):
+        unit = METRIC_UNITS[col][0] if col in METRIC_UNITS else (scn.field_unit(col) if scn is not None else None)
+        return f"{col} [{unit}]" if unit else col
+
+    fig = go.Figure()
+    groups = ok.groupby(color, sort=True) if color else [(None, ok)]
+    for value, df in groups:
+        df = df.sort_values(x)
+        name = f"{color} = {value[0] if isinstance(value, tuple) else value}" if color else y
+        fig.add_trace(go.Scatter(x=df[x].astype(float), y=df[y].astype(float), mode="lines+markers", name=name))
+    fig.update_layout(height=420, xaxis_title=title(x), yaxis_title=title(y), margin=dict(t=30),
+                      legend=dict(orientation="h", y=-0.25))
     return fig
 
 

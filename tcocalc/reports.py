@@ -1,22 +1,22 @@
-"""CSV report tables with units in the column names, and their readers (round-trip tested)."""
+"""CSV report tables with units in the column names, and their readers (round-trip tested).
+
+One header convention (:mod:`tcocalc.workbook`): a column of numbers in one unit is ``name [unit]``, where
+``name`` is the library's own column (the key of ``report.sweep``, ``report.phases`` or ``report.metrics``) and
+the unit parses with ``tc.get_registry()``; strip `` [unit]`` to get the key back.
+"""
 
 from __future__ import annotations
 
-__all__ = ["metrics_table", "sweep_table", "timeline_table", "cost_table", "gap_table", "to_csv_text",
-           "error_text"]
+from .rl.report import METRIC_UNITS
+from .workbook import COLUMN_UNITS, labelled
 
-_SWEEP_UNITS = {
-    "trainer_gpus": "trainer_gpus [GPU]", "generator_gpus": "generator_gpus [GPU]",
-    "trainer_share": "trainer_share [1]",
-    "step_time_s": "step_time [s]", "useful_samples_per_s": "useful_samples [sample/s]",
-    "usd_per_useful_sample": "cost [USD/useful sample]", "usd_per_hour": "cost [USD/h]",
-    "mean_staleness_steps": "mean_staleness [step]", "sandbox_concurrency": "sandboxes [sandbox]",
-    "trainer_capacity_samples_per_s": "trainer_capacity [sample/s]",
-    "generator_capacity_samples_per_s": "generator_capacity [sample/s]",
-    "trainer_idle_fraction": "trainer_idle [1]", "generator_idle_fraction": "generator_idle [1]",
-    "trainer_mfu": "trainer_mfu [1]",
-}
+__all__ = ["metrics_table", "sweep_table", "phases_table", "timeline_table", "cost_table", "gap_table",
+           "to_csv_text", "error_text", "TABLE_UNITS", "workbook_bytes", "XLSX_MIME"]
 
+XLSX_MIME = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+
+#: Units of every column the report tables label: the contract metrics and the split sweep's / phases' own.
+TABLE_UNITS = {**{k: unit for k, (unit, _) in METRIC_UNITS.items()}, **COLUMN_UNITS}
 
 def metrics_table(report):
     """Metric, value, unit, meaning (one row per contract metric)."""
@@ -24,8 +24,13 @@ def metrics_table(report):
 
 
 def sweep_table(sweep):
-    """The split sweep with units in the column names."""
-    return sweep.rename(columns=_SWEEP_UNITS)
+    """The split sweep (``report.sweep``) with units in the column names: ``step_time_s [s]``."""
+    return labelled(sweep, TABLE_UNITS)
+
+
+def phases_table(phases):
+    """The per-phase metrics (``report.phases``) with units in the column names."""
+    return labelled(phases, TABLE_UNITS)
 
 
 def timeline_table(timeline):
@@ -42,6 +47,16 @@ def gap_table(gap):
     """The cost-gap waterfall (:func:`tcocalc.tinker_gap`) with units in the column names."""
     return gap.rename(columns={"usd_per_mtok": "usd_per_mtok [USD/Mtoken]",
                                "cumulative_usd_per_mtok": "cumulative [USD/Mtoken]"})
+
+
+def workbook_bytes(report, scenario_file: str | None = None) -> bytes:
+    """The report's Excel workbook (``report.to_excel``: inputs, metrics, phases, sweep, cost lines, advice,
+    provenance) as bytes, for a download button."""
+    import io
+
+    buffer = io.BytesIO()
+    report.to_excel(buffer, scenario_file=scenario_file)
+    return buffer.getvalue()
 
 
 def to_csv_text(frame) -> str:

@@ -9,7 +9,10 @@ naming the dotted field (``workload.group_size``). TOML is parsed as data only (
 
 from __future__ import annotations
 
+import difflib
 import math
+import re
+import sys
 import tomllib
 from pathlib import Path
 from types import UnionType
@@ -20,8 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .errors import ScenarioError
 from .modes import Mode, ModeTraits, traits
 
-__all__ = ["Scenario", "load_scenario", "loads_scenario", "scenario_from_dict", "MAX_SCENARIO_BYTES",
-           "MAX_NESTING_DEPTH"]
+__all__ = ["Scenario", "load_scenario", "loads_scenario", "scenario_from_dict", "scenarios", "MAX_SCENARIO_BYTES",
+           "MAX_NESTING_DEPTH", "plain_values"]
 
 MAX_SCENARIO_BYTES = 200_000
 """Largest scenario accepted, in UTF-8 bytes (a file of exactly this size is read; one byte more is not).
@@ -368,8 +371,11 @@ class Scenario(_Section):
 
     def with_split(self, trainer_gpus: int, generator_gpus: int) -> Scenario:
         """A copy with another trainer/generator split, validated as a whole (a colocated scenario must keep
-        one pool: ScenarioError naming the field otherwise)."""
-        return self.with_values({"trainer.gpus": int(trainer_gpus), "generator.gpus": int(generator_gpus)})
+        one pool: ScenarioError naming the field otherwise). Whole numbers only: ``with_split(16, 48)`` and
+        ``with_split(np.int64(16), 48)`` are the same; ``with_split(16.5, 48)`` is a ScenarioError naming
+        ``trainer.gpus`` (never silently truncated)."""
+        return self.with_values({"trainer.gpus": _whole(trainer_gpus, "trainer.gpus"),
+                                 "generator.gpus": _whole(generator_gpus, "generator.gpus")})
 
     @classmethod
     def choices(cls, path: str) -> tuple[str, ...]:
@@ -396,6 +402,51 @@ class Scenario(_Section):
             raise ScenarioError(str(path), "has no fixed set of choices")
         return tuple(values)
 
+    @classmethod
+    def field_unit(cls, path: str) -> str | None:
+        """The unit of a field by dotted path, from its documented description (the ``[...]`` in it):
+        ``Scenario.field_unit("trainer.gpus")`` is ``"GPU"``, ``"workload.prompt_tokens"`` ``"token"``; None for
+        a field without a unit (a count of prompts, a name, a flag), inside a free-form table
+        (``model.config``) or a path that is not a field. ``phases.0.tool_call_s`` reads ``[[phases]]``'s field."""
+        model: Any = cls
+        info = None
+        for key in str(path).split("."):
+            if key.isdigit() and info is not None and model is cls.model_fields["phases"].annotation:
+                model = Phase
+                continue
+            fields = getattr(model, "model_fields", None)
+            if fields is None or key not in fields:
+                return None
+            info = fields[key]
+            model = info.annotation
+        found = re.search(r"\[([^\]\s][^\]]*)\]", (info.description or "") if info else "")
+        return found.group(1) if found else None
+
+    def _repr_html_(self) -> str:
+        """The scenario as a notebook card: model, pools, mode, workload and price, each with its unit."""
+        from .display import card, format_value
+
+        t, g, w, o = self.trainer, self.generator, self.workload, self.orchestration
+        colocated = o.traits.shared_pool
+        rows = [("model", f"{self.model.name} ({self.model.precision})", ""),
+                ("trainer", f"{t.gpus:,} x {t.hardware}", "GPU"),
+                ("generator", "the trainer's pool (colocated)" if colocated else
+                 f"{g.gpus:,} x {g.hardware} ({g.precision})", "" if colocated else "GPU"),
+                ("mode", o.mode + (f", max_staleness {format_value(o.max_staleness)}" if o.traits.streaming
+                                   else ""), ""),
+                ("samples per step", f"{w.prompts_per_step:,} prompts x {w.group_size:,}", "sample"),
+                ("prompt", format_value(w.prompt_tokens), "token"),
+                ("response mean", format_value(w.response_tokens_mean), "token"),
+                ("turns", format_value(w.turns), ""),
+                ("steps", format_value(w.steps), "step"),
+                ("GPU price", format_value(self.economics.usd_per_gpu_hour) + _price_note(self.economics),
+                 "USD/GPU-h")]
+        if w.response_tokens_p99 is not None:
+            rows.insert(7, ("response p99", format_value(w.response_tokens_p99), "token"))
+        if self.phases:
+            rows.append(("phases", ", ".join(f"{p.name} from step {p.start_step:,}" for p in self.phases), ""))
+        return card(f"Scenario {self.name}", rows, subtitle=self.description)
+
     def with_values(self, values: dict[str, Any]) -> Scenario:
         """A copy with fields replaced by dotted path, e.g. ``{"workload.group_size": 16}``; ``None`` removes
         a field (it takes its default). The result is validated as a whole, like a loaded TOML file: a bad
@@ -404,7 +455,18 @@ class Scenario(_Section):
 
         Fields that follow a rule have their own methods: :meth:`with_response_mean` (the response
         distribution keeps its shape) and :meth:`with_cluster` (a colocated run keeps one pool).
+        NumPy scalars are accepted wherever numbers go (:func:`plain_values`).
+
+        Example::
+
+            scn = tc.load_scenario("default")
+            cheaper = scn.with_values({"economics.usd_per_gpu_hour": 1.5, "workload.group_size": 8})
+            cheaper.economics.usd_per_gpu_hour        # 1.5; every other field as in scn
+            scn.with_values({"trainer.gpus": 0})      # ScenarioError: trainer.gpus: Input should be greater
+                                                      # than or equal to 1
         """
+        if not isinstance(values, dict):
+            raise ScenarioError("values", f"expected a dict of dotted path -> value, got {type(values).__name__}")
         data = self.to_dict()
         for path, value in values.items():
             *parents, leaf = str(path).split(".")
@@ -416,8 +478,8 @@ class Scenario(_Section):
             if value is None:
                 node.pop(leaf, None)
             else:
-                node[leaf] = value
-        return scenario_from_dict(data)
+                node[leaf] = plain_values(value)
+        return _validated(data)  # to_dict() holds Python values only: no need to walk it for NumPy scalars
 
     def with_run_calibration(self, calibration) -> Scenario:
         """A copy carrying a calibration from a measured run (``[calibration]``): a
@@ -462,6 +524,12 @@ class Scenario(_Section):
         else the scenario's) the generator pool is the trainer's, hardware and GPUs, so
         ``generator_hardware`` and ``generator_gpus`` are not used. Re-validated (:class:`ScenarioError`
         naming the field).
+
+        Example::
+
+            scn = tc.load_scenario("default")                         # async, 8 + 8 H100
+            scn.with_cluster(mode="colocated", trainer_gpus=16)      # one pool of 16 H100 (generator = trainer)
+            scn.with_cluster(generator_hardware="H200", generator_gpus=24)   # async, 8 H100 + 24 H200
         """
         mode = self.orchestration.mode if mode is None else mode
         t_hw = self.trainer.hardware if trainer_hardware is None else trainer_hardware
@@ -492,6 +560,24 @@ class Scenario(_Section):
         return text
 
 
+def _price_note(econ: Economics) -> str:
+    """What overrides ``usd_per_gpu_hour`` in a scenario card: cost inputs, or a pool's own price."""
+    if econ.cost_inputs:
+        return " (cost_inputs given: the TCO engine sets it)"
+    own = [f"{side} {v:.4g}" for side, v in (("trainer", econ.trainer_usd_per_gpu_hour),
+                                             ("generator", econ.generator_usd_per_gpu_hour)) if v]
+    return f" ({' and '.join(own)} {'overrides' if len(own) == 1 else 'override'} it)" if own else ""
+
+
+def _whole(value: Any, field: str) -> Any:
+    """A GPU count as a whole number: integral floats and NumPy integers become ``int``; anything else goes to
+    validation unchanged, which names ``field`` (a fractional count is refused, never truncated)."""
+    value = plain_values(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def _strip_none(obj):
     if isinstance(obj, dict):
         return {k: _strip_none(v) for k, v in obj.items() if v is not None and not (k == "phases" and not v)}
@@ -507,11 +593,21 @@ def _field_path(loc: tuple) -> str:
 def scenario_from_dict(data: Any) -> Scenario:
     """Validate plain data (a parsed TOML document) into a :class:`Scenario`.
 
+    NumPy scalars are taken as the Python values they hold (:func:`plain_values`): ``np.int64(64)`` is the
+    whole number 64, ``np.float64(1.5)`` the number 1.5, ``np.bool_(True)`` the boolean ``True``. Validation
+    is as strict for them as for Python values: a boolean is never a number, a float never a whole number.
+
     Raises :class:`ScenarioError` naming the first offending field, e.g. ``workload.group_size``, or the
     first key path nested deeper than :data:`MAX_NESTING_DEPTH`.
     """
     if not isinstance(data, dict):
         raise ScenarioError("", "a scenario must be a table of sections ([model], [trainer], ...)")
+    _check_depth(data)
+    return _validated(plain_values(data))
+
+
+def _validated(data: dict) -> Scenario:
+    """:func:`scenario_from_dict` of data holding no NumPy scalars."""
     _check_depth(data)
     try:
         return Scenario.model_validate(data)
@@ -530,6 +626,30 @@ def scenario_from_dict(data: Any) -> Scenario:
                                                  math.isfinite(err["input"])):
             msg = "must be a finite number"
         raise ScenarioError(loc or "scenario", msg) from None
+
+
+def plain_values(obj: Any) -> Any:
+    """``obj`` with every NumPy scalar (``np.int64``, ``np.float64``, ``np.bool_``, ``np.str_``, a 0-d array)
+    replaced by the Python value it holds (``.item()``), through dicts, lists and tuples; anything else as it is.
+
+    Notebook values often come out of numpy or pandas (``np.linspace``, a DataFrame cell); the scenario model is
+    strict (a bool is never a number), so they are converted here, at the root, and then validated like any
+    Python value: ``np.bool_(True)`` becomes ``True`` and is still refused where a number goes. NumPy is not
+    imported for this: values from it exist only once it has been imported by someone else."""
+    np = sys.modules.get("numpy")
+    if np is None:
+        return obj
+    return _plain(obj, np)
+
+
+def _plain(obj: Any, np) -> Any:
+    if isinstance(obj, dict):
+        return {k: _plain(v, np) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return type(obj)(_plain(v, np) for v in obj)
+    if isinstance(obj, np.generic) or (isinstance(obj, np.ndarray) and obj.ndim == 0):
+        return obj.item()
+    return obj
 
 
 def _check_depth(data: dict) -> None:
@@ -557,9 +677,18 @@ def _too_large(source: str, size: int, *, at_least: bool = False) -> ScenarioErr
 
 
 def load_scenario(path: str | Path) -> Scenario:
-    """Read a scenario TOML file. Every problem (missing file, size, bad TOML, bad values) is a
-    :class:`ScenarioError` naming the file or field. Files over :data:`MAX_SCENARIO_BYTES` are refused
-    unread; at most that many bytes (plus one) are ever read, even from a device such as /dev/zero."""
+    """Read a scenario TOML file, or a shipped scenario by name.
+
+    ``path`` is a file, or the name of a shipped scenario (:func:`scenarios` lists them): a string without a
+    path separator and without the ``.toml`` suffix that is not an existing file, e.g. ``"default"``, reads
+    the packaged ``scenarios/default.toml`` (in a checkout and from an installed wheel alike). An unknown name
+    is a :class:`ScenarioError` listing the closest shipped names.
+
+    Every problem (missing file, size, bad TOML, bad values) is a :class:`ScenarioError` naming the file or
+    field. Files over :data:`MAX_SCENARIO_BYTES` are refused unread; at most that many bytes (plus one) are
+    ever read, even from a device such as /dev/zero."""
+    if _is_scenario_name(path):
+        return _load_shipped(str(path))
     p = Path(path)
     try:
         size = p.stat().st_size
@@ -576,6 +705,46 @@ def load_scenario(path: str | Path) -> Scenario:
     except UnicodeDecodeError as exc:
         raise ScenarioError("path", f"cannot read {p.name} as UTF-8 text: {exc}") from None
     return loads_scenario(text, source=p.name)
+
+
+def _is_scenario_name(path: str | Path) -> bool:
+    """A shipped scenario's name rather than a file: a plain string, no separator, no .toml, not a file."""
+    if not isinstance(path, str) or not path or path.endswith(".toml") or "/" in path or "\\" in path:
+        return False
+    return not Path(path).is_file()
+
+
+def _shipped_files() -> dict:
+    """Shipped scenario files by name (file stem), ``default`` first, then alphabetical."""
+    from ._data import scenarios_dir
+
+    files = [f for f in scenarios_dir().iterdir() if f.name.endswith(".toml")]
+    files.sort(key=lambda f: (f.name != "default.toml", f.name))
+    return {f.name.removesuffix(".toml"): f for f in files}
+
+
+def _load_shipped(name: str) -> Scenario:
+    files = _shipped_files()
+    if name not in files:
+        close = difflib.get_close_matches(name, list(files), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise ScenarioError("path", f"{name!r} is neither a file nor a shipped scenario{hint} (shipped: "
+                                    f"{', '.join(files)}; tc.scenarios() describes them)")
+    return loads_scenario(files[name].read_text(encoding="utf-8"), source=f"{name}.toml")
+
+
+def scenarios() -> dict[str, str]:
+    """The shipped scenarios: name -> description (``default`` first, then alphabetical).
+
+    Each name loads with ``tc.load_scenario(name)`` (and runs with ``tcocalc run NAME``); the description is
+    the file's own ``description`` (read from the TOML, not validated here)."""
+    out = {}
+    for name, f in _shipped_files().items():
+        try:
+            out[name] = str(tomllib.loads(f.read_text(encoding="utf-8")).get("description", ""))
+        except tomllib.TOMLDecodeError:  # pragma: no cover - shipped files are checked by the test suite
+            out[name] = ""
+    return out
 
 
 def loads_scenario(text: str, *, source: str = "<text>") -> Scenario:

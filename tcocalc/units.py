@@ -2,7 +2,9 @@
 
 FLOP, token, sample, USD and GPU are dimensions of their own, and bytes carry an [information]
 dimension (pint's default leaves them dimensionless), so ``Q_("1 TFLOP/s")`` cannot be converted to
-or compared with ``Q_("1 GB/s")``.
+or compared with ``Q_("1 GB/s")``. Step, sandbox and (CPU) core count what the RL metrics count
+(``tc.METRIC_UNITS``); a hyphen between two unit names multiplies them, as in the tables' ``USD/GPU-h``
+(USD per GPU-hour) and ``USD/core-hour``, so every unit the package prints parses here.
 
 The registry is built lazily on first use (about 0.1 s), so ``import tcocalc`` stays cheap.
 Formula code works on plain floats in SI units (practice 7: units at the boundary, magnitudes in
@@ -13,9 +15,10 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+import re
 from typing import Any
 
-__all__ = ["get_registry", "Q_", "to_magnitude", "BYTES_PER_ELEMENT", "bytes_per_element"]
+__all__ = ["get_registry", "Q_", "to_magnitude", "BYTES_PER_ELEMENT", "bytes_per_element", "quantities"]
 
 #: Bytes per stored element by precision name. Definitional (bf16 = 16 bits, fp8 = 8, fp4 = 4 bits).
 BYTES_PER_ELEMENT: dict[str, float] = {"bf16": 2.0, "fp8": 1.0, "fp4": 0.5}
@@ -44,7 +47,32 @@ def get_registry():
     ureg.load_definitions([ln for ln in default.splitlines() if not ln.startswith("@import")])
     own = importlib.resources.files("tcocalc") / "units.txt"
     ureg.load_definitions(own.read_text().splitlines())
+    ureg.preprocessors.append(hyphenated_product)
     return ureg
+
+
+_HYPHEN = re.compile(r"(?<![\w.])([A-Za-z_]\w*)-([A-Za-z_]\w*)")
+
+
+def hyphenated_product(text: str) -> str:
+    """``USD/GPU-h`` -> ``USD/(GPU*h)``: a hyphen between two unit names joins them into their product (a
+    GPU-hour), as the tables write them; a minus sign before a number (``1e-3``, ``-5 m``) is left alone.
+    Installed as a preprocessor of :func:`get_registry`'s registry."""
+    return _HYPHEN.sub(r"(\1*\2)", text)
+
+
+def quantities(values: dict, units: dict) -> dict:
+    """``{name: pint.Quantity}`` of plain values and their units (``units[name]`` a unit string, or a tuple
+    whose first item is one, as in ``tc.METRIC_UNITS``); a None value stays None. Unit "1" is dimensionless.
+
+    >>> quantities({"step_time_s": 96.7}, {"step_time_s": ("s", "wall time per step")})["step_time_s"]
+    <Quantity(96.7, 'second')>
+    """
+    out = {}
+    for name, value in values.items():
+        unit = units[name][0] if isinstance(units[name], tuple) else units[name]
+        out[name] = None if value is None else Q_(value, "dimensionless" if unit == "1" else unit)
+    return out
 
 
 def Q_(value: Any, unit: str | None = None):  # noqa: N802 - pint's conventional name

@@ -10,8 +10,8 @@ from streamlit.testing.v1 import AppTest
 import tcocalc as tc
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ["app.py", "app_pages/plan.py", "app_pages/hardware.py", "app_pages/cost.py", "app_pages/compare.py",
-         "app_pages/validation.py"]
+PAGES = ["app.py", "tcocalc/app/plan.py", "tcocalc/app/hardware.py", "tcocalc/app/cost.py", "tcocalc/app/compare.py",
+         "tcocalc/app/validation.py"]
 
 
 def run(page: str) -> AppTest:
@@ -30,7 +30,7 @@ def metric(at, label):
 
 
 def test_plan_kpis_follow_the_gpu_count():
-    at = run("app_pages/plan.py")
+    at = run("tcocalc/app/plan.py")
     before = metric(at, "Useful samples/s")
     assert at.number_input(key="trainer_gpus").value == 8
     at.number_input(key="generator_gpus").set_value(24).run()
@@ -42,7 +42,7 @@ def test_plan_kpis_follow_the_gpu_count():
 
 
 def test_plan_solve_shows_the_sweep_and_advice():
-    at = run("app_pages/plan.py")
+    at = run("tcocalc/app/plan.py")
     at.toggle(key="solve").set_value(True).run()
     assert not at.exception
     assert any("Split " in i.value for i in at.info)
@@ -50,7 +50,7 @@ def test_plan_solve_shows_the_sweep_and_advice():
 
 
 def test_plan_scenario_switch_resets_widgets():
-    at = run("app_pages/plan.py")
+    at = run("tcocalc/app/plan.py")
     at.selectbox(key="scenario_file").select("semianalysis_qwen3_235b_h200").run()
     assert at.number_input(key="trainer_gpus").value == 64
     assert at.number_input(key="generator_gpus").value == 192
@@ -60,7 +60,7 @@ def test_plan_scenario_switch_resets_widgets():
 def test_plan_speculative_decoding_moves_the_run_as_the_library_does():
     """Draft tokens and acceptance reach [generator] speculative_tokens / acceptance_rate: on the SemiAnalysis run
     one draft token at 0.8 takes the trainer's idle from 31% to the library's figure for the same scenario."""
-    at = run("app_pages/plan.py")
+    at = run("tcocalc/app/plan.py")
     at.selectbox(key="scenario_file").select("semianalysis_qwen3_235b_h200").run()
     assert at.number_input(key="acceptance").disabled  # off until draft tokens are set
     at.number_input(key="draft_tokens").set_value(1).run()
@@ -73,7 +73,7 @@ def test_plan_speculative_decoding_moves_the_run_as_the_library_does():
 
 
 def test_plan_infeasible_input_shows_an_error_not_a_traceback():
-    at = run("app_pages/plan.py")
+    at = run("tcocalc/app/plan.py")
     at.selectbox(key="scenario_file").select("glm5_h200_drift").run()
     at.number_input(key="trainer_gpus").set_value(8).run()
     assert not at.exception
@@ -82,14 +82,14 @@ def test_plan_infeasible_input_shows_an_error_not_a_traceback():
 
 
 def test_plan_simulated_timeline():
-    at = run("app_pages/plan.py")
+    at = run("tcocalc/app/plan.py")
     at.toggle(key="simulate").set_value(True).run()
     assert not at.exception and not at.error
     assert any(b.label == "Download timeline (CSV)" for b in at.get("download_button"))
 
 
 def test_cost_page_reproduces_the_h200_tco_and_reacts():
-    at = run("app_pages/cost.py")
+    at = run("tcocalc/app/cost.py")
     assert metric(at, "Ownership cost").startswith("1.59")
     assert metric(at, "Capex share") == "72.5%"
     at.number_input(key="kwh").set_value(0.20).run()
@@ -97,20 +97,20 @@ def test_cost_page_reproduces_the_h200_tco_and_reacts():
 
 
 def test_hardware_page_roofline_without_choices_is_not_broken():
-    at = run("app_pages/hardware.py")
+    at = run("tcocalc/app/hardware.py")
     at.multiselect(key="roof_hw").set_value([]).run()
     assert not at.exception
     assert any("Pick at least one" in i.value for i in at.info)
 
 
 def test_validation_page_counts_cases():
-    at = run("app_pages/validation.py")
+    at = run("tcocalc/app/validation.py")
     assert metric(at, "Cases") == str(len(tc.validation_table()))  # 40 on 2026-11-30 (LMSYS rows added)
 
 
 @pytest.mark.parametrize("scenario", sorted(p.stem for p in (ROOT / "scenarios").glob("*.toml")))
 def test_plan_every_shipped_scenario_solves_and_simulates(scenario):
-    at = run("app_pages/plan.py")
+    at = run("tcocalc/app/plan.py")
     at.selectbox(key="scenario_file").select(scenario).run()
     at.toggle(key="solve").set_value(True).run()
     at.toggle(key="simulate").set_value(True).run()
@@ -145,7 +145,7 @@ def evaluated_scenario(at, downloads) -> tc.Scenario:
 
 
 def test_plan_response_length_keeps_the_tails_shape(downloads):
-    at = run("app_pages/plan.py")
+    at = run("tcocalc/app/plan.py")
     w0 = evaluated_scenario(at, downloads).workload
     assert (w0.response_tokens_mean, w0.response_tokens_p99) == (4000.0, 16000.0)  # scenarios/default.toml
     before = metric(at, "Useful samples/s")
@@ -159,7 +159,7 @@ def test_plan_response_length_keeps_the_tails_shape(downloads):
 
 
 def test_plan_colocated_keeps_one_pool(downloads):
-    at = run("app_pages/plan.py")
+    at = run("tcocalc/app/plan.py")
     at.number_input(key="generator_gpus").set_value(24)
     at.selectbox(key="generator_hw").select("B200")
     at.selectbox(key="mode").select("colocated").run()
@@ -174,14 +174,14 @@ def test_plan_colocated_keeps_one_pool(downloads):
 
 
 def test_plan_metrics_table_is_the_reports(downloads):
-    at = run("app_pages/plan.py")
+    at = run("tcocalc/app/plan.py")
     frame = at.dataframe[0].value
     report = tc.evaluate(evaluated_scenario(at, downloads))
     assert dict(zip(frame["metric"], frame["value"], strict=True)) == pytest.approx(report.metrics, nan_ok=True)
 
 
 def test_plan_upload_errors_are_the_librarys():
-    at = run("app_pages/plan.py")
+    at = run("tcocalc/app/plan.py")
     at.file_uploader(key="upload").set_value(("big.toml", b"# " + b"x" * 300_000 + b"\n", "application/toml")).run()
     assert not at.exception
     assert f"{tc.MAX_SCENARIO_BYTES:,} bytes or under" in at.error[0].value
@@ -193,7 +193,7 @@ def test_plan_upload_errors_are_the_librarys():
 
 
 def test_cost_server_year_of_an_nvl72_rack():
-    at = run("app_pages/cost.py")
+    at = run("tcocalc/app/cost.py")
     at.selectbox(key="cost_hw").select("GB200-NVL72").run()
     assert not at.exception and not at.error
     b = tc.gpu_hour_cost(tc.default_cost_inputs("GB200-NVL72"))
@@ -206,19 +206,19 @@ def test_cost_server_year_of_an_nvl72_rack():
 
 
 def test_cost_page_offers_the_accelerators_with_cost_defaults():
-    at = run("app_pages/cost.py")
+    at = run("tcocalc/app/cost.py")
     assert at.selectbox(key="cost_hw").options == tc.cost_default_hardware()
 
 
 def test_pages_keep_sane_inputs_across_page_switches():
     """Streamlit drops the state of widgets a page did not draw: coming back starts from the defaults again."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180).run()
-    at.switch_page("app_pages/cost.py").run()
+    at.switch_page("tcocalc/app/cost.py").run()
     price = at.number_input(key="server_price").value
-    at.switch_page("app_pages/plan.py").run()
-    at.switch_page("app_pages/cost.py").run()
+    at.switch_page("tcocalc/app/plan.py").run()
+    at.switch_page("tcocalc/app/cost.py").run()
     assert at.number_input(key="server_price").value == price
-    at.switch_page("app_pages/plan.py").run()
+    at.switch_page("tcocalc/app/plan.py").run()
     assert not at.exception and not at.error
     assert at.number_input(key="trainer_gpus").value == 8
     assert at.subheader[0].value.startswith("Split 8 trainer : 8 generator")
@@ -230,7 +230,7 @@ DEFAULT = ROOT / "scenarios" / "default.toml"
 
 def test_plan_simulates_and_downloads_the_solved_split(downloads):
     """Solve + simulate: the simulation and the TOML download are the split shown, not the unsolved one."""
-    at = run("app_pages/plan.py")
+    at = run("tcocalc/app/plan.py")
     at.toggle(key="solve").set_value(True)
     at.toggle(key="simulate").set_value(True).run()
     assert not at.exception and not at.error, [e.value for e in at.error]
@@ -254,7 +254,7 @@ def test_plan_simulates_and_downloads_the_solved_split(downloads):
 
 def test_plan_inputs_come_back_from_the_url_in_a_new_session():
     """A reconnect after a server restart (or a reload) is a new session: the inputs come from the URL."""
-    at = run("app_pages/plan.py")
+    at = run("tcocalc/app/plan.py")
     at.number_input(key="trainer_gpus").set_value(16)
     at.number_input(key="resp_mean").set_value(6000.0)
     at.selectbox(key="mode").select("sync")
@@ -263,7 +263,7 @@ def test_plan_inputs_come_back_from_the_url_in_a_new_session():
     params = dict(at.query_params)
     assert params == {"scenario": "default", "trainer_gpus": "16", "resp_mean": "6000", "mode": "sync",
                       "solve": "true"}
-    fresh = AppTest.from_file(str(ROOT / "app_pages/plan.py"), default_timeout=180)
+    fresh = AppTest.from_file(str(ROOT / "tcocalc/app/plan.py"), default_timeout=180)
     fresh.query_params.update(params)
     fresh.run()
     assert not fresh.exception and not fresh.error and not fresh.warning
@@ -281,14 +281,14 @@ def reconnect(at: AppTest) -> AppTest:
     """What a server restart does to ``at``'s tab: a new session whose first run gets the page's URL and the
     browser's widget values, among them an edit not yet run (AppTest has no public way to send them to a fresh
     session, hence its ``_run``; tests/test_e2e.py restarts a real server)."""
-    fresh = AppTest.from_file(str(ROOT / "app_pages/plan.py"), default_timeout=180)
+    fresh = AppTest.from_file(str(ROOT / "tcocalc/app/plan.py"), default_timeout=180)
     fresh.query_params.update(dict(at.query_params))
     return fresh._run(at._tree.get_widget_states())
 
 
 def test_plan_a_reconnect_keeps_the_edit_that_sent_it():
     """The edit whose rerun reconnects the tab wins over the URL, written before it; the other inputs stay."""
-    at = run("app_pages/plan.py")
+    at = run("tcocalc/app/plan.py")
     at.number_input(key="trainer_gpus").set_value(16).run()
     at.number_input(key="resp_mean").set_value(6000.0).run()
     at.number_input(key="generator_gpus").set_value(24)  # the edit, run by the new session
@@ -302,13 +302,13 @@ def test_plan_a_reconnect_keeps_the_edit_that_sent_it():
     at.selectbox(key="scenario_file").select("semianalysis_qwen3_235b_h200")  # or the edit switches the scenario
     fresh = reconnect(at)
     assert not fresh.exception and not fresh.error and not fresh.warning
-    ref = run("app_pages/plan.py").selectbox(key="scenario_file").select("semianalysis_qwen3_235b_h200").run()
+    ref = run("tcocalc/app/plan.py").selectbox(key="scenario_file").select("semianalysis_qwen3_235b_h200").run()
     assert fresh.subheader[0].value == ref.subheader[0].value  # the new file's values, not the old URL's
     assert dict(fresh.query_params) == dict(ref.query_params) == {"scenario": "semianalysis_qwen3_235b_h200"}
 
 
 def test_plan_url_values_that_cannot_be_restored_are_named():
-    at = AppTest.from_file(str(ROOT / "app_pages/plan.py"), default_timeout=180)
+    at = AppTest.from_file(str(ROOT / "tcocalc/app/plan.py"), default_timeout=180)
     at.query_params.update({"scenario": "semianalysis_qwen3_235b_h200", "trainer_gpus": "48", "turns": "abc",
                             "prompts": "0", "mode": "warp", "colour": "red"})
     at.run()
@@ -320,7 +320,7 @@ def test_plan_url_values_that_cannot_be_restored_are_named():
     for bad in ("turns=abc", "prompts=0", "mode=warp", "colour=red"):
         assert bad in warning.value
     assert "trainer_gpus" not in warning.value
-    at = AppTest.from_file(str(ROOT / "app_pages/plan.py"), default_timeout=180)
+    at = AppTest.from_file(str(ROOT / "tcocalc/app/plan.py"), default_timeout=180)
     at.query_params.update({"scenario": "no_such_scenario", "trainer_gpus": "48"})
     at.run()
     assert not at.exception and "'no_such_scenario'" in at.warning[0].value
@@ -329,12 +329,12 @@ def test_plan_url_values_that_cannot_be_restored_are_named():
 
 def test_plan_url_inputs_of_an_uploaded_file_wait_for_the_file():
     toml = DEFAULT.read_bytes()
-    at = run("app_pages/plan.py")
+    at = run("tcocalc/app/plan.py")
     at.file_uploader(key="upload").set_value(("mine.toml", toml, "application/toml")).run()
     at.number_input(key="trainer_gpus").set_value(24).run()
     params = dict(at.query_params)
     assert params == {"scenario": "mine.toml", "trainer_gpus": "24"}
-    fresh = AppTest.from_file(str(ROOT / "app_pages/plan.py"), default_timeout=180)
+    fresh = AppTest.from_file(str(ROOT / "tcocalc/app/plan.py"), default_timeout=180)
     fresh.query_params.update(params)
     fresh.run()
     assert not fresh.exception and not fresh.error
@@ -347,7 +347,7 @@ def test_plan_url_inputs_of_an_uploaded_file_wait_for_the_file():
 
 
 def test_plan_scenario_box_is_off_while_a_file_is_uploaded():
-    at = run("app_pages/plan.py")
+    at = run("tcocalc/app/plan.py")
     text = (ROOT / "scenarios" / "semianalysis_qwen3_235b_h200.toml").read_bytes()
     at.file_uploader(key="upload").set_value(("mine.toml", text, "application/toml")).run()
     assert at.selectbox(key="scenario_file").disabled
@@ -361,7 +361,7 @@ def test_plan_scenario_box_is_off_while_a_file_is_uploaded():
 
 
 def test_plan_colocated_shows_one_pool_and_one_step_is_singular():
-    at = run("app_pages/plan.py")
+    at = run("tcocalc/app/plan.py")
     at.number_input(key="trainer_gpus").set_value(16)
     at.selectbox(key="mode").select("colocated").run()
     assert not at.exception and not at.error
@@ -375,7 +375,7 @@ def test_plan_colocated_shows_one_pool_and_one_step_is_singular():
 
 
 def test_compare_labels_what_is_not_offered():
-    at = run("app_pages/compare.py")
+    at = run("tcocalc/app/compare.py")
     at.selectbox(key="compare_metric").select("cost_ratio_vs_tinker").run()
     assert not at.exception
     frame = at.dataframe[0].value.T
@@ -388,7 +388,7 @@ def test_compare_labels_what_is_not_offered():
 
 
 def test_cost_errors_name_the_input_by_its_label():
-    at = run("app_pages/cost.py")
+    at = run("tcocalc/app/cost.py")
     at.number_input(key="server_price").set_value(2e9).run()
     assert not at.exception
     (error,) = at.error
@@ -407,7 +407,7 @@ def test_plan_shows_the_simulations_progress(monkeypatch):
         return real(scenario, steps=steps, seed=seed)
 
     monkeypatch.setattr(tc, "simulate", simulate)
-    at = run("app_pages/plan.py")
+    at = run("tcocalc/app/plan.py")
     at.number_input(key="prompts").set_value(37)  # a run no other test has kept
     at.toggle(key="simulate").set_value(True).run()
     assert not at.exception and not at.error, [e.value for e in at.exception]
@@ -419,7 +419,7 @@ def test_plan_shows_the_simulations_progress(monkeypatch):
 def test_plan_names_which_accounting_each_cost_is():
     """Issue 14 item 3: our accounting and the SemiAnalysis-style one side by side, each tile saying which it is;
     the values are the library's (Prime RL scenario: SemiAnalysis-style cost and ratio)."""
-    at = run("app_pages/plan.py")
+    at = run("tcocalc/app/plan.py")
     at.selectbox(key="scenario_file").set_value("semianalysis_qwen3_235b_h200").run()
     assert not at.exception and not at.error
     report = tc.evaluate(tc.load_scenario(ROOT / "scenarios" / "semianalysis_qwen3_235b_h200.toml"))
@@ -432,7 +432,7 @@ def test_plan_names_which_accounting_each_cost_is():
 def test_plan_disaggregated_generator_shows_its_pools_and_errors_by_label():
     """Issue 13 item 3 in the app: the Prefill/decode box sets generator.disaggregated; the page names the pools,
     and a colocated run, which has no separate generator GPUs, is refused naming the boxes, not a field."""
-    at = run("app_pages/plan.py")
+    at = run("tcocalc/app/plan.py")
     at.selectbox(key="scenario_file").select("gb300_agentic_96").run()
     at.selectbox(key="serving").select("disaggregated").run()
     assert not at.exception and not at.error, [e.value for e in at.error]
@@ -447,7 +447,7 @@ def test_plan_nvlink_box_sets_both_pools_and_the_trainer_follows(downloads):
     """The NVLink box sets [trainer] and [generator] multinode_nvlink (docs/rl-modeling.md §3.7): on the GB300
     agentic scenario, per server the trainer's EP and PP traffic between 4-GPU trays takes the scale-out network and
     its capacity falls (2.95 -> 2.80 samples/s); the download carries both keys and the URL keeps the choice."""
-    at = run("app_pages/plan.py")
+    at = run("tcocalc/app/plan.py")
     at.selectbox(key="scenario_file").select("gb300_agentic_96").run()
     assert at.selectbox(key="nvlink").value == "multi-node"
 
@@ -463,3 +463,30 @@ def test_plan_nvlink_box_sets_both_pools_and_the_trainer_follows(downloads):
     assert capacity() == pytest.approx(tc.evaluate(scn).metrics["trainer_capacity_samples_per_s"], rel=1e-9)
     assert capacity() < before
     assert dict(at.query_params).get("nvlink") == "per server"
+
+
+def test_plan_calibrates_from_typed_times_and_labels_the_plan():
+    """The Plan page's "Calibrate from a run": a step time typed by hand fits the factors, the before/after table
+    shows, the KPIs are labelled calibrated with the calibrated typical error, and the plan's step time is the
+    library's tc.calibrate of the same scenario; removing the calibration restores the uncalibrated page."""
+    at = run("tcocalc/app/plan.py")
+    assert any("Uncalibrated model" in c.value for c in at.caption)
+    before = metric(at, "Useful samples/s")
+    at.number_input(key="cal_step_time_s").set_value(150.0).run()
+    at.button(key="cal_go").click().run()
+    assert not at.exception and not at.error
+    assert at.subheader[0].value.endswith(", calibrated")
+    assert any("Calibrated from figures typed on the Plan page" in c.value for c in at.caption)
+    cal = tc.calibrate(tc.load_scenario("default"), {"step_time_s": 150.0})
+    expected = tc.evaluate(tc.load_scenario("default").with_run_calibration(cal)).metrics["useful_samples_per_s"]
+    assert float(metric(at, "Useful samples/s").split()[0]) == pytest.approx(expected, rel=0.01)  # 3 digits shown
+    assert metric(at, "Useful samples/s") != before
+    at.button(key="cal_clear").click().run()
+    assert metric(at, "Useful samples/s") == before and not at.subheader[0].value.endswith(", calibrated")
+
+
+def test_plan_calibration_errors_name_the_key():
+    at = run("tcocalc/app/plan.py")
+    at.button(key="cal_go").click().run()
+    assert not at.exception
+    assert any("measurements" in e.value and "no time measured" in e.value for e in at.error)

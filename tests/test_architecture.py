@@ -2,13 +2,13 @@
 
 Layers, lowest first; a module may import only from its own layer or a lower one:
 
-    0 base          tcocalc.errors, units, _names, _data, modes, scenario
+    0 base          tcocalc.errors, units, _names, _data, _version, modes, scenario, display, workbook
     1 catalog       tcocalc.catalog.*     (every read of a data file)
     2 roofline      tcocalc.roofline.*
     3 economics     tcocalc.economics.*
     4 rl            tcocalc.rl.*
-    5 studies       tcocalc.whatif, tcocalc.studies.*
-    6 presentation  tcocalc.figures, reports, cli, __main__
+    5 studies       tcocalc.whatif, sweeps, tcocalc.studies.*
+    6 presentation  tcocalc.figures, reports, cli, __main__, app.*
 
 ``tcocalc/__init__.py`` is a lazy facade (``_EXPORTS`` resolved with importlib) and is not checked as an
 importer; imported from inside the package it counts as the top layer, since it can hand out any name.
@@ -42,16 +42,22 @@ LAYERS: dict[str, int] = {
     "_data": 0,
     "modes": 0,
     "scenario": 0,
+    "_version": 0,
+    "display": 0,
+    "workbook": 0,
     "catalog": 1,
     "roofline": 2,
     "economics": 3,
     "rl": 4,
     "whatif": 5,
     "studies": 5,
+    "sweeps": 5,
     "figures": 6,
     "reports": 6,
     "cli": 6,
+    "cli_calibrate": 6,
     "__main__": 6,
+    "app": 6,
 }
 FACADE_LAYER = max(LAYERS.values())
 

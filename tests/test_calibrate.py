@@ -217,3 +217,24 @@ def test_measurements_from_a_log_calibrate():
     assert "verl_wandb.csv" in cal.source and cal.stages
     assert str(cal).startswith("Calibration from")
     assert "<table" in cal._repr_html_()
+
+
+def test_the_command_line_calibrates_writes_and_plans(tmp_path, capsys):
+    """tcocalc calibrate SCENARIO LOG -o OUT.toml prints the stages and factors; tcocalc run OUT.toml --solve then
+    says it is calibrated and from what; a bad --measured value is a usage error naming the flag."""
+    from tcocalc.cli import main
+
+    out = tmp_path / "cal.toml"
+    log = ROOT / "tests" / "data" / "logs" / "verl_wandb.csv"
+    assert main(["calibrate", "verl_fully_async_qwen25_7b_h20", str(log), "--steps", "3:4", "-o", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "step_time_s" in text and "factors:" in text and out.is_file()
+    assert tc.load_scenario(out).calibration.factors.training == pytest.approx(
+        tc.calibrate(tc.load_scenario(SCN / "verl_fully_async_qwen25_7b_h20.toml"),
+                     tc.load_measurements(log, steps="3:4")).factor("training"), rel=1e-6)
+    assert main(["run", str(out), "--solve"]) == 0
+    assert "calibrated from" in capsys.readouterr().out
+    assert main(["calibrate", "default", "--measured", "step_time_s=fast"]) == 2
+    assert "--measured" in capsys.readouterr().err
+    assert main(["calibrate", "default", "--measured", "step_time_s=-4"]) == 3
+    assert "measurements.step_time_s" in capsys.readouterr().err

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = str(ROOT / "scenarios" / "default.toml")
 
 
-JSON_KEYS = ["scenario", "file", "analytical", "simulation", "advice", "phases"]
+JSON_KEYS = ["schema_version", "scenario", "file", "analytical", "simulation", "advice", "phases", "error"]
 
 
 def test_run_json(capsys):
@@ -76,17 +76,17 @@ def test_run_solve_csv_round_trips(tmp_path, capsys):
     cost = pd.read_csv(tmp_path / "cost_breakdown.csv")
     best = sweep[sweep["best"]].iloc[0]
     assert best["trainer_gpus [GPU]"] == m.loc["trainer_gpus", "value"]  # units in the headers, as the app's
-    assert {"step_time [s]", "cost [USD/h]", "trainer_idle [1]"} <= set(sweep.columns)
+    assert {"step_time_s [s]", "usd_per_hour [USD/h]", "trainer_idle_fraction [1]"} <= set(sweep.columns)
     assert cost["cost [USD/h]"].sum() == pytest.approx(m.loc["usd_per_hour", "value"], rel=1e-6)
     assert (tmp_path / "phases.csv").exists()
 
 
 @pytest.mark.parametrize("content", ["[model]\nname='x'\n", "x = [", "\x00\x01binary", ""])
-def test_bad_scenario_one_line_exit_2(tmp_path, content):
+def test_bad_scenario_one_line_exit_3(tmp_path, content):
     p = tmp_path / "bad.toml"
     p.write_text(content)
     res = subprocess.run([sys.executable, "-m", "tcocalc", "run", str(p)], capture_output=True, text=True)
-    assert res.returncode == 2
+    assert res.returncode == 3  # a bad scenario (docs/cli.md, exit status)
     assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
     assert res.stderr.startswith("tcocalc: error:")
 
@@ -138,7 +138,7 @@ def _custom_model_scenario(tmp_path, key: str, value: str) -> str:
                                        ("hidden_size", "inf"),           # was OverflowError
                                        ("num_attention_heads", '"x"')])  # was a ValueError naming no field
 def test_bad_model_config_is_one_line_naming_the_key(tmp_path, capsys, key, value):
-    assert main(["run", _custom_model_scenario(tmp_path, key, value)]) == 2
+    assert main(["run", _custom_model_scenario(tmp_path, key, value)]) == 3
     assert f"model.config.{key}" in _one_error_line(capsys)
 
 
@@ -177,11 +177,19 @@ def test_several_scenarios_with_simulate(capsys):
     assert len(_row(out, "step_time_s")) == 1 + 4 + 1
 
 
-def test_an_error_in_one_of_several_files_names_the_file(tmp_path, capsys):
+def test_an_error_in_one_of_several_files_is_reported_in_place(tmp_path, capsys):
+    """Issue 30 item 7: the other files run; the bad one is an error line in its place; exit status 5."""
     bad = tmp_path / "broken.toml"
     bad.write_text("[model]\nname='x'\n")
-    assert main(["run", DEFAULT, str(bad)]) == 2
-    assert str(bad) in _one_error_line(capsys)
+    assert main(["run", DEFAULT, str(bad), AGENTIC]) == 5
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    second = next(i for i, line in enumerate(lines) if line.startswith("[2] "))
+    assert lines[0].startswith("[1] default") and lines[second].startswith(f"[2] {bad}: error:")
+    assert second < next(i for i, line in enumerate(lines) if line.startswith("[3] gb300-agentic-96"))
+    assert "missing (required)" in lines[second]
+    assert _row(captured.out, "trainer_gpus") == ["trainer_gpus", "8", "36", "GPU"]
+    assert captured.err.strip() == f"tcocalc: error: 1 of 3 scenarios failed: {bad}"
 
 
 class _Terminal(io.StringIO):
@@ -203,7 +211,7 @@ def test_progress_on_a_terminal_only(monkeypatch, capsys):
 
 
 def test_max_events_refuses_a_long_run_before_it_starts(capsys):
-    assert main(["run", AGENTIC, "--simulate", "--max-events", "100000"]) == 2
+    assert main(["run", AGENTIC, "--simulate", "--max-events", "100000"]) == 4  # infeasible: too many events
     line = _one_error_line(capsys)
     assert "would simulate about" in line and "--max-events" in line and "fewer steps" in line
 

@@ -93,7 +93,7 @@ def test_citations_name_the_shipped_doc():
 # ------------------------------------------------------------------ nothing shipped cites outside the repository
 
 #: what a user installs or reads: the README, the docs, the library, its data, the scenarios and the app
-SHIPPED = ("README.md", "app.py", "docs", "tcocalc", "data", "hardware_specs", "scenarios", "app_pages")
+SHIPPED = ("README.md", "app.py", "docs", "tcocalc", "data", "hardware_specs", "scenarios")
 TEXT_SUFFIXES = {".md", ".py", ".toml", ".csv", ".json", ".txt"}
 #: the team's research notes and design files, which a user of the repository never has
 OUTSIDE_NAMES = ("serving-engines.md", "rl-mechanisms.md", "rl-mechanisms-2.md", "CONTRACT.md", "STYLE.md",
@@ -101,7 +101,7 @@ OUTSIDE_NAMES = ("serving-engines.md", "rl-mechanisms.md", "rl-mechanisms-2.md",
                  "models.csv", "architecture-3.md")
 OUTSIDE = re.compile(r"\.\./shared\b|(?<![\w-])(?:" + "|".join(re.escape(n) for n in OUTSIDE_NAMES) + r")(?![\w-])")
 #: (file, name) pairs that are not citations
-NOT_CITATIONS = {("app_pages/hardware.py", "hardware.csv")}  # the file name the page's download button offers
+NOT_CITATIONS = {("tcocalc/app/hardware.py", "hardware.csv")}  # the file name the page's download button offers
 SOURCES = ROOT / "docs" / "sources.md"
 SOURCES_ID = re.compile(r"§([A-Z](?:\.\d+)*)")
 
@@ -123,7 +123,7 @@ def _lines(path: Path):
 def test_the_scan_sees_the_shipped_files():
     rel = {str(p.relative_to(ROOT)) for p in _shipped_files()}
     assert {"README.md", "docs/rl-modeling.md", "docs/sources.md", "data/frameworks.toml", "tcocalc/scenario.py",
-            "hardware_specs/h100_sxm.toml", "scenarios/default.toml", "app_pages/plan.py", "app.py"} <= rel
+            "hardware_specs/h100_sxm.toml", "scenarios/default.toml", "tcocalc/app/plan.py", "app.py"} <= rel
 
 
 def test_nothing_shipped_cites_a_file_outside_the_repository():

@@ -73,7 +73,7 @@ def test_bad_upload_shows_an_error(page, app_url, tmp_path):
     page.get_by_text("Useful samples/s").first.wait_for()
     bad = tmp_path / "bad.toml"
     bad.write_text("[model]\nname = 'Qwen3-8B'\n[trainer]\nhardware = 'H100'\ngpus = -4\n")
-    page.locator('input[type="file"]').set_input_files(str(bad))
+    page.locator('input[type="file"]').first.set_input_files(str(bad))  # the scenario's (the log's is second)
     err = page.locator('[data-testid="stAlertContentError"]').first
     err.wait_for()
     assert "trainer" in err.inner_text()
@@ -96,7 +96,7 @@ def test_oversized_upload_is_refused(page, app_url, tmp_path):
     page.get_by_text("Useful samples/s").first.wait_for()
     big = tmp_path / "big.toml"
     big.write_text("# " + "x" * 300_000 + "\n")
-    page.locator('input[type="file"]').set_input_files(str(big))
+    page.locator('input[type="file"]').first.set_input_files(str(big))
     err = page.locator('[data-testid="stAlertContentError"]').first
     err.wait_for()
     assert "200,000 bytes or under" in err.inner_text()

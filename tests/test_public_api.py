@@ -9,7 +9,7 @@ from pathlib import Path
 import tcocalc as tc
 
 ROOT = Path(__file__).resolve().parents[1]
-APP_FILES = [ROOT / "app.py", *sorted((ROOT / "app_pages").glob("*.py"))]
+APP_FILES = [ROOT / "app.py", *sorted((ROOT / "tcocalc" / "app").glob("*.py"))]
 
 # Every public name of ../shared/CONTRACT.md (later work may add names, never remove these).
 CONTRACT_NAMES = {
@@ -19,6 +19,7 @@ CONTRACT_NAMES = {
     "CostInputs", "default_cost_inputs", "gpu_hour_cost", "CostBreakdown", "tinker_cost", "TinkerQuote",
     "Scenario", "load_scenario", "evaluate", "solve_split", "simulate", "RLReport",
     "UnknownEntryError", "InfeasibleError", "ScenarioError",
+    "sweep", "scenarios",  # issue 30 (the contract's planned tc.sweep and tc.scenarios)
 }
 
 
@@ -52,10 +53,12 @@ APP_NAMES = {
     "hardware_table", "load_scenario", "loads_scenario", "model_names", "operating_points", "ridge_table",
     "sensitivity", "simulate", "size_cluster", "solve_split", "tinker_gap", "validation_table",
     "rl_validation_table", "rl_speedup_pairs", "rl_validation_summary", "rl_refit_table",
-    "long_output_table", "DEEPSEEK_V3_MTP_ACCEPTANCE",
+    "long_output_table", "DEEPSEEK_V3_MTP_ACCEPTANCE", "scenarios", "MODES", "RunCalibration", "calibrate",
+    "load_measurements",
 }
-# Besides `import tcocalc as tc`, pages import only these library modules (figure and table builders).
-APP_MODULES = {"tcocalc.figures", "tcocalc.reports"}
+# Besides `import tcocalc as tc`, pages import only these library modules (figure and table builders, and the
+# app's own helper module, tcocalc.app.shared).
+APP_MODULES = {"tcocalc.figures", "tcocalc.reports", "tcocalc.app"}
 
 
 def _app_uses() -> tuple[set[str], list[str]]:
@@ -98,7 +101,7 @@ def test_every_name_the_app_needs_is_public():
 
 
 def test_app_pages_do_not_edit_sys_path():
-    """Pages import their helper as `app_pages._shared`: Streamlit puts app.py's folder on sys.path."""
+    """Pages import their helper as `tcocalc.app.shared` (the installed package): no page edits sys.path."""
     for path in APP_FILES:
         imported = {a.name for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Import)
                     for a in node.names}

@@ -27,7 +27,7 @@ def test_metrics_sweep_cost_and_timeline_round_trip():
     m = _round_trip(metrics_table(solved))
     assert {"metric", "value", "unit"} <= set(m.columns)
     sw = _round_trip(sweep_table(solved.sweep))
-    assert "step_time [s]" in sw.columns and "cost [USD/useful sample]" in sw.columns
+    assert "step_time_s [s]" in sw.columns and "usd_per_useful_sample [USD/sample]" in sw.columns
     c = _round_trip(cost_table(tc.gpu_hour_cost(tc.default_cost_inputs("H200"))))
     assert "cost [USD/GPU-h]" in c.columns
     tl = _round_trip(timeline_table(tc.simulate(scn, steps=6, seed=0).details["timeline"]))

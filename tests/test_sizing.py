@@ -143,7 +143,7 @@ def test_cli_size_text_json_csv_and_errors(tmp_path, capsys):
     assert {p.name for p in tmp_path.iterdir()} == {"candidates.csv", "pareto.csv"}
     assert main(["size", "scenarios/default.toml", "--target-hours", "1", "--budget-usd", "5"]) == 2
     assert "target" in capsys.readouterr().err
-    assert main(["size", "scenarios/default.toml", "--budget-usd", "5", "--hardware", "NoSuchGPU"]) == 2
+    assert main(["size", "scenarios/default.toml", "--budget-usd", "5", "--hardware", "NoSuchGPU"]) == 3
     assert "options.trainer_hardware" in capsys.readouterr().err
 
 
@@ -156,7 +156,7 @@ def test_size_page_renders_links_to_plan_and_reports_errors():
     root = Path(__file__).resolve().parents[1]
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
-    at = AppTest.from_file(str(root / "app_pages" / "size.py"), default_timeout=120).run()
+    at = AppTest.from_file(str(root / "tcocalc" / "app" / "size.py"), default_timeout=120).run()
     assert not at.exception and not at.error
     assert at.success and "cheapest plan" in at.success[0].value
     assert "Open in Plan" in at.markdown[-1].value and "trainer_gpus=" in at.markdown[-1].value

@@ -237,7 +237,7 @@ def test_sweep_table_and_figure_take_empty_rows(solved):
     from tcocalc.reports import sweep_table, to_csv_text
 
     _, _, sol = solved["glm5_h200_drift"]
-    assert "cost [USD/useful sample]" in to_csv_text(sweep_table(sol.sweep)).splitlines()[0]
+    assert "usd_per_useful_sample [USD/sample]" in to_csv_text(sweep_table(sol.sweep)).splitlines()[0]
     fig = split_sweep_figure(sol.sweep)
     assert "NaN" not in fig.to_json()
 

@@ -142,7 +142,7 @@ def test_waterfall_model_not_on_tinker_has_no_tinker_bar():
 def test_cost_page_shows_the_gap_waterfall_and_its_csv():
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(str(ROOT / "app_pages" / "cost.py"), default_timeout=180).run()
+    at = AppTest.from_file(str(ROOT / "tcocalc" / "app" / "cost.py"), default_timeout=180).run()
     assert not at.exception and not at.error
     assert any(s.value == "Where the gap to Tinker comes from" for s in at.subheader)
     assert "Download cost gap (CSV)" in str(at)

@@ -27,7 +27,8 @@ from .sandboxes import ramp_hours
 from .staleness import Staleness
 
 __all__ = ["METRIC_UNITS", "RUN_METRICS", "OBJECTIVES", "RLReport", "contract_metrics", "combine_phases",
-           "tinker_usd_per_mtok", "semianalysis_metrics", "scalar_metrics", "assert_finite"]
+           "tinker_usd_per_mtok", "semianalysis_metrics", "scalar_metrics", "assert_finite", "metric_quantities",
+           "binding_text", "HEADLINE_METRICS"]
 
 #: Every metric key with its unit and meaning (docs/metrics.md is generated from this table).
 METRIC_UNITS: dict[str, tuple[str, str]] = {
@@ -100,6 +101,54 @@ class RLReport:
     def to_csv(self, path) -> None:
         """Write the metrics table as CSV (``value`` empty where Tinker does not offer the model)."""
         self.to_frame().to_csv(path, index=False)
+
+    def quantities(self) -> dict:
+        """The metrics as pint quantities of ``tc.get_registry()`` (units of :data:`METRIC_UNITS`; None stays
+        None): ``report.quantities()["step_time_s"].to("min")``."""
+        return metric_quantities(self.metrics)
+
+    def to_excel(self, path, *, scenario_file: str | None = None):
+        """Write the report as an .xlsx workbook (:mod:`tcocalc.workbook`): inputs, metrics with units, phases,
+        the split sweep when solved, cost lines and provenance; returns the path. ScenarioError names a path
+        that cannot be written."""
+        from ..economics.tco import cost_lines
+        from ..workbook import report_sheets, write_workbook
+
+        m = self.metrics
+        costs = cost_lines(self.scenario, m["trainer_gpus"], m["generator_gpus"], m["sandbox_cpu_cores"])
+        return write_workbook(path, report_sheets(self, METRIC_UNITS, costs, scenario_file=scenario_file))
+
+    def _repr_html_(self) -> str:
+        from ..display import metrics_card
+
+        limits = self.details.get("binding_limits") or {}
+        return metrics_card(f"RLReport ({self.source}): {self.scenario.name}", self.metrics, METRIC_UNITS,
+                            keys=HEADLINE_METRICS, subtitle=self.scenario.description,
+                            highlight=f"Binding limit: {binding_text(limits)}" if limits else "",
+                            notes=self.advice)
+
+
+#: The metrics a report's notebook card shows first (all of them are in ``metrics``).
+HEADLINE_METRICS = ("trainer_gpus", "generator_gpus", "step_time_s", "useful_samples_per_s", "trainer_idle_fraction",
+                    "generator_idle_fraction", "trainer_mfu", "mean_staleness_steps", "usd_per_hour",
+                    "usd_per_mtok_trained", "cost_ratio_vs_tinker", "run_hours", "run_usd")
+
+
+def metric_quantities(metrics: dict) -> dict:
+    """Contract metrics (``report.metrics``, or one row of a sweep as a dict) as pint quantities in their
+    :data:`METRIC_UNITS` units; keys without a unit entry are left out, None stays None."""
+    from ..units import quantities
+
+    return quantities({k: v for k, v in metrics.items() if k in METRIC_UNITS}, METRIC_UNITS)
+
+
+def binding_text(limits: dict) -> str:
+    """``details["binding_limits"]`` (phase -> limits) as text: ``"staleness"``, or per phase where they
+    differ (``"base: trainer; drift: generator"``)."""
+    kinds = {phase: ", ".join(k) or "none" for phase, k in limits.items()}
+    if len(set(kinds.values())) <= 1:
+        return next(iter(kinds.values()), "")
+    return "; ".join(f"{phase}: {k}" for phase, k in kinds.items())
 
 
 def contract_metrics(scn: Scenario, ws: WorkloadStats, rates: Rates, flow: Flow, stale: Staleness, live,

@@ -29,14 +29,16 @@ from dataclasses import dataclass, field, fields
 import numpy as np
 
 from ..catalog.accelerators import hardware
+from ..display import format_value
 from ..economics.tco import GOODPUT_FACTOR, cloud_prices, default_cost_inputs, gpu_hour_cost, pool_prices
 from ..errors import MissingSpecError, ScenarioError, TcocalcError
 from ..modes import MODES
 from ..scenario import Scenario
+from ..workbook import label
 from .cluster import resolve
 from .phases import phase_list, workload_stats
 from .pipeline import phase_results
-from .report import combine_phases, tinker_usd_per_mtok
+from .report import METRIC_UNITS, combine_phases, tinker_usd_per_mtok
 
 __all__ = ["SizingOptions", "SizingResult", "size_cluster", "SIZING_TARGETS", "SIZING_MODES", "gpu_ladder",
            "supply_prices"]
@@ -78,6 +80,19 @@ class SizingResult:
     def met(self) -> bool:
         return self.best is not None
 
+    def _repr_html_(self) -> str:
+        from ..display import metrics_card, table_html
+
+        units = {**{k: u for k, (u, _) in METRIC_UNITS.items()}, **_CANDIDATE_UNITS}
+        shown = [c for c in _CANDIDATE_UNITS if c in self.candidates.columns] if len(self.candidates) else []
+        top = self.candidates[shown].head(5)
+        extra = table_html([[format_value(v, units.get(c, "")) for c, v in row.items()] for _, row in top.iterrows()],
+                           tuple(label(c, units.get(c)) for c in shown)) if shown else ""
+        name, value = self.target
+        return metrics_card(f"Sizing: {name} {format_value(value)}", self.best or {}, units,
+                            subtitle=f"{'met' if self.met else 'not met'}; {len(self.candidates):,} candidates",
+                            highlight=self.message, extra_html=extra)
+
     def scenario_for(self, scenario: Scenario, row: int = 0) -> Scenario:
         """The scenario with candidate ``row``'s hardware, GPUs, mode and bound (for "open in Plan")."""
         r = self.candidates.iloc[row]
@@ -87,6 +102,12 @@ class SizingResult:
         if MODES[r["mode"]].streaming:
             scn = scn.with_values({"orchestration.max_staleness": float(r["staleness_bound_steps"])})
         return scn
+
+
+#: Units of the candidate table's own columns (the others are contract metrics), for displays and exports.
+_CANDIDATE_UNITS = {"trainer_hardware": "", "trainer_gpus": "GPU", "generator_hardware": "", "generator_gpus": "GPU",
+                    "mode": "", "staleness_bound_steps": "step", "supply": "", "useful_samples_per_s": "sample/s",
+                    "run_hours": "h", "run_usd": "USD", "usd_per_useful_sample": "USD/sample", "total_gpus": "GPU"}
 
 
 def gpu_ladder(granularity: int, max_gpus: int) -> np.ndarray:

@@ -30,10 +30,10 @@ from .pipeline import PhaseResult, phase_results
 from .report import OBJECTIVES, RLReport, assert_finite, combine_phases, scalar_metrics
 from .search import MAX_CANDIDATES, SIZING_SHARE, SPLIT_TOLERANCE, gain, score, search, smallest_total, sweep_frame
 
-__all__ = ["evaluate", "solve_split", "phase_results", "calibration_status", "trust", "HEADLINE_METRICS",
+__all__ = ["evaluate", "solve_split", "phase_results", "calibration_status", "trust", "TRUST_METRICS",
            "SPLIT_TOLERANCE", "USEFUL_GROUP_FLOOR", "SIZING_SHARE", "MAX_CANDIDATES"]
 
-HEADLINE_METRICS = ("step_time_s", "useful_samples_per_s", "usd_per_mtok_trained", "run_hours", "run_usd")
+TRUST_METRICS = ("step_time_s", "useful_samples_per_s", "usd_per_mtok_trained", "run_hours", "run_usd")
 """The figures a planner acts on; each carries the step time's relative error (data/prediction_errors.toml)."""
 
 
@@ -94,11 +94,11 @@ def trust(calibrated: bool) -> dict:
     """How far to trust the headline figures (``report.details["trust"]``): the typical relative error of a step
     time predicted this way (``typical_error``, the median |error| of the validation; ``within_25pct``, its share
     within ±25%), whether that is the calibrated or the uncalibrated figure, the validation it comes from, and the
-    metrics it applies to (:data:`HEADLINE_METRICS`: each follows the step time one for one)."""
+    metrics it applies to (:data:`TRUST_METRICS`: each follows the step time one for one)."""
     kind = "calibrated" if calibrated else "uncalibrated"
     e = prediction_errors()[kind]
     return {"basis": kind, "typical_error": e["median_abs_error"], "within_25pct": e["within_25pct"],
-            "rows": e["rows"], "source": e["source"], "metrics": HEADLINE_METRICS}
+            "rows": e["rows"], "source": e["source"], "metrics": TRUST_METRICS}
 
 
 def calibration_status(run) -> dict:

@@ -348,7 +348,10 @@ def _fit(model: _RunModel, meas: dict[str, float], exposed: set[str], free: list
     hi = np.array([meas["step_time_s"] if n == "step_overhead_s" else math.log(50.0) for n in free]) / scale
     res = least_squares(residuals, np.zeros(len(free)), bounds=(lo, hi), method="trf", diff_step=1e-4,
                         xtol=1e-10, ftol=1e-10, gtol=1e-10)
-    return _factors(free, res.x * scale)
+    x = res.x * scale
+    if "step_overhead_s" in free and x[free.index("step_overhead_s")] < 1e-6:  # at its bound: no fixed cost
+        x[free.index("step_overhead_s")] = 0.0
+    return _factors(free, x)
 
 
 def calibrate(scenario: Scenario, measurements, *, source: str | None = None, calibration=None) -> RunCalibration:
@@ -433,4 +436,6 @@ def _source(measurements) -> str:
     if path is None:
         return "measurements"
     steps = getattr(measurements, "steps_used", None)
-    return f"{path} (steps {steps[0]}-{steps[1]})" if steps else str(path)
+    if not steps:
+        return str(path)
+    return f"{path} (step {steps[0]})" if steps[0] == steps[1] else f"{path} (steps {steps[0]}-{steps[1]})"

@@ -13,7 +13,7 @@ import plotly.express as px
 import streamlit as st
 
 import tcocalc as tc
-from app_pages import _shared as ui
+from tcocalc.app import shared as ui
 from tcocalc.reports import to_csv_text
 
 TARGETS = {"Useful samples/s": "useful_samples_per_s", "Run hours (the scenario's steps)": "run_hours",
@@ -34,7 +34,7 @@ def _plan_link(scenario: str, row) -> str:
     params = {"scenario": scenario, "trainer_hw": row["trainer_hardware"], "trainer_gpus": int(row["trainer_gpus"]),
               "generator_hw": row["generator_hardware"], "generator_gpus": int(row["generator_gpus"]),
               "mode": row["mode"]}
-    if row["mode"] in ("async", "inflight"):
+    if tc.MODES[row["mode"]].streaming:
         params["max_staleness"] = float(row["staleness_bound_steps"])
     return "/?" + urlencode(params)
 

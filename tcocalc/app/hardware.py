@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 import tcocalc as tc
-from app_pages import _shared as ui
+from tcocalc.app import shared as ui
 from tcocalc.figures import roofline_figure
 from tcocalc.reports import to_csv_text
 

@@ -11,9 +11,9 @@ import math
 import streamlit as st
 
 import tcocalc as tc
-from app_pages import _shared as ui
+from tcocalc.app import shared as ui
 from tcocalc.figures import split_sweep_figure, timeline_figure
-from tcocalc.reports import metrics_table, sweep_table, to_csv_text
+from tcocalc.reports import XLSX_MIME, metrics_table, sweep_table, to_csv_text
 
 OBJECTIVE = "usd_per_useful_sample"
 SIM_STEPS, SIM_SEED = 12, 0
@@ -38,6 +38,11 @@ LABELS = {"model.name": "Model", "trainer.hardware": "Trainer hardware", "traine
           "generator.prefill_gpus": "Prefill/decode", "trainer.multinode_nvlink": "NVLink between servers",
           "generator.multinode_nvlink": "NVLink between servers",
           "generator.speculative_tokens": "Draft tokens (speculative)", "generator.acceptance_rate": "Draft acceptance"}
+#: The per-step times the calibration panel takes by hand (tc.calibrate's keys) and their labels.
+MEASURED_TIMES = {"step_time_s": "Step [s]", "generation_s": "Generation [s]", "training_s": "Training [s]",
+                  "logprob_s": "Log-prob passes [s]", "weight_sync_s": "Weight sync [s]",
+                  "switching_s": "Switching [s]"}
+CALIBRATION_FRAMEWORKS = ("verl", "nemo-rl", "slime", "areal", "prime-rl", "open-instruct", "trl")
 SERVING = ("aggregated", "disaggregated")  # the Prefill/decode box: generator.disaggregated false / true
 # The NVLink box: both pools' multinode_nvlink true / false; a file that sets them differently keeps its own
 NVLINK = ("multi-node", "per server")
@@ -274,6 +279,52 @@ try:
         .with_response_mean(float(ss["resp_mean"]))
         .with_cluster(mode=ss["mode"], trainer_hardware=ss["trainer_hw"], trainer_gpus=int(ss["trainer_gpus"]),
                       generator_hardware=ss["generator_hw"], generator_gpus=int(ss["generator_gpus"])))
+except (tc.TcocalcError, ValueError) as exc:
+    ui.show_error(exc, LABELS)
+    st.stop()
+
+# Calibrate from a run: the page's inputs describe the measured run; its logged (or typed) figures fit per-stage
+# factors (tc.calibrate, docs/calibration.md), which then apply to every plan the page shows.
+with st.expander("Calibrate from a run", expanded="_calibration" in ss):
+    st.caption("Set the inputs above to the pilot run you measured, then give its log or its steady-state times "
+               "per step. The fitted factors apply to every split, mode and price this page plans (where the "
+               "stack differs, the factors that do not carry over are dropped and named).")
+    c1, c2, c3 = st.columns([2, 1, 1])
+    cal_log = c1.file_uploader("Run log (W&B history CSV, JSONL, verl console lines, TensorBoard CSV)",
+                               type=["csv", "jsonl", "json", "log", "txt"], key="cal_log")
+    cal_fw = c2.selectbox("Log's framework", ["(guess)", *CALIBRATION_FRAMEWORKS], key="cal_fw")
+    cal_steps = c3.text_input("Steps (A:B)", key="cal_steps", help="logged steps to use, A included, B excluded; "
+                                                                  "empty: all after the warm-up")
+    typed_cols = st.columns(len(MEASURED_TIMES))
+    typed = {key: typed_cols[i].number_input(label, min_value=0.0, max_value=1e7, value=0.0, key=f"cal_{key}",
+                                             help="0: not measured")
+             for i, (key, label) in enumerate(MEASURED_TIMES.items())}
+    b1, b2, _ = st.columns([1, 1, 2])
+    if b1.button("Calibrate", key="cal_go"):
+        try:
+            with st.spinner("Fitting the factors…"):
+                cal = ui.calibrate(scn, cal_log, None if cal_fw == "(guess)" else cal_fw, cal_steps.strip() or None,
+                                   {k: v for k, v in typed.items() if v > 0})
+            ss["_calibration"], ss["_calibration_view"] = cal.section().model_dump(), (
+                cal.to_frame(), cal.factors_frame(), cal.warnings, dict(cal.workload))
+        except (tc.TcocalcError, ValueError, OSError) as exc:
+            ui.show_error(exc, {})
+    if "_calibration" in ss and b2.button("Remove the calibration", key="cal_clear"):
+        ss.pop("_calibration", None)
+        ss.pop("_calibration_view", None)
+    if "_calibration_view" in ss:
+        stages, factors, warned, workload = ss["_calibration_view"]
+        st.markdown("**Measured against the model, before and after**")
+        st.dataframe(stages, hide_index=True)
+        st.dataframe(factors, hide_index=True)
+        if workload:
+            st.caption("Measured workload (inputs, not factors; set the inputs above to plan this run): "
+                       + ", ".join(f"{k.split('.')[-1]} {v:,.4g}" for k, v in workload.items()))
+        for line in warned:
+            st.warning(line)
+if "_calibration" in ss:
+    scn = scn.with_run_calibration(ss["_calibration"])
+try:
     with st.spinner("Solving the split…" if solve else "Evaluating…"):
         report = ui.solve(scn, OBJECTIVE) if solve else ui.evaluate(scn)
 except (tc.TcocalcError, ValueError) as exc:
@@ -284,7 +335,10 @@ except (tc.TcocalcError, ValueError) as exc:
 shown, m = report.scenario, report.metrics
 mode = shown.orchestration.mode
 split = ui.split_text(m, mode)
-st.subheader(("" if mode == "colocated" else "Split ") + split + (" (solved)" if solve else ""))
+calibrated = report.details["calibration"]["calibrated"]
+st.subheader(("" if tc.MODES[mode].shared_pool else "Split ") + split + (" (solved)" if solve else "")
+             + (", calibrated" if calibrated else ""))
+st.caption(ui.calibration_text(report.details))
 if report.phases is not None and "prefill_gpus" in report.phases.columns:  # disaggregated: the generator's pools
     pools = report.phases.iloc[0]
     st.caption(f"Generator pools: {ui.plural(int(pools['prefill_gpus']), 'prefill GPU')} in "
@@ -318,6 +372,10 @@ with st.expander("All metrics", expanded=False):
     frame = metrics_table(report)
     st.dataframe(frame, hide_index=True)
     st.download_button("Download metrics (CSV)", to_csv_text(frame), "metrics.csv", "text/csv", key="dl_metrics")
+    st.download_button("Download workbook (Excel)", ui.workbook(report, source if upload else f"{source}.toml"),
+                       f"{report.scenario.name}.xlsx", XLSX_MIME, key="dl_xlsx",
+                       help="inputs, metrics with units, phases, the split sweep when solved, cost lines, advice "
+                            "and provenance, one sheet each")
 
 if report.sweep is not None:
     st.subheader("Split sweep")

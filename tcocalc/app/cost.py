@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 import tcocalc as tc
-from app_pages import _shared as ui
+from tcocalc.app import shared as ui
 from tcocalc.figures import tinker_gap_figure, tornado_figure, waterfall_figure
 from tcocalc.reports import cost_table, gap_table, to_csv_text
 

@@ -1,7 +1,8 @@
 """Helpers shared by the app's pages: cached library calls and scenario I/O. Only the app imports this.
 
-Pages import it as ``from app_pages import _shared as ui``: ``streamlit run app.py`` (and AppTest) put the
-main script's folder, the repository root, on ``sys.path``, so no page edits ``sys.path``.
+Pages import it as ``from tcocalc.app import shared as ui`` (the installed package), so no page edits
+``sys.path`` and the app runs the same from a checkout (``streamlit run app.py``) and from a wheel
+(``tcocalc app``).
 
 The cached calls return the library's :class:`tcocalc.RLReport` itself (``st.cache_data`` pickles it); they
 are keyed by the scenario's TOML text, and take the validated :class:`tcocalc.Scenario` as an unhashed
@@ -14,25 +15,23 @@ from __future__ import annotations
 import inspect
 import re
 from collections import OrderedDict
-from pathlib import Path
 
 import streamlit as st
 
 import tcocalc as tc
-
-ROOT = Path(__file__).resolve().parents[1]
-SCENARIOS = ROOT / "scenarios"
+from tcocalc.reports import workbook_bytes
 
 
-def scenario_files() -> dict[str, Path]:
-    """Shipped scenarios by display name, default first."""
-    files = sorted(SCENARIOS.glob("*.toml"), key=lambda p: (p.stem != "default", p.stem))
-    return {p.stem: p for p in files}
+def scenario_files() -> dict[str, str]:
+    """Shipped scenarios (``tc.scenarios()``: packaged with the library, so the app runs from a wheel too) by
+    display name, default first; each value is the name ``tc.load_scenario`` reads."""
+    return {name: name for name in tc.scenarios()}
 
 
 @st.cache_data(show_spinner=False)
-def scenario_text(path: str) -> str:
-    return Path(path).read_text()
+def scenario_text(name: str) -> str:
+    """A shipped scenario as TOML text (``Scenario.to_toml()``, which ``tc.loads_scenario`` reads back)."""
+    return tc.load_scenario(name).to_toml()
 
 
 @st.cache_data(show_spinner=False)
@@ -70,6 +69,39 @@ def simulate(scn: tc.Scenario, steps: int, seed: int, progress=None) -> tc.RLRep
         while len(store) > SIMULATIONS_KEPT:
             store.popitem(last=False)
     return report
+
+
+def calibrate(scn: tc.Scenario, log, framework: str | None, steps: str | None, typed: dict) -> tc.RunCalibration:
+    """``tc.calibrate`` of the page's scenario on an uploaded log (read by ``tc.load_measurements`` from a
+    temporary copy with the upload's name, which tells its format) and figures typed by hand, which win over the
+    log's. ScenarioError (a MeasurementError) when neither gives a time."""
+    import tempfile
+    from pathlib import Path
+
+    if log is None:
+        return tc.calibrate(scn, typed, source="figures typed on the Plan page")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / Path(log.name).name
+        path.write_bytes(log.getvalue())
+        m = tc.load_measurements(path, framework=framework, steps=steps)
+    first, last = m.steps_used
+    source = (f"{log.name} ({m.framework}, steps {first}-{last})"
+              + (" and figures typed on the Plan page" if typed else ""))
+    return tc.calibrate(scn, {**dict(m), **typed} if typed else m, source=source)
+
+
+def calibration_text(details: dict) -> str:
+    """Whether a report is calibrated (from what, which factors, which dropped) and the typical step-time error
+    that goes with it (report.details["calibration"] and ["trust"])."""
+    cal, trust = details.get("calibration") or {}, details.get("trust") or {}
+    err = (f"typical step-time error ±{100 * trust['typical_error']:.0f}% (samples/s, $/Mtok and the run's time "
+           f"and cost follow it)") if trust else ""
+    if not cal.get("calibrated"):
+        return "Uncalibrated model" + (f": {err}." if err else ".")
+    factors = ", ".join(f"{k} {v:,.3g} s" if k == "step_overhead_s" else f"{k} x{v:.3g}"
+                        for k, v in cal["factors"].items())
+    dropped = f"; dropped here: {', '.join(cal['dropped'])}" if cal.get("dropped") else ""
+    return f"Calibrated from {cal['source']} ({factors}{dropped}); {err}."
 
 
 def simulate_takes_progress() -> bool:
@@ -122,7 +154,7 @@ def plural(value, one: str, many: str | None = None) -> str:
 
 def split_text(metrics: dict, mode: str) -> str:
     """The pools a report ran on: "8 trainer : 24 generator GPUs", or "16 GPUs (one colocated pool)"."""
-    if mode == "colocated":
+    if tc.MODES[mode].shared_pool:
         return f"{metrics['trainer_gpus']:,.0f} GPUs (one colocated pool)"
     return f"{metrics['trainer_gpus']:,.0f} trainer : {metrics['generator_gpus']:,.0f} generator GPUs"
 
@@ -151,3 +183,14 @@ def show_error(exc: Exception, labels: dict[str, str] | None = None) -> None:
     """A library error as one clear message, never a traceback. A ScenarioError's text names its field (by its
     widget label where ``labels`` has it)."""
     st.error(error_text(exc, labels))
+
+
+def workbook(report: tc.RLReport, scenario_file: str) -> bytes:
+    """The report's Excel workbook (``tcocalc.reports.workbook_bytes``), cached by what the report is of: its
+    scenario's TOML and whether it was solved (writing one takes about 50 ms, too long for every rerun)."""
+    return _workbook(report, report.scenario.to_toml(), report.sweep is not None, scenario_file)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _workbook(_report: tc.RLReport, toml: str, solved: bool, scenario_file: str) -> bytes:
+    return workbook_bytes(_report, scenario_file)

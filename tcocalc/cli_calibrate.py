@@ -1,0 +1,112 @@
+"""``tcocalc calibrate``: calibrate the model from a measured run's log (docs/calibration.md, docs/cli.md).
+
+``tcocalc calibrate SCENARIO LOG [--framework NAME] [--steps A:B] [--measured KEY=VALUE ...] [-o OUT.toml]
+[--json]`` reads the pilot's log (:func:`tcocalc.load_measurements`), fits the factors (:func:`tcocalc.calibrate`)
+and prints each measured stage before and after calibration and the factors; ``-o`` writes the measured run's
+scenario with its ``[calibration]`` table, which ``tcocalc run OUT.toml --solve`` then plans with.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+__all__ = ["add_calibrate_parser"]
+
+
+def add_calibrate_parser(sub, read_scenario, usage_error) -> None:
+    """The ``calibrate`` subcommand; ``read_scenario`` reads SCENARIO (a file, a shipped name or ``-``),
+    ``usage_error`` is the CLI's error type for a bad flag (exit status 2)."""
+    sp = sub.add_parser("calibrate", help="calibrate the model from a measured run's log (docs/calibration.md)",
+                        description="Fit per-stage factors to a pilot run's logged times and print the stages "
+                                    "before and after; -o writes the calibrated scenario for `tcocalc run`.")
+    sp.add_argument("scenario", help="the measured run: a scenario TOML file, a shipped scenario's name or -")
+    sp.add_argument("log", nargs="?", help="the run's metrics: W&B history CSV, JSONL, verl console lines or "
+                                           "TensorBoard scalars CSV (docs/run-logs.md)")
+    sp.add_argument("--framework", help="the log's framework (default: guessed from its keys): verl, nemo-rl, "
+                                        "slime, areal, prime-rl, open-instruct, trl")
+    sp.add_argument("--steps", metavar="A:B", help="the logged steps to use, A included, B excluded (default: all "
+                                                   "after the warm-up)")
+    sp.add_argument("--measured", metavar="KEY=VALUE", action="append", default=[],
+                    help="a measured figure by hand (e.g. step_time_s=310), over the log's; repeatable")
+    sp.add_argument("-o", "--output", metavar="OUT.toml", help="write the calibrated scenario here")
+    sp.add_argument("--json", action="store_true", help="print one JSON object: factors, stages, run, warnings")
+    sp.set_defaults(func=lambda args: _cmd_calibrate(args, read_scenario, usage_error))
+
+
+def _hand_figures(pairs: list[str], usage_error) -> dict[str, float]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            number = math.nan
+        if not sep or not key.strip() or not math.isfinite(number):
+            raise usage_error("--measured", f"expected KEY=NUMBER (e.g. step_time_s=310), got {pair!r}")
+        out[key.strip()] = number
+    return out
+
+
+def _cmd_calibrate(args, read_scenario, usage_error) -> int:
+    from . import calibrate, load_measurements
+
+    scn = read_scenario(args.scenario)
+    figures, source = {}, "measured by hand"
+    if args.log is not None:
+        m = load_measurements(args.log, framework=args.framework, steps=args.steps)
+        figures, source = m, None
+    elif args.framework or args.steps:
+        raise usage_error("log", "--framework and --steps read a log: give its path")
+    hand = _hand_figures(args.measured, usage_error)
+    if not figures and not hand:
+        raise usage_error("log", "give the run's log, or its figures with --measured KEY=VALUE")
+    if hand:
+        figures = _merged(figures, hand)
+    cal = calibrate(scn, figures, source=source)
+    if args.output:
+        _write(cal, args.output, usage_error)
+    if args.json:
+        print(json.dumps(_record(cal), indent=1))
+        return 0
+    print(cal)
+    if args.output:
+        print(f"wrote {args.output}: `tcocalc run {args.output} --solve` plans with these factors")
+    return 0
+
+
+class _Merged(dict):
+    """The log's figures with hand-typed ones over them, keeping the log's exposed-time keys, warnings and
+    source (what :func:`tcocalc.calibrate` reads from a Measurements)."""
+
+    def __init__(self, log, hand: dict[str, float]):
+        super().__init__({**dict(log), **hand})
+        self.exposed = tuple(k for k in getattr(log, "exposed", ()) if k not in hand)
+        self.warnings = tuple(getattr(log, "warnings", ()))
+        self.source = getattr(log, "source", None)
+        self.steps_used = getattr(log, "steps_used", None)
+
+
+def _merged(log, hand: dict[str, float]):
+    return _Merged(log, hand) if log else hand
+
+
+def _write(cal, path: str, usage_error) -> None:
+    target = Path(path)
+    if target.suffix.lower() != ".toml":
+        raise usage_error("--output", f"write the calibrated scenario to a .toml file, got {path!r}")
+    try:
+        cal.scenario.to_toml(target)
+    except OSError as exc:
+        raise usage_error("--output", f"cannot write {path!r}: {exc.strerror or exc}") from None
+
+
+def _record(cal) -> dict:
+    """The calibration as plain data (the ``--json`` object)."""
+    return {"source": cal.source, "date": cal.date, "run": cal.run.model_dump(),
+            "factors": {f.name: {"value": f.value, "unit": f.unit, "fitted_from": list(f.fitted_from)}
+                        for f in cal.factors},
+            "stages": [{"stage": s.stage, "measured_s": s.measured_s, "before_s": s.before_s, "after_s": s.after_s,
+                        "exposed": s.exposed} for s in cal.stages],
+            "workload": dict(cal.workload), "warnings": list(cal.warnings)}
