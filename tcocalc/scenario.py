@@ -218,8 +218,16 @@ class Orchestration(_Section):
     framework: Literal["generic", "nemo-rl", "verl-fsdp", "verl-megatron", "slime", "areal", "prime-rl"] = Field(
         "generic", description="framework preset: its defaults for CUDA graphs, offload, log-prob passes, weight "
                                "sync (data/frameworks.toml); any key given in the scenario overrides it")
-    weight_sync: Literal["nccl-broadcast", "p2p"] | None = Field(None, description="weight-sync transport "
-                                                                "(default: preset)")
+    weight_sync: Literal["nccl-broadcast", "p2p", "disk", "host"] | None = Field(
+        None, description="weight-sync transport: NCCL broadcast, per-GPU p2p (RDMA), a checkpoint on shared "
+                          "storage reloaded by the engine, or pinned host memory (docs/rl-modeling.md §3.3, §3.8; "
+                          "default: preset)")
+    storage_write_gb_per_s: float | None = Field(None, gt=0, le=1e6, description="weight_sync = \"disk\": "
+                                                 "aggregate write rate of the shared storage [GB/s] (default: "
+                                                 "data/rl_calibration.toml)")
+    storage_read_gb_per_s: float | None = Field(None, gt=0, le=1e6, description="weight_sync = \"disk\": "
+                                                "aggregate read rate of the shared storage [GB/s] (default: "
+                                                "data/rl_calibration.toml)")
     max_rollouts_in_flight: int | None = Field(None, ge=1, le=100_000_000, description="framework cap on "
                                                "trajectories in flight over the whole generator (AReaL max "
                                                "concurrent rollouts); default: none")

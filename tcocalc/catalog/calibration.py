@@ -175,8 +175,12 @@ def calibration_of(acc, calibration=None, *, theoretical: bool = False) -> Calib
 
 
 # ---------------------------------------------------------------- RL pipeline calibration
+_RATE_SUFFIXES = ("_bytes_per_s", "_bytes_per_s_per_gpu")
+
+
 def parse_rl_calibration(text: str, file: str = "data/rl_calibration.toml") -> dict[str, float]:
-    """Factor name -> value of an RL-calibration document; each factor is ``{value >= 0, kind, source}``."""
+    """Factor name -> value of an RL-calibration document; each factor is ``{value >= 0, kind, source}``, a rate
+    (a name ending in ``_bytes_per_s`` or ``_bytes_per_s_per_gpu``) above zero."""
     out = {}
     for key, entry in parse_toml(text, file).items():
         value = check_entry(file, key, entry, value_fields=("value",), kinds=KINDS)["value"]
@@ -185,6 +189,8 @@ def parse_rl_calibration(text: str, file: str = "data/rl_calibration.toml") -> d
             raise DataFileError(file, key, sorted(extra)[0], "unknown field; expected value, kind and source")
         if value < 0:
             raise DataFileError(file, key, "value", f"must be >= 0, got {entry['value']!r}")
+        if key.endswith(_RATE_SUFFIXES) and value <= 0:  # a rate divides: zero is no rate
+            raise DataFileError(file, key, "value", f"a rate must be > 0, got {entry['value']!r}")
         out[key] = value
     return out
 

@@ -33,7 +33,7 @@ ENGINE_KEYS: dict[str, type] = {"max_num_seqs": int, "max_num_batched_tokens": i
                                 "kv_block_tokens_mla_blackwell": int}
 #: benchmark key -> type (a benchmark tool that sizes the engine's caps itself)
 BENCHMARK_KEYS: dict[str, type] = {"min_num_tokens": int, "max_num_tokens": int, "kv_block_tokens": int}
-_CHOICES = {"engine": ("vllm", "sglang"), "weight_sync": ("nccl-broadcast", "p2p")}
+_CHOICES = {"engine": ("vllm", "sglang"), "weight_sync": ("nccl-broadcast", "p2p", "disk", "host")}
 
 
 def _check_table(file: str, entry: str, table: dict, keys: dict[str, type]) -> dict:

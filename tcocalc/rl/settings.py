@@ -22,6 +22,7 @@ from ..roofline.engine_config import EngineConfig
 from ..roofline.forward import default_kv_precision
 from ..roofline.speculative import speculation
 from ..scenario import Scenario
+from .weight_sync import Storage, storage
 
 __all__ = ["Settings", "settings", "engine_config"]
 
@@ -45,6 +46,7 @@ class Settings:
     cuda_graph_max_batch: int    # larger decode batches run without CUDA graphs [sequences]
     max_num_batched_tokens: int  # tokens one engine step takes in (the prefill chunk) [tokens]
     stream_minibatches: bool     # async: the trainer takes each mini-batch as it fills (verl fully-async)
+    storage: Storage             # the shared storage of a "disk" weight sync (its aggregate rates)
 
     @property
     def extra_forward_passes(self) -> int:
@@ -96,7 +98,9 @@ def settings(scn: Scenario, cluster=None) -> Settings:
         cuda_graph_max_batch=eng["cuda_graph_max_batch"],
         max_num_batched_tokens=_pick(g.max_num_batched_tokens, _engine_default(
             engine_max_num_batched_tokens, "max_num_batched_tokens", engine, acc)),
-        stream_minibatches=_pick(o.stream_minibatches, p["stream_minibatches"]))
+        stream_minibatches=_pick(o.stream_minibatches, p["stream_minibatches"]),
+        storage=storage(None if cluster is None else cluster.rl_cal, write_gb_per_s=o.storage_write_gb_per_s,
+                        read_gb_per_s=o.storage_read_gb_per_s))
 
 
 def engine_config(scn: Scenario, cluster) -> EngineConfig:
