@@ -78,6 +78,10 @@ class TrainerSection(_Section):
     ep: int | None = Field(None, ge=1, le=4096, description="pinned expert-parallel degree")
     cp: int | None = Field(None, ge=1, le=1024, description="pinned context-parallel degree (long sequences)")
     vp: int | None = Field(None, ge=1, le=64, description="pinned virtual pipeline stages per GPU")
+    sharding: Literal["megatron", "fsdp"] | None = Field(None, description="trainer state layout: Megatron "
+                                                         "TP/PP/EP with the distributed optimizer, or FSDP / ZeRO-3 "
+                                                         "full sharding over data parallelism (docs/rl-modeling.md "
+                                                         "§3.9; default: preset)")
     multinode_nvlink: bool = Field(True, description=_MULTINODE_NVLINK)
 
     @property

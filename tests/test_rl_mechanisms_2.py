@@ -12,9 +12,10 @@ import pytest
 import tcocalc as tc
 from tcocalc._data import data_dir
 from tcocalc.catalog.accelerators import hardware
-from tcocalc.catalog.calibration import parse_rl_calibration, rl_calibration
+from tcocalc.catalog.calibration import calibration_for, parse_rl_calibration, rl_calibration
 from tcocalc.catalog.models import model
 from tcocalc.errors import DataFileError, ScenarioError
+from tcocalc.rl.settings import settings
 from tcocalc.rl.weight_sync import (
     WEIGHT_SYNC_TRANSPORTS,
     checkpoint_save_seconds,
@@ -23,6 +24,15 @@ from tcocalc.rl.weight_sync import (
     host_copy_seconds,
     storage,
     weight_sync_seconds,
+)
+from tcocalc.roofline.parallel import Layouts, Parallelism
+from tcocalc.roofline.training import (
+    candidate_degrees,
+    fsdp_comm_s,
+    fsdp_link_rate,
+    fsdp_state_bytes,
+    training_steps,
+    training_throughput,
 )
 from tcocalc.scenario import Orchestration
 
@@ -172,3 +182,148 @@ def test_every_transport_runs_through_the_step_model_and_the_simulator():
         assert np.isfinite(res.metrics["step_time_s"]) and res.metrics["step_time_s"] > 0
         sim = tc.simulate(scn, steps=6)
         assert np.isfinite(sim.metrics["step_time_s"]) and sim.metrics["step_time_s"] > 0
+
+
+# ---------------------------------------------------------------- FSDP / ZeRO-3 trainers (§3.9)
+def _llama2_13b():
+    """Llama-2-13B from its Hugging Face config (meta-llama/Llama-2-13b-hf config.json: hidden 5120, 40 layers, 40
+    heads, MLP 13,824, vocabulary 32,000), the model of llm-foundry's 13B benchmark rows."""
+    return tc.ModelArch.from_hf_config({
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 5120, "num_hidden_layers": 40,
+        "num_attention_heads": 40, "num_key_value_heads": 40, "intermediate_size": 13824, "vocab_size": 32000,
+        "max_position_embeddings": 4096, "tie_word_embeddings": False, "hidden_act": "silu", "rms_norm_eps": 1e-5,
+        "torch_dtype": "bfloat16"}, name="Llama-2-13B")
+
+
+def _fsdp(m, hw, gpus, tokens, *, recompute="full", **kw):
+    """FSDP over ``gpus`` GPUs, one ``tokens``-token micro-batch per GPU and step."""
+    return training_throughput(m, hw, gpus=gpus, seq_tokens=tokens, global_batch_tokens=gpus * tokens,
+                               sharding="fsdp", parallel=Parallelism(dp=gpus), optimizer_offload=False,
+                               recompute=recompute, **kw)
+
+
+def test_fsdp_shards_parameters_gradients_and_optimizer_state_over_data_parallelism():
+    """ZeRO-3: 16 B/param (fp32 weights and gradients, Adam's two moments) over the n shards, plus the bf16 weights
+    and gradients of the two layers held whole (the one computed, the one prefetched): Llama-3.1-70B on 64 GPUs,
+    16 x 70.6e9 / 64 = 17.6 GB + 2 x 4 B x 70.6e9 / 80 = 7.1 GB."""
+    m = model("Llama-3.1-70B")
+    p = m.params_total
+    assert float(fsdp_state_bytes(p, 64, m.num_layers)) == pytest.approx(16 * p / 64 + 8 * p / 80, rel=1e-9)
+    assert float(fsdp_state_bytes(p, 64, m.num_layers, offload=True)) == pytest.approx(4 * p / 64 + 8 * p / 80)
+    lay = Layouts.of([(1, 1, 64, 1, 1, 1)])
+    acc = hardware("A100")
+    cal = calibration_for(acc)
+    kw = dict(seq=4096.0, global_batch=64.0, precision="bf16", recompute="full")
+    fsdp = training_steps(m, acc, cal, lay, sharding="fsdp", **kw)
+    mega = training_steps(m, acc, cal, lay, **kw)
+    assert float(fsdp["state"][0]) == pytest.approx(float(fsdp_state_bytes(p, 64, m.num_layers)), rel=1e-6)
+    assert bool(fsdp["fits"][0]) and not bool(mega["fits"][0])  # 6 B/param unsharded do not fit an 80 GB GPU
+
+
+def test_fsdp_moves_3m_per_micro_batch_at_the_rate_of_every_nic_in_the_domain():
+    """3 x M (two all-gathers, one reduce-scatter; ZeRO++), M·(n−1)/n per GPU each: Llama-3.1-8B (16.1 GB bf16)
+    on 128 H100 moves 3 x 16.1 x 127/128 = 47.8 GB per GPU at min(0.8 x 450, 8 x 0.8 x 50) = 320 GB/s, 0.149 s; on
+    8 GPUs inside NVLink at 360 GB/s, 0.117 s; with TP8 each GPU is alone in its domain and gets its own NIC."""
+    m = model("Llama-3.1-8B")
+    cal = calibration_for(H100)
+    p = 2.0 * m.params_total
+    wide = Layouts.of([(1, 1, 128, 1, 1, 1)])
+    assert float(fsdp_link_rate(H100, cal, wide)[0]) == pytest.approx(320e9)
+    assert float(fsdp_comm_s(H100, cal, m.params_total, wide)[0]) == pytest.approx(3 * p * 127 / 128 / 320e9)
+    node = Layouts.of([(1, 1, 8, 1, 1, 1)])
+    assert float(fsdp_comm_s(H100, cal, m.params_total, node)[0]) == pytest.approx(3 * p * 7 / 8 / 360e9)
+    tp8 = Layouts.of([(8, 1, 16, 1, 1, 1)])
+    assert float(fsdp_link_rate(H100, cal, tp8)[0]) == pytest.approx(40e9)
+    assert float(fsdp_comm_s(H100, cal, m.params_total, Layouts.of([(1, 1, 1, 1, 1, 1)]))[0]) == 0.0
+
+
+def test_fsdp2_weak_scaling_of_an_8b_model_is_reproduced():
+    """torchtitan FSDP2, Llama-3.1-8B, local batch 2 x 8,192 tokens: 5,762 tok/s/GPU on 8 H100, 5,605 on 128
+    (−2.7%). The model loses under 1% (its 0.15 s of collectives hide under 2.5 s of compute): within 4 points.
+    The absolute rate is +20% (the published H100s ran at 500 W; ours is the 700 W SXM), within 25%."""
+    m = model("Llama-3.1-8B")
+    small, large = _fsdp(m, "H100", 8, 16384), _fsdp(m, "H100", 128, 16384)
+    ratio = large.tokens_per_s_per_gpu / small.tokens_per_s_per_gpu
+    assert ratio == pytest.approx(5605 / 5762, abs=0.04)
+    assert small.tokens_per_s_per_gpu == pytest.approx(5762, rel=0.25)
+
+
+def test_fsdp1_mfu_of_a_13b_model_stays_flat_from_8_to_64_h100():
+    """llm-foundry FULL_SHARD, 13B, micro-batch 2 x 2,048 tokens: 39.6-39.9% MFU from 8 to 64 GPUs (docs/sources.md
+    §M.7). The model: within 10% of both, and flat within 3%."""
+    m = _llama2_13b()
+    at8, at64 = _fsdp(m, "H100", 8, 4096), _fsdp(m, "H100", 64, 4096)
+    assert at8.mfu == pytest.approx(0.396, rel=0.10)
+    assert at64.mfu == pytest.approx(0.399, rel=0.10)
+    assert at64.mfu / at8.mfu == pytest.approx(1.0, abs=0.03)
+
+
+def test_the_fsdp_overlap_is_what_keeps_the_13b_rows_flat():
+    """With no overlap (fsdp_comm_overlap = 0) the same rows fall 22-25% below the published MFU: the overlap
+    bound of data/calibration.toml."""
+    m = _llama2_13b()
+    cal = calibration_for(H100).with_overrides(fsdp_comm_overlap=0.0)
+    assert _fsdp(m, "H100", 64, 4096, calibration=cal).mfu < 0.8 * 0.399
+
+
+def test_short_micro_batches_turn_fsdp_communication_bound():
+    """Per micro-batch the gathers move 3M whatever the sequence, while compute follows its tokens: Llama-3.1-70B on
+    64 H100 at 1,024-token micro-batches exposes 0.62 s of collectives per step against 0.69 s of compute (3 x
+    141 GB x 63/64 / 320 GB/s = 1.30 s, less the compute it hides under); at 8,192 tokens none is exposed."""
+    m = model("Llama-3.1-70B")
+    short, long_ = _fsdp(m, "H100", 64, 1024, recompute=None), _fsdp(m, "H100", 64, 8192)
+    comm = 3 * 2 * m.params_total * 63 / 64 / 320e9
+    assert short.comm_s == pytest.approx(comm - short.compute_s, rel=0.02)
+    assert long_.comm_s == 0.0
+    assert short.mfu < 0.7 * long_.mfu
+
+
+def test_the_70b_a100_pair_is_a_known_miss():
+    """llm-foundry 70B on A100: 35.9% MFU at 64 GPUs (4,096 tokens per GPU) against 48.9% at 128 (8,192), a ratio of
+    0.73. The model's 141 GB x 3 per micro-batch at 8 x 0.8 x 25 = 160 GB/s per GPU (2.6 s) hides under 10 s of
+    compute, so it keeps the two within 5% (docs/rl-modeling.md §3.9): FSDP traffic does not explain the drop."""
+    m = model("Llama-3.1-70B")
+    ratio = _fsdp(m, "A100", 64, 4096).mfu / _fsdp(m, "A100", 128, 8192).mfu
+    assert 0.95 < ratio < 1.05
+
+
+def test_fsdp_searches_only_data_and_context_parallel_layouts_and_refuses_pipelines():
+    m = model("Qwen3-30B-A3B")
+    degrees = candidate_degrees(m, H100, 64, 65536, "fsdp")
+    assert degrees and all(d[0] == d[1] == d[3] == d[4] == 1 for d in degrees)
+    assert any(d[5] > 1 for d in degrees)  # Ulysses-style sequence parallelism kept
+    with pytest.raises(ScenarioError, match="parallel.pp"):
+        training_throughput(m, H100, gpus=16, seq_tokens=4096, sharding="fsdp", parallel=Parallelism(pp=2, dp=8))
+    with pytest.raises(ScenarioError, match="sharding") as exc:
+        training_throughput(m, H100, gpus=16, seq_tokens=4096, sharding="zero3")
+    assert "megatron" in str(exc.value) and "fsdp" in str(exc.value)
+    with pytest.raises(ScenarioError, match="trainer.sharding"):
+        _scn(**{"trainer.sharding": "zero3"})
+    with pytest.raises(ScenarioError, match="trainer.pp"):
+        tc.evaluate(_scn(**{"trainer.sharding": "fsdp", "trainer.pp": 2}))
+
+
+def test_the_scenario_key_reaches_the_trainer():
+    """[trainer] sharding = "fsdp" over the preset: the trainer's state per GPU (what colocated offload moves) is
+    the ZeRO-3 shard."""
+    base = _scn(**{"trainer.sharding": "megatron"})
+    fsdp = _scn(**{"trainer.sharding": "fsdp"})
+    assert settings(base).trainer_sharding == "megatron" and settings(fsdp).trainer_sharding == "fsdp"
+    r_m, r_f = tc.evaluate(base).details["run"]["rates"], tc.evaluate(fsdp).details["run"]["rates"]
+    assert np.all(r_f.trainer_samples_per_s > 0)
+    assert not np.allclose(r_m.trainer_samples_per_s, r_f.trainer_samples_per_s)
+
+
+def test_fsdp_against_megatron_at_short_rl_micro_batches():
+    """NeMo RL v0.3's policy training, DTensor (FSDP2) against Megatron: 1.36x slower for Llama-3.1-8B on 8 GPUs,
+    3.5x for 70B on 64 (docs/sources.md §M.4). At 1,024-token micro-batches on H100 the model gives 1.34x (within
+    10%) and 1.59x: the 70B gap is larger, as published, but most of it is outside the sharding model (known miss,
+    docs/rl-modeling.md §3.9)."""
+    def ratio(name, gpus):
+        r = {sh: training_throughput(name, "H100", gpus=gpus, seq_tokens=1024, global_batch_tokens=512 * 1024,
+                                     sharding=sh).tokens_per_s for sh in ("fsdp", "megatron")}
+        return r["megatron"] / r["fsdp"]
+
+    small, large = ratio("Llama-3.1-8B", 8), ratio("Llama-3.1-70B", 64)
+    assert small == pytest.approx(38 / 28, rel=0.10)
+    assert 1.0 < small < large < 97 / 28

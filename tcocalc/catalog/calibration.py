@@ -29,6 +29,7 @@ _FACTORS = (
     "gemm_efficiency_bf16", "gemm_efficiency_fp8", "gemm_efficiency_fp4", "attention_efficiency",
     "gemm_half_dim", "gemm_tile_rows", "alltoall_latency_scaleup_s",
     "alltoall_latency_scaleout_s", "inference_runtime_efficiency", "training_runtime_efficiency",
+    "fsdp_comm_overlap",
 )
 _OPTIONAL = {"gemm_efficiency_fp8", "gemm_efficiency_fp4"}
 _FRACTIONS = set(_FACTORS) - {"op_overhead_s", "inference_workspace_bytes", "gemm_half_dim", "gemm_tile_rows",
@@ -66,6 +67,7 @@ class Calibration:
     alltoall_latency_scaleout_s: float
     inference_runtime_efficiency: float
     training_runtime_efficiency: float
+    fsdp_comm_overlap: float
     tier: str = "calibrated"
     provenance: dict = field(default_factory=dict, compare=False, repr=False)
 

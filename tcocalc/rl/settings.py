@@ -47,6 +47,7 @@ class Settings:
     max_num_batched_tokens: int  # tokens one engine step takes in (the prefill chunk) [tokens]
     stream_minibatches: bool     # async: the trainer takes each mini-batch as it fills (verl fully-async)
     storage: Storage             # the shared storage of a "disk" weight sync (its aggregate rates)
+    trainer_sharding: str        # "megatron" (TP/PP/EP, distributed optimizer) or "fsdp" (ZeRO-3 over DP)
 
     @property
     def extra_forward_passes(self) -> int:
@@ -100,7 +101,23 @@ def settings(scn: Scenario, cluster=None) -> Settings:
             engine_max_num_batched_tokens, "max_num_batched_tokens", engine, acc)),
         stream_minibatches=_pick(o.stream_minibatches, p["stream_minibatches"]),
         storage=storage(None if cluster is None else cluster.rl_cal, write_gb_per_s=o.storage_write_gb_per_s,
-                        read_gb_per_s=o.storage_read_gb_per_s))
+                        read_gb_per_s=o.storage_read_gb_per_s),
+        trainer_sharding=_sharding(t, p))
+
+
+def _sharding(t, preset: dict) -> str:
+    """The trainer's state layout, ``[trainer] sharding`` over the preset's ``trainer_sharding``; ScenarioError
+    naming ``trainer.pp`` (``ep``, ``vp``) when FSDP meets a pinned degree it does not have (docs/rl-modeling.md
+    §3.9)."""
+    sharding = _pick(t.sharding, preset["trainer_sharding"])
+    if sharding == "fsdp":
+        for degree in ("pp", "ep", "vp"):
+            if (getattr(t, degree) or 1) > 1:
+                raise ScenarioError(f"trainer.{degree}", f"{degree} = {getattr(t, degree)} with sharding = 'fsdp' "
+                                                         f"(from the scenario or its framework preset): FSDP shards "
+                                                         f"the model over data parallelism and has no {degree}; set "
+                                                         f"trainer.sharding = 'megatron' or {degree} = 1")
+    return sharding
 
 
 def engine_config(scn: Scenario, cluster) -> EngineConfig:
