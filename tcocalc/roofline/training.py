@@ -290,8 +290,9 @@ def training_steps(m, acc, cal, lay: Layouts, *, seq: float, global_batch, preci
         comm = comm + fsdp_exposed_comm_s(acc, cal, dense_p + expert_p, lay, t_compute)
     per_micro = (t_compute + comm + n_ops * cal.op_overhead_s) / cal.training_runtime_efficiency
     bubble = np.where(pp > 1, (pp - 1) / (micro * lay.vp), 0.0)
-    step = per_micro * micro * (1.0 + bubble) + _optimizer_step_s(acc, cal, (dense_p, expert_p), lay,
-                                                                  offload=offload, fsdp=fsdp)
+    step = per_micro * micro * (1.0 + bubble)
+    for term in _optimizer_step_s(acc, cal, (dense_p, expert_p), lay, offload=offload, fsdp=fsdp):
+        step = step + term
     return dict(fits=fits, step_s=np.where(fits, step, np.inf), memory=mem, state=state, recompute=recompute,
                 bubble=bubble, compute_s=t_compute * micro, comm_s=comm * micro)
 
@@ -308,25 +309,26 @@ def _state_bytes(lay: Layouts, params, layers, *, offload: bool, fsdp: bool):
     return dense_p * (2 + 4 + 12 / (lay.dp * lay.cp)) + expert_p * (2 + 4 + 12 / _expert_dp(lay))
 
 
-def _optimizer_step_s(acc, cal, params, lay: Layouts, *, offload: bool, fsdp: bool):
-    """Once per optimizer step [s]: the distributed optimizer's gradient reduce-scatter and parameter all-gather
-    (bf16, a calibrated share exposed; none under FSDP, whose collectives run every micro-batch), then the Adam
-    update, memory-bound over each GPU's shard (34 B/param), or with ``offload`` the gradients down and the weights
-    up over the host link (4 B/param). ``params``: (non-expert, expert) parameters per GPU."""
+def _optimizer_step_s(acc, cal, params, lay: Layouts, *, offload: bool, fsdp: bool) -> tuple:
+    """Once per optimizer step [s], two terms: the distributed optimizer's gradient reduce-scatter and parameter
+    all-gather (bf16, a calibrated share exposed; none under FSDP, whose collectives run every micro-batch), and the
+    Adam update, memory-bound over each GPU's shard (34 B/param), or with ``offload`` the gradients down and the
+    weights up over the host link (4 B/param). ``params``: (non-expert, expert) parameters per GPU."""
     dense_p, expert_p = params
     dp, cp, edp = lay.dp, lay.cp, _expert_dp(lay)
     if fsdp:
         shard = (dense_p + expert_p) / (dp * cp)
-        out = 0.0
+        comm = 0.0
     else:
         shard = dense_p / (dp * cp) + expert_p / edp
         grads = dense_p * ACT_BYTES * 2.0 * (dp - 1) / dp / link_rate(acc, cal, lay.gpus)
         grads = grads + np.where((expert_p != 0) & (edp > 1),
                                  expert_p * ACT_BYTES * 2.0 * (edp - 1) / edp / link_rate(acc, cal, lay.gpus), 0.0)
-        out = np.where(dp > 1, cal.dp_comm_exposed * grads, 0.0)
+        comm = np.where(dp > 1, cal.dp_comm_exposed * grads, 0.0)
     if offload:
-        return out + 4.0 * (shard if fsdp else dense_p + expert_p) / cal.host_offload_bytes_per_s
-    return out + 34.0 * shard / (acc.hbm_bytes_per_s * cal.hbm_efficiency)
+        return comm, 4.0 * (shard if fsdp else dense_p + expert_p) / cal.host_offload_bytes_per_s
+    bw = acc.hbm_bytes_per_s * cal.hbm_efficiency
+    return comm, 34.0 * (shard if fsdp else dense_p / (dp * cp) + expert_p / edp) / bw
 
 
 SHARDINGS = ("megatron", "fsdp")
