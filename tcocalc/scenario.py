@@ -96,7 +96,10 @@ class GeneratorSection(_Section):
     hardware: str = Field(min_length=1, description="accelerator name; may differ from the trainer's")
     gpus: int = Field(ge=1, le=1_000_000, description="generator GPUs [GPU] (colocated: equals trainer.gpus)")
     precision: Precision = Field("bf16", description="generator weights and GEMMs")
-    kv_precision: Precision | None = Field(None, description="KV cache precision (default: precision; fp8 for fp4)")
+    kv_precision: Precision | None = Field(None, description="KV cache precision (default: bf16 whatever the "
+                                                             "weights', as FP8 rollout recipes run; fp8 where the "
+                                                             "framework preset's kv_cache_fp8 says; "
+                                                             "docs/rl-modeling.md §4.11)")
     tp: int | None = Field(None, ge=1, le=64, description="pin the serving instance to this tensor-parallel "
                                                           "degree (default: the best instance is searched)")
     multinode_nvlink: bool = Field(True, description=_MULTINODE_NVLINK)

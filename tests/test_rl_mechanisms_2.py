@@ -377,3 +377,26 @@ def test_fp8_weights_with_a_bf16_kv_cache_gain_little_end_to_end_as_measured():
     assert bf16 == pytest.approx((4482 + 5409) / 2, rel=0.15)
     assert 0.95 < fp8 / bf16 < 1.20
     assert fp8_kv / bf16 > 1.8
+
+
+def test_the_rollout_kv_cache_is_bf16_under_fp8_weights_unless_asked_and_the_slots_follow_it():
+    """FP8 rollout recipes keep a BF16 KV cache (miles unless --rollout-attn-fp8; NeMo RL sets none; vLLM's
+    "auto"): the RL generator's default whatever the weights, FP8 where the preset or the scenario says. A BF16 KV
+    token takes twice the bytes, so the instance holds about half the trajectories."""
+    from dataclasses import replace
+
+    from tcocalc.rl.capacity import generator_capacity
+    from tcocalc.rl.cluster import resolve
+    from tcocalc.rl.phases import workload_stats
+    from tcocalc.rl.settings import engine_config, rollout_kv_precision
+
+    fp8 = _scn(**{"generator.precision": "fp8", "generator.tp": 1})  # one instance shape for both
+    assert all(not p["kv_cache_fp8"] for p in tc.framework_presets().values())
+    assert rollout_kv_precision(settings(fp8)) == "bf16"
+    assert rollout_kv_precision(replace(settings(fp8), kv_cache_fp8=True)) == "fp8"
+    cluster = resolve(fp8)
+    assert engine_config(fp8, cluster).kv_precision == "bf16"
+    fp8_kv = fp8.with_values({"generator.kv_precision": "fp8"})
+    assert engine_config(fp8_kv, resolve(fp8_kv)).kv_precision == "fp8"
+    slots = [generator_capacity(s, resolve(s), workload_stats(s)).b_max for s in (fp8, fp8_kv)]
+    assert slots[1] / slots[0] == pytest.approx(2.0, rel=0.05)

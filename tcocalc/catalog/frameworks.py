@@ -24,6 +24,7 @@ FRAMEWORK_KEYS: dict[str, type] = {
     "engine": str, "cuda_graphs": bool, "colocated_offload": bool, "old_logprob_pass": bool,
     "reference_model": bool, "weight_sync": str, "sync_blocks_trainer": bool, "async_scheduling": bool,
     "bucketed_weight_load": bool, "trainer_overhead": float, "stream_minibatches": bool, "trainer_sharding": str,
+    "kv_cache_fp8": bool,
 }
 #: engine key -> type
 ENGINE_KEYS: dict[str, type] = {"max_num_seqs": int, "max_num_batched_tokens": int, "cuda_graph_max_batch": int,
