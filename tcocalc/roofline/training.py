@@ -402,10 +402,10 @@ def fsdp_comm_s(acc, cal, params_per_gpu, lay: Layouts):
 def fsdp_exposed_comm_s(acc, cal, params_per_gpu, lay: Layouts, compute_s):
     """What FSDP's collectives add to a micro-batch of ``compute_s`` seconds of compute [s]:
     ``max(0, t_comm − o·t_compute)``. They are prefetched a layer ahead and overlap the layer before, so up to the
-    share ``o`` of the compute time hides them (``fsdp_comm_overlap``, data/calibration.toml, fitted on
-    llm-foundry's 70B pair on A100: MFU 35.9% at 4,096 tokens per GPU against 48.9% at 8,192); with few tokens per
-    GPU per micro-batch (small RL mini-batches over a wide data-parallel group) the micro-batch turns
-    communication-bound (docs/rl-modeling.md §3.9)."""
+    share ``o`` of the compute time hides them (``fsdp_comm_overlap``, data/calibration.toml: llm-foundry's FSDP1
+    13B rows on H100, flat at 39.6-39.9% MFU from 8 to 64 GPUs at 4,096 tokens per GPU, need at least 0.4); with
+    few tokens per micro-batch (short RL trajectories) the micro-batch turns communication-bound
+    (docs/rl-modeling.md §3.9)."""
     return np.maximum(fsdp_comm_s(acc, cal, params_per_gpu, lay) - cal.fsdp_comm_overlap * compute_s, 0.0)
 
 
