@@ -81,6 +81,10 @@ class TrainerSection(_Section):
     ep: int | None = Field(None, ge=1, le=4096, description="pinned expert-parallel degree")
     cp: int | None = Field(None, ge=1, le=1024, description="pinned context-parallel degree (long sequences)")
     vp: int | None = Field(None, ge=1, le=64, description="pinned virtual pipeline stages per GPU")
+    sharding: Literal["megatron", "fsdp"] | None = Field(None, description="trainer state layout: Megatron "
+                                                         "TP/PP/EP with the distributed optimizer, or FSDP / ZeRO-3 "
+                                                         "full sharding over data parallelism (docs/rl-modeling.md "
+                                                         "§3.9; default: preset)")
     multinode_nvlink: bool = Field(True, description=_MULTINODE_NVLINK)
 
     @property
@@ -95,7 +99,10 @@ class GeneratorSection(_Section):
     hardware: str = Field(min_length=1, description="accelerator name; may differ from the trainer's")
     gpus: int = Field(ge=1, le=1_000_000, description="generator GPUs [GPU] (colocated: equals trainer.gpus)")
     precision: Precision = Field("bf16", description="generator weights and GEMMs")
-    kv_precision: Precision | None = Field(None, description="KV cache precision (default: precision; fp8 for fp4)")
+    kv_precision: Precision | None = Field(None, description="KV cache precision (default: bf16 whatever the "
+                                                             "weights', as FP8 rollout recipes run; fp8 where the "
+                                                             "framework preset's kv_cache_fp8 says; "
+                                                             "docs/rl-modeling.md §4.11)")
     tp: int | None = Field(None, ge=1, le=64, description="pin the serving instance to this tensor-parallel "
                                                           "degree (default: the best instance is searched)")
     multinode_nvlink: bool = Field(True, description=_MULTINODE_NVLINK)
@@ -221,8 +228,16 @@ class Orchestration(_Section):
     framework: Literal["generic", "nemo-rl", "verl-fsdp", "verl-megatron", "slime", "areal", "prime-rl"] = Field(
         "generic", description="framework preset: its defaults for CUDA graphs, offload, log-prob passes, weight "
                                "sync (data/frameworks.toml); any key given in the scenario overrides it")
-    weight_sync: Literal["nccl-broadcast", "p2p"] | None = Field(None, description="weight-sync transport "
-                                                                "(default: preset)")
+    weight_sync: Literal["nccl-broadcast", "p2p", "disk", "host"] | None = Field(
+        None, description="weight-sync transport: NCCL broadcast, per-GPU p2p (RDMA), a checkpoint on shared "
+                          "storage reloaded by the engine, or pinned host memory (docs/rl-modeling.md §3.3, §3.8; "
+                          "default: preset)")
+    storage_write_gb_per_s: float | None = Field(None, gt=0, le=1e6, description="weight_sync = \"disk\": "
+                                                 "aggregate write rate of the shared storage [GB/s] (default: "
+                                                 "data/rl_calibration.toml)")
+    storage_read_gb_per_s: float | None = Field(None, gt=0, le=1e6, description="weight_sync = \"disk\": "
+                                                "aggregate read rate of the shared storage [GB/s] (default: "
+                                                "data/rl_calibration.toml)")
     max_rollouts_in_flight: int | None = Field(None, ge=1, le=100_000_000, description="framework cap on "
                                                "trajectories in flight over the whole generator (AReaL max "
                                                "concurrent rollouts); default: none")

@@ -203,9 +203,9 @@ def test_simulator_follows_the_disaggregated_generator():
 
 def test_advice_says_when_the_other_serving_arrangement_pays():
     """evaluate and solve_split compare aggregated and disaggregated serving at the split they report: on the GB300
-    agentic run with 960 sandboxes (the shipped 96 cap binds either way) disaggregation is 22% better (the line
-    names the pools); disaggregated GLM-5 at its shipped 96:32 split is worse than aggregated, and the report says
-    so the other way round."""
+    agentic run with 960 sandboxes (the shipped 96 cap binds either way) disaggregation is 7% better (22% with the
+    FP8 KV cache that was the default before 2026-12-02; the line names the pools); disaggregated GLM-5 at its
+    shipped 96:32 split is worse than aggregated, and the report says so the other way round."""
     from tcocalc.scenario import load_scenario
 
     scn = load_scenario("scenarios/gb300_agentic_96.toml").with_values({"sandbox.max_concurrency": 960})
@@ -213,7 +213,7 @@ def test_advice_says_when_the_other_serving_arrangement_pays():
     line = next(a for a in base.advice if a.startswith("Disaggregated prefill/decode"))
     alt = tc.evaluate(scn.with_values({"generator.disaggregated": True}))
     gain = alt.metrics["useful_samples_per_s"] / base.metrics["useful_samples_per_s"] - 1
-    assert gain > 0.1 and f"(+{gain:.0%})" in line and "prefilling in" in line
+    assert gain > 0.05 and f"(+{gain:.0%})" in line and "prefilling in" in line
     capped = load_scenario("scenarios/gb300_agentic_96.toml")
     assert not any("prefill/decode" in a for a in tc.evaluate(capped).advice)  # 96 sandboxes cap both
     glm = tc.evaluate(_disaggregated("scenarios/glm5_h200_drift.toml"))
@@ -239,9 +239,9 @@ def test_readme_speedups_come_from_the_code(args, text):
 
 
 def test_readme_glm5_figures_come_from_the_code():
-    """docs/validation.md: disaggregated GLM-5 on its shipped 32 generator GPUs -18%; at the solved 32:96 split -8%
-    (-0% before the RL flow chose between the attention-DP and the TP8 instance, +24% before prompts were prefilled
-    whole)."""
+    """docs/validation.md: disaggregated GLM-5 on its shipped 32 generator GPUs -20%; at the solved 32:96 split -1%
+    (-18% and -8% with the FP8 KV cache that was the default before 2026-12-02; -0% at the solved split before the
+    RL flow chose between the attention-DP and the TP8 instance, +24% before prompts were prefilled whole)."""
     from pathlib import Path
 
     from tcocalc.scenario import load_scenario
@@ -262,6 +262,7 @@ def test_rl_prefill_latency_is_each_turn_alone_plus_the_kv_transfer():
     from tcocalc.rl.capacity import generator_capacity
     from tcocalc.rl.cluster import resolve
     from tcocalc.rl.phases import phase_list, workload_stats
+    from tcocalc.rl.settings import rollout_kv_precision, settings
 
     s = _disaggregated("scenarios/gb300_agentic_96.toml")
     name, start, steps, over = phase_list(s)[0]
@@ -270,9 +271,9 @@ def test_rl_prefill_latency_is_each_turn_alone_plus_the_kv_transfer():
     gcap = generator_capacity(s, cl, ws)
     pool = gcap.prefill_pool
     per_turn = ws.prefill_tokens / ws.turns
+    kv = s.generator.kv_precision or rollout_kv_precision(settings(s))
     one = tc.prefill(cl.model, cl.generator, parallel=pool.instance, batch=1, prompt_tokens=per_turn,
-                     precision=s.generator.precision)
-    kv = s.generator.kv_precision or s.generator.precision
+                     precision=s.generator.precision, kv_precision=kv)
     senders = pool.instance.pp * (1 if cl.model.attention == "mla" else min(pool.instance.tp, cl.model.num_kv_heads))
     cal = calibration_for(cl.generator)
     t_kv = cl.model.kv_bytes_per_token(kv) * ws.prefill_tokens / (

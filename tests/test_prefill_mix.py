@@ -107,16 +107,18 @@ def test_scenario_key_sets_the_engine_budget():
     frameworks' offline engine, data/frameworks.toml). A budget far below a turn's tool output spreads every
     prefill over all steps, the old mean: GLM-5's MoE decode steps then read more experts (slower, -9%), while the
     GB300 agentic run's compute-bound prefill steps overlap its decode steps' memory time (faster, +4.5%; with 960
-    sandboxes, since at the shipped 96 the sandboxes cap it either way)."""
+    sandboxes, since at the shipped 96 the sandboxes cap it either way). Both with the FP8 KV cache that was the
+    rollout default before 2026-12-02 (with BF16 KV the GB300 run's smaller KV pool, not its prefill steps, sets its
+    pace)."""
     from pathlib import Path
 
     from tcocalc.rl.settings import settings
 
     root = Path(__file__).resolve().parents[1] / "scenarios"
-    for stem, direction, extra in (("glm5_h200_drift", -1, {}),
-                                   ("gb300_agentic_96", +1, {"sandbox.max_concurrency": 960})):
-        base = tc.load_scenario(root / f"{stem}.toml").with_values(extra) if extra else tc.load_scenario(
-            root / f"{stem}.toml")
+    fp8_kv = {"generator.kv_precision": "fp8"}
+    for stem, direction, extra in (("glm5_h200_drift", -1, fp8_kv),
+                                   ("gb300_agentic_96", +1, {"sandbox.max_concurrency": 960, **fp8_kv})):
+        base = tc.load_scenario(root / f"{stem}.toml").with_values(extra)
         tight = base.with_values({"generator.max_num_batched_tokens": 16})
         assert settings(base).max_num_batched_tokens == 16384 and settings(tight).max_num_batched_tokens == 16
         a = tc.evaluate(base).metrics["useful_samples_per_s"]

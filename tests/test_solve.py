@@ -89,16 +89,21 @@ def test_after_a_solve_the_advice_explains_what_limits_the_split(solved):
 
 
 def test_a_neighbour_that_cannot_hold_the_model_is_named(solved):
-    """GLM-5 solved at 32:96: 24 trainer GPUs cannot train the 744B model (memory); the staleness bound caps the
-    drift phase and generation the first, whose RL flow runs the TP8 EP8 instance on the 96 generator GPUs
-    (capacity.generator_capacities; the attention-DP instance left it staleness-bound before 2026-12-01)."""
-    _, _, sol = solved["glm5_h200_drift"]
+    """GLM-5 solved at 32:96: 24 trainer GPUs cannot train the 744B model (memory); the staleness bound caps both
+    phases on the TP1 PP8 instance with the BF16 rollout KV cache (docs/rl-modeling.md §4.11). With the FP8 KV
+    cache that was the default before 2026-12-02, generation caps the first phase, whose RL flow then runs the TP8
+    EP8 instance on the 96 generator GPUs (capacity.generator_capacities; the attention-DP instance left it
+    staleness-bound before 2026-12-01)."""
+    scn, _, sol = solved["glm5_h200_drift"]
     assert (sol.metrics["trainer_gpus"], sol.metrics["generator_gpus"]) == (32, 96)
     text = "\n".join(sol.advice)
     assert "24:104" in text and "cannot hold" in text
     assert "staleness bound" in text
-    assert sol.details["binding_limits"] == {"initial": ["generator"], "drift": ["staleness"]}
-    assert sol.phases["generator_instance"].tolist() == ["TP8 PP1 EP8 DP1", "TP1 PP8 EP1 DP1"]
+    assert sol.details["binding_limits"] == {"initial": ["staleness"], "drift": ["staleness"]}
+    assert sol.phases["generator_instance"].tolist() == ["TP1 PP8 EP1 DP1", "TP1 PP8 EP1 DP1"]
+    fp8 = tc.solve_split(scn.with_values({"generator.kv_precision": "fp8"}))
+    assert fp8.details["binding_limits"] == {"initial": ["generator"], "drift": ["staleness"]}
+    assert fp8.phases["generator_instance"].tolist() == ["TP8 PP1 EP8 DP1", "TP1 PP8 EP1 DP1"]
 
 
 # ------------------------------------------------------------------ item 2: tolerance, binding limit

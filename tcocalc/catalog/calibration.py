@@ -29,6 +29,7 @@ _FACTORS = (
     "gemm_efficiency_bf16", "gemm_efficiency_fp8", "gemm_efficiency_fp4", "attention_efficiency",
     "gemm_half_dim", "gemm_tile_rows", "alltoall_latency_scaleup_s",
     "alltoall_latency_scaleout_s", "inference_runtime_efficiency", "training_runtime_efficiency",
+    "fsdp_comm_overlap",
 )
 _OPTIONAL = {"gemm_efficiency_fp8", "gemm_efficiency_fp4"}
 _FRACTIONS = set(_FACTORS) - {"op_overhead_s", "inference_workspace_bytes", "gemm_half_dim", "gemm_tile_rows",
@@ -66,6 +67,7 @@ class Calibration:
     alltoall_latency_scaleout_s: float
     inference_runtime_efficiency: float
     training_runtime_efficiency: float
+    fsdp_comm_overlap: float
     tier: str = "calibrated"
     provenance: dict = field(default_factory=dict, compare=False, repr=False)
 
@@ -175,8 +177,12 @@ def calibration_of(acc, calibration=None, *, theoretical: bool = False) -> Calib
 
 
 # ---------------------------------------------------------------- RL pipeline calibration
+_RATE_SUFFIXES = ("_bytes_per_s", "_bytes_per_s_per_gpu")
+
+
 def parse_rl_calibration(text: str, file: str = "data/rl_calibration.toml") -> dict[str, float]:
-    """Factor name -> value of an RL-calibration document; each factor is ``{value >= 0, kind, source}``."""
+    """Factor name -> value of an RL-calibration document; each factor is ``{value >= 0, kind, source}``, a rate
+    (a name ending in ``_bytes_per_s`` or ``_bytes_per_s_per_gpu``) above zero."""
     out = {}
     for key, entry in parse_toml(text, file).items():
         value = check_entry(file, key, entry, value_fields=("value",), kinds=KINDS)["value"]
@@ -185,6 +191,8 @@ def parse_rl_calibration(text: str, file: str = "data/rl_calibration.toml") -> d
             raise DataFileError(file, key, sorted(extra)[0], "unknown field; expected value, kind and source")
         if value < 0:
             raise DataFileError(file, key, "value", f"must be >= 0, got {entry['value']!r}")
+        if key.endswith(_RATE_SUFFIXES) and value <= 0:  # a rate divides: zero is no rate
+            raise DataFileError(file, key, "value", f"a rate must be > 0, got {entry['value']!r}")
         out[key] = value
     return out
 

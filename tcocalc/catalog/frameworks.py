@@ -23,7 +23,8 @@ __all__ = ["FRAMEWORK_KEYS", "ENGINE_KEYS", "BENCHMARK_KEYS", "framework_presets
 FRAMEWORK_KEYS: dict[str, type] = {
     "engine": str, "cuda_graphs": bool, "colocated_offload": bool, "old_logprob_pass": bool,
     "reference_model": bool, "weight_sync": str, "sync_blocks_trainer": bool, "async_scheduling": bool,
-    "bucketed_weight_load": bool, "trainer_overhead": float, "stream_minibatches": bool,
+    "bucketed_weight_load": bool, "trainer_overhead": float, "stream_minibatches": bool, "trainer_sharding": str,
+    "kv_cache_fp8": bool,
 }
 #: engine key -> type
 ENGINE_KEYS: dict[str, type] = {"max_num_seqs": int, "max_num_batched_tokens": int, "cuda_graph_max_batch": int,
@@ -33,7 +34,8 @@ ENGINE_KEYS: dict[str, type] = {"max_num_seqs": int, "max_num_batched_tokens": i
                                 "kv_block_tokens_mla_blackwell": int}
 #: benchmark key -> type (a benchmark tool that sizes the engine's caps itself)
 BENCHMARK_KEYS: dict[str, type] = {"min_num_tokens": int, "max_num_tokens": int, "kv_block_tokens": int}
-_CHOICES = {"engine": ("vllm", "sglang"), "weight_sync": ("nccl-broadcast", "p2p")}
+_CHOICES = {"engine": ("vllm", "sglang"), "weight_sync": ("nccl-broadcast", "p2p", "disk", "host"),
+            "trainer_sharding": ("megatron", "fsdp")}
 
 
 def _check_table(file: str, entry: str, table: dict, keys: dict[str, type]) -> dict:

@@ -31,7 +31,6 @@ from ..roofline.serving import serve
 from ..roofline.training import (
     DEFAULT_GLOBAL_BATCH_TOKENS,
     TrainingJob,
-    candidate_degrees,
     training_throughput,
 )
 from .cluster import Cluster
@@ -426,7 +425,7 @@ def _families(job: TrainingJob, anchors: tuple[int, ...]) -> tuple[tuple[int, in
     job = replace(job, global_batch_tokens=DEFAULT_GLOBAL_BATCH_TOKENS)
     fams = set()
     for n in anchors:
-        lay = Layouts.of(candidate_degrees(job.m, job.acc, n, job.seq))
+        lay = Layouts.of(job.candidates(n))
         if not len(lay):
             continue
         tps = _layout_rates(job, lay)[:, 0]
@@ -523,14 +522,14 @@ def training_job(scn, cluster: Cluster, ws: WorkloadStats) -> TrainingJob:
     return TrainingJob(m=cluster.model, acc=cluster.trainer, cal=cluster.trainer_cal,
                        seq=float(max(256, round(ws.traj_tokens))),
                        global_batch_tokens=ws.samples_per_step * ws.traj_tokens / scn.trainer.minibatches_per_step,
-                       precision=scn.model.precision)
+                       precision=scn.model.precision, sharding=settings(scn, cluster).trainer_sharding)
 
 
 def smallest_fitting_layout(scn, cluster: Cluster, ws: WorkloadStats, n: int) -> Parallelism | None:
     """The fitting trainer layout on ``n`` GPUs with the fewest model-parallel GPUs (``tp·pp``, then ``tp``):
     what to suggest when a pinned layout does not divide or fit; ``None`` when nothing fits."""
     job = training_job(scn, cluster, ws)
-    order = sorted(candidate_degrees(job.m, job.acc, n, job.seq),
+    order = sorted(job.candidates(n),
                    key=lambda q: (q[0] * q[1] * q[5], q[0], q[1], q[3], q[4]))
     if not order:
         return None
@@ -600,7 +599,7 @@ def trainer_min_gpus(scn, cluster: Cluster, ws: WorkloadStats) -> int | None:
     seq = float(max(256, round(ws.traj_tokens)))
     try:
         training_throughput(cluster.model, cluster.trainer, gpus=1, seq_tokens=seq, precision=scn.model.precision,
-                            calibration=cluster.trainer_cal)
+                            calibration=cluster.trainer_cal, sharding=settings(scn, cluster).trainer_sharding)
         return 1
     except InfeasibleError as exc:
         return exc.min_gpus

@@ -135,7 +135,7 @@ def pool_rates(cluster: Cluster, scn: Scenario, ws: WorkloadStats, gcap: Generat
     else:
         t_sync = weight_sync_seconds(cluster.model.params_total, cluster.trainer, cluster.generator, n_t, n_g,
                                      instance_gpus=gcap.instance_gpus, transport=st.weight_sync,
-                                     calibration=rl_cal) * run.weight_sync + per_tensor
+                                     calibration=rl_cal, store=st.storage) * run.weight_sync + per_tensor
     # the framework's cap on trajectories in flight spreads over the replicas (AReaL max concurrent rollouts)
     cap = scn.orchestration.max_rollouts_in_flight
     slots = np.full(n_rep.shape, gcap.b_max) if cap is None else np.clip(cap / np.maximum(n_rep, 1), 1.0, gcap.b_max)

@@ -19,11 +19,11 @@ from ..catalog.frameworks import (
 )
 from ..errors import ScenarioError
 from ..roofline.engine_config import EngineConfig
-from ..roofline.forward import default_kv_precision
 from ..roofline.speculative import speculation
 from ..scenario import Scenario
+from .weight_sync import Storage, storage
 
-__all__ = ["Settings", "settings", "engine_config"]
+__all__ = ["Settings", "settings", "engine_config", "rollout_kv_precision"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,9 @@ class Settings:
     cuda_graph_max_batch: int    # larger decode batches run without CUDA graphs [sequences]
     max_num_batched_tokens: int  # tokens one engine step takes in (the prefill chunk) [tokens]
     stream_minibatches: bool     # async: the trainer takes each mini-batch as it fills (verl fully-async)
+    storage: Storage             # the shared storage of a "disk" weight sync (its aggregate rates)
+    trainer_sharding: str        # "megatron" (TP/PP/EP, distributed optimizer) or "fsdp" (ZeRO-3 over DP)
+    kv_cache_fp8: bool           # the engine stores its KV cache in FP8 unless [generator] kv_precision says
 
     @property
     def extra_forward_passes(self) -> int:
@@ -96,7 +99,34 @@ def settings(scn: Scenario, cluster=None) -> Settings:
         cuda_graph_max_batch=eng["cuda_graph_max_batch"],
         max_num_batched_tokens=_pick(g.max_num_batched_tokens, _engine_default(
             engine_max_num_batched_tokens, "max_num_batched_tokens", engine, acc)),
-        stream_minibatches=_pick(o.stream_minibatches, p["stream_minibatches"]))
+        stream_minibatches=_pick(o.stream_minibatches, p["stream_minibatches"]),
+        storage=storage(None if cluster is None else cluster.rl_cal, write_gb_per_s=o.storage_write_gb_per_s,
+                        read_gb_per_s=o.storage_read_gb_per_s),
+        trainer_sharding=_sharding(t, p), kv_cache_fp8=p["kv_cache_fp8"])
+
+
+def _sharding(t, preset: dict) -> str:
+    """The trainer's state layout, ``[trainer] sharding`` over the preset's ``trainer_sharding``; ScenarioError
+    naming ``trainer.pp`` (``ep``, ``vp``) when FSDP meets a pinned degree it does not have (docs/rl-modeling.md
+    §3.9)."""
+    sharding = _pick(t.sharding, preset["trainer_sharding"])
+    if sharding == "fsdp":
+        for degree in ("pp", "ep", "vp"):
+            if (getattr(t, degree) or 1) > 1:
+                raise ScenarioError(f"trainer.{degree}", f"{degree} = {getattr(t, degree)} with sharding = 'fsdp' "
+                                                         f"(from the scenario or its framework preset): FSDP shards "
+                                                         f"the model over data parallelism and has no {degree}; set "
+                                                         f"trainer.sharding = 'megatron' or {degree} = 1")
+    return sharding
+
+
+def rollout_kv_precision(st: Settings) -> str:
+    """The KV-cache precision of the RL generator unless ``[generator] kv_precision`` sets one: FP8 where the
+    framework's rollout recipe turns an FP8 KV cache on (preset ``kv_cache_fp8``), else BF16 whatever the weights'
+    precision (docs/rl-modeling.md §4.11). FP8 and FP4 rollout recipes keep the engine's default KV dtype, the
+    model's activation dtype (vLLM and SGLang ``kv_cache_dtype = "auto"``): miles keeps BF16 KV unless
+    ``--rollout-attn-fp8`` and NeMo RL's FP8 generation sets none (docs/sources.md §M.8)."""
+    return "fp8" if st.kv_cache_fp8 else "bf16"
 
 
 def engine_config(scn: Scenario, cluster) -> EngineConfig:
@@ -117,7 +147,7 @@ def engine_config(scn: Scenario, cluster) -> EngineConfig:
     block = g.kv_block_tokens if g.kv_block_tokens is not None else engine_kv_block_tokens(st.engine, m, acc)
     cpu = 1.0 if st.async_scheduling else 1.0 + cluster.rl_cal["engine_cpu_share"]
     return EngineConfig(
-        precision=g.precision, kv_precision=g.kv_precision or default_kv_precision(g.precision),
+        precision=g.precision, kv_precision=g.kv_precision or rollout_kv_precision(st),
         kv_block_tokens=int(block), max_batched_tokens=float(st.max_num_batched_tokens),
         interleaved_prefill=not g.disaggregated,
         speculation=speculation(g.speculative_tokens, g.acceptance_rate, g.draft_layers),

@@ -60,7 +60,9 @@ from .forward import (
 )
 from .parallel import Layouts, Parallelism
 
-__all__ = ["TrainingJob", "TrainingEstimate", "Layouts", "training_throughput", "training_step", "training_steps"]
+__all__ = ["TrainingJob", "TrainingEstimate", "Layouts", "training_throughput", "training_step", "training_steps",
+           "SHARDINGS", "check_sharding", "check_fsdp_layout", "fsdp_state_bytes", "fsdp_link_rate", "fsdp_comm_s",
+           "fsdp_exposed_comm_s"]
 
 _POW2 = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 _VP = (1, 2, 3, 4, 5, 6, 8)  # virtual-pipeline (interleaving) factors searched
@@ -180,11 +182,11 @@ def _recompute_choice(fitting, forced: int | None):
 
 
 def training_step(m, acc, cal, par: Parallelism, *, seq: float, global_batch: float, precision: str,
-                  offload: bool = False, recompute: str | None = None) -> dict | None:
+                  offload: bool = False, recompute: str | None = None, sharding: str = "megatron") -> dict | None:
     """Cost of one optimizer step for a fixed layout (:func:`training_steps` for one layout, as floats); ``None``
     when it does not fit in memory."""
     res = training_steps(m, acc, cal, Layouts.of([par]), seq=seq, global_batch=global_batch, precision=precision,
-                         offload=offload, recompute=recompute)
+                         offload=offload, recompute=recompute, sharding=sharding)
     return _step_row(res, 0, offload)
 
 
@@ -197,7 +199,7 @@ def _step_row(res: dict, i: int, offload: bool) -> dict | None:
 
 
 def training_steps(m, acc, cal, lay: Layouts, *, seq: float, global_batch, precision: str,
-                   offload: bool = False, recompute: str | None = None) -> dict:
+                   offload: bool = False, recompute: str | None = None, sharding: str = "megatron") -> dict:
     """Cost of one optimizer step for each layout of ``lay`` (arrays, vectorised over layouts).
 
     Returns ``fits`` (the layout fits in memory), ``step_s`` (inf where it does not), ``memory``, ``state``
@@ -210,21 +212,23 @@ def training_steps(m, acc, cal, lay: Layouts, *, seq: float, global_batch, preci
 
     ``recompute``: ``None`` picks the lightest mode that fits for each layout; a name of :data:`RECOMPUTE_MODES`
     forces it (a layout fits only if it fits with that mode).
+
+    ``sharding``: ``"megatron"`` (the distributed optimizer above) or ``"fsdp"`` (FSDP / ZeRO-3: parameters,
+    gradients and optimizer state sharded over the data-parallel group, the parameters gathered layer by layer in
+    forward and backward and the gradients reduce-scattered every micro-batch; :func:`fsdp_state_bytes`,
+    :func:`fsdp_exposed_comm_s`; docs/rl-modeling.md §3.9).
     """
     forced = check_recompute(recompute)
+    fsdp = check_sharding(sharding) == "fsdp"
     tp, pp, dp, ep, cp = lay.tp, lay.pp, lay.dp, lay.ep, lay.cp
     h, L = m.hidden_size, m.num_layers
     seq_full, seq = seq, seq / cp                   # context parallelism: each GPU holds seq/cp of a sequence
     micro = np.maximum(global_batch / dp, 1.0)      # micro-batches (one sequence each) per DP rank; a rank
     #                                                 with less than one sequence still runs a whole one
     dense_p, expert_p = _params_per_gpu(m, lay)
-    edp = _expert_dp(lay)
-    if offload:
-        state = (dense_p + expert_p) * 4.0
-    else:
-        state = dense_p * (2 + 4 + 12 / (dp * cp)) + expert_p * (2 + 4 + 12 / edp)  # optimizer sharded over DP x CP
-    cap = cal.training_memory_fraction * acc.hbm_bytes
     layers = stage_layers(L, pp, lay.vp)
+    state = _state_bytes(lay, (dense_p, expert_p), layers, offload=offload, fsdp=fsdp)
+    cap = cal.training_memory_fraction * acc.hbm_bytes
     even = L % (pp * lay.vp) == 0
     in_flight = np.minimum(pp, micro) * layers
     acts = [in_flight * activation_bytes_per_layer(m, seq, tp, mode) for mode in RECOMPUTE_MODES]
@@ -282,20 +286,127 @@ def training_steps(m, acc, cal, lay: Layouts, *, seq: float, global_batch, preci
     comm += np.where(pp > 1, 2.0 * ACT_BYTES * seq * h / tp / link_rate(acc, cal, 2), 0.0)
     comm += _cp_comm(m, acc, cal, lay, seq, layers)
     n_ops = (12.0 if m.is_moe else 9.0) * layers * 3.0
+    if fsdp:  # the layer-by-layer gathers and reduce-scatters of every micro-batch, beyond what compute hides
+        comm = comm + fsdp_exposed_comm_s(acc, cal, dense_p + expert_p, lay, t_compute)
     per_micro = (t_compute + comm + n_ops * cal.op_overhead_s) / cal.training_runtime_efficiency
     bubble = np.where(pp > 1, (pp - 1) / (micro * lay.vp), 0.0)
     step = per_micro * micro * (1.0 + bubble)
-    # once per step: gradient reduce-scatter + parameter all-gather (bf16), Adam update
-    grads = dense_p * ACT_BYTES * 2.0 * (dp - 1) / dp / link_rate(acc, cal, lay.gpus)
-    grads = grads + np.where((expert_p != 0) & (edp > 1),
-                             expert_p * ACT_BYTES * 2.0 * (edp - 1) / edp / link_rate(acc, cal, lay.gpus), 0.0)
-    step = step + np.where(dp > 1, cal.dp_comm_exposed * grads, 0.0)
-    if offload:
-        step = step + 4.0 * (dense_p + expert_p) / cal.host_offload_bytes_per_s
-    else:
-        step = step + 34.0 * (dense_p / (dp * cp) + expert_p / edp) / bw
+    for term in _optimizer_step_s(acc, cal, (dense_p, expert_p), lay, offload=offload, fsdp=fsdp):
+        step = step + term
     return dict(fits=fits, step_s=np.where(fits, step, np.inf), memory=mem, state=state, recompute=recompute,
                 bubble=bubble, compute_s=t_compute * micro, comm_s=comm * micro)
+
+
+def _state_bytes(lay: Layouts, params, layers, *, offload: bool, fsdp: bool):
+    """Weights, gradients and optimizer state per GPU [B]: under FSDP :func:`fsdp_state_bytes`; else bf16 weights,
+    fp32 gradients and the distributed optimizer's share (12 B/param over DP x CP, experts over their own
+    data-parallel width), or with ``offload`` the GPU's 4 B/param. ``params``: (non-expert, expert) per GPU."""
+    dense_p, expert_p = params
+    if fsdp:
+        return fsdp_state_bytes(dense_p + expert_p, lay.dp * lay.cp, layers, offload=offload)
+    if offload:
+        return (dense_p + expert_p) * 4.0
+    return dense_p * (2 + 4 + 12 / (lay.dp * lay.cp)) + expert_p * (2 + 4 + 12 / _expert_dp(lay))
+
+
+def _optimizer_step_s(acc, cal, params, lay: Layouts, *, offload: bool, fsdp: bool) -> tuple:
+    """Once per optimizer step [s], two terms: the distributed optimizer's gradient reduce-scatter and parameter
+    all-gather (bf16, a calibrated share exposed; none under FSDP, whose collectives run every micro-batch), and the
+    Adam update, memory-bound over each GPU's shard (34 B/param), or with ``offload`` the gradients down and the
+    weights up over the host link (4 B/param). ``params``: (non-expert, expert) parameters per GPU."""
+    dense_p, expert_p = params
+    dp, cp, edp = lay.dp, lay.cp, _expert_dp(lay)
+    if fsdp:
+        shard = (dense_p + expert_p) / (dp * cp)
+        comm = 0.0
+    else:
+        shard = dense_p / (dp * cp) + expert_p / edp
+        grads = dense_p * ACT_BYTES * 2.0 * (dp - 1) / dp / link_rate(acc, cal, lay.gpus)
+        grads = grads + np.where((expert_p != 0) & (edp > 1),
+                                 expert_p * ACT_BYTES * 2.0 * (edp - 1) / edp / link_rate(acc, cal, lay.gpus), 0.0)
+        comm = np.where(dp > 1, cal.dp_comm_exposed * grads, 0.0)
+    if offload:
+        return comm, 4.0 * (shard if fsdp else dense_p + expert_p) / cal.host_offload_bytes_per_s
+    bw = acc.hbm_bytes_per_s * cal.hbm_efficiency
+    return comm, 34.0 * (shard if fsdp else dense_p / (dp * cp) + expert_p / edp) / bw
+
+
+SHARDINGS = ("megatron", "fsdp")
+"""How a trainer lays out its state: ``"megatron"`` (tensor/pipeline/expert parallelism with the distributed
+optimizer) or ``"fsdp"`` (FSDP / FSDP2 / ZeRO-3 full sharding over data parallelism)."""
+
+FSDP_GATHERED_UNITS = 2
+"""Layers whose parameters an FSDP rank holds unsharded at once: the one being computed and the next, prefetched
+(PyTorch FSDP's forward/backward prefetch; Zhao et al. 2023, arXiv 2304.11277, section 3.3)."""
+
+
+def check_sharding(sharding) -> str:
+    """``sharding`` when it is one of :data:`SHARDINGS`; ScenarioError naming ``sharding`` with the choices
+    otherwise."""
+    if not isinstance(sharding, str) or sharding not in SHARDINGS:
+        raise ScenarioError("sharding", f"must be one of {list(SHARDINGS)}, got {sharding!r}")
+    return sharding
+
+
+def check_fsdp_layout(par: Parallelism, sharding: str, field: str) -> None:
+    """FSDP shards over data parallelism and keeps tensor (FSDP2 + TP) and context parallelism, but neither
+    pipeline stages nor expert parallelism: ScenarioError naming ``<field>.pp`` (``parallel.pp``, ``trainer.pp``)
+    when ``par`` has them under ``sharding = "fsdp"``."""
+    if check_sharding(sharding) != "fsdp":
+        return
+    for degree in ("pp", "ep", "vp"):
+        if getattr(par, degree) > 1:
+            raise ScenarioError(f"{field}.{degree}", f"{degree}={getattr(par, degree)}: sharding = 'fsdp' shards "
+                                                     f"the model over data parallelism and has no {degree}; use "
+                                                     f"sharding = 'megatron' or {degree} = 1")
+
+
+def fsdp_state_bytes(params_per_gpu, shards, layers, *, offload: bool = False):
+    """Weights, gradients and optimizer state per GPU under FSDP full sharding [B] (docs/rl-modeling.md §3.9):
+    fp32 parameters, fp32 gradients and Adam's two moments, 16 B/param, sharded over the ``shards`` GPUs of the
+    data-parallel group (ZeRO-3, Rajbhandari et al. 2020, arXiv 1910.02054), plus the bf16 parameters and
+    gradients of the :data:`FSDP_GATHERED_UNITS` layers held unsharded (``params_per_gpu / layers`` each). With
+    ``offload`` the fp32 master weights and Adam state live in host memory and the GPU keeps its bf16 shard of
+    parameters and gradients (4 B/param), as the Megatron path's optimizer offload. Arrays broadcast."""
+    shard = (4.0 if offload else 16.0) * params_per_gpu / shards
+    return shard + FSDP_GATHERED_UNITS * 2.0 * ACT_BYTES * params_per_gpu / np.maximum(layers, 1.0)
+
+
+def fsdp_link_rate(acc, cal, lay: Layouts):
+    """Per-GPU rate of an FSDP collective over the shard group [B/s]: the scale-up rate inside the NVLink domain;
+    beyond it NCCL runs one ring per channel, each crossing the network at a different GPU's NIC, so the
+    ``k = min(dp·cp, domain/tp)`` members of the group in a domain share their ``k`` NICs and each moves its
+    ``M·(n − 1)/n`` at ``min(B_up, k·B_NIC)`` [derived: the ring all-gather's per-link traffic split over the
+    channels; NCCL's bus bandwidth, https://github.com/NVIDIA/nccl-tests/blob/master/doc/PERFORMANCE.md]. With
+    ``tp = domain`` (FSDP2 + TP8 on 8-GPU servers) every GPU is alone in its domain and gets its own NIC, as the
+    distributed optimizer's data-parallel rings do."""
+    n = lay.dp * lay.cp
+    up = acc.scaleup_bytes_per_s * cal.scaleup_efficiency
+    k = np.maximum(np.minimum(n, acc.scaleup_domain_gpus // lay.tp), 1)
+    out = np.minimum(up, k * acc.scaleout_bytes_per_s * cal.scaleout_efficiency)
+    return np.where(lay.gpus <= acc.scaleup_domain_gpus, up, out)
+
+
+def fsdp_comm_s(acc, cal, params_per_gpu, lay: Layouts):
+    """FSDP's collectives per micro-batch and GPU [s]: all-gather of the parameters in forward and again in
+    backward and reduce-scatter of the gradients, 3 x M with M the bf16 bytes of the GPU's parameters before
+    sharding (DeepSpeed ZeRO++: "3M" per step, deepspeedai/DeepSpeed@862edef46a04:blogs/zeropp/chinese/README.md),
+    each a ring over the ``n = dp·cp`` shards moving ``M·(n − 1)/n`` per GPU at :func:`fsdp_link_rate`.
+    Frameworks that do not skip the reduce-scatter under gradient accumulation (verl's FSDP workers) pay it every
+    micro-batch."""
+    n = lay.dp * lay.cp
+    volume = 3.0 * ACT_BYTES * params_per_gpu * (n - 1) / n
+    return np.where(n > 1, volume / fsdp_link_rate(acc, cal, lay), 0.0)
+
+
+def fsdp_exposed_comm_s(acc, cal, params_per_gpu, lay: Layouts, compute_s):
+    """What FSDP's collectives add to a micro-batch of ``compute_s`` seconds of compute [s]:
+    ``max(0, t_comm − o·t_compute)``. They are prefetched a layer ahead and overlap the layer before, so up to the
+    share ``o`` of the compute time hides them (``fsdp_comm_overlap``, data/calibration.toml: llm-foundry's FSDP1
+    13B rows on H100, flat at 39.6-39.9% MFU from 8 to 64 GPUs at 4,096 tokens per GPU, need at least 0.4); with
+    few tokens per micro-batch (short RL trajectories) the micro-batch turns communication-bound
+    (docs/rl-modeling.md §3.9)."""
+    return np.maximum(fsdp_comm_s(acc, cal, params_per_gpu, lay) - cal.fsdp_comm_overlap * compute_s, 0.0)
 
 
 CP_MIN_TOKENS_PER_RANK = 8192
@@ -305,15 +416,20 @@ GEMMs and add ring traffic for nothing."""
 _CP = (1, 2, 4, 8, 16)
 
 
-def candidate_layouts(m, acc, gpus: int, seq: float | None = None):
+def candidate_layouts(m, acc, gpus: int, seq: float | None = None, sharding: str = "megatron"):
     """Every (TP, CP, PP, DP, EP, VP) layout of ``gpus`` GPUs the training search considers; context parallelism
-    only for sequences of ``seq`` tokens long enough (:data:`CP_MIN_TOKENS_PER_RANK` per rank)."""
-    for tp, pp, dp, ep, vp, cp in candidate_degrees(m, acc, gpus, seq):
+    only for sequences of ``seq`` tokens long enough (:data:`CP_MIN_TOKENS_PER_RANK` per rank). Under
+    ``sharding = "fsdp"`` only data and context parallelism (FSDP with Ulysses-style sequence parallelism, as verl's
+    FSDP workers run; a pinned layout may add tensor parallelism, FSDP2 + TP)."""
+    for tp, pp, dp, ep, vp, cp in candidate_degrees(m, acc, gpus, seq, sharding):
         yield Parallelism(tp=tp, pp=pp, dp=dp, ep=ep, vp=vp, cp=cp)
 
 
-def candidate_degrees(m, acc, gpus: int, seq: float | None = None) -> list[tuple[int, int, int, int, int, int]]:
+def candidate_degrees(m, acc, gpus: int, seq: float | None = None,
+                      sharding: str = "megatron") -> list[tuple[int, int, int, int, int, int]]:
     """:func:`candidate_layouts` as ``(tp, pp, dp, ep, vp, cp)`` tuples, in the same order (for :class:`Layouts`)."""
+    if check_sharding(sharding) == "fsdp":
+        return [d for d in candidate_degrees(m, acc, gpus, seq) if d[0] == d[1] == d[3] == 1]
     out = []
     cps = [cp for cp in _CP if cp == 1 or (seq is not None and seq / cp >= CP_MIN_TOKENS_PER_RANK)]
     for tp in _POW2:
@@ -351,7 +467,7 @@ def _check_cp_divides(par: Parallelism, seq: float) -> None:
 
 def training_throughput(model, hw, *, gpus, seq_tokens, precision="bf16", parallel=None,
                         global_batch_tokens=None, theoretical=False, optimizer_offload=None, recompute=None,
-                        calibration=None) -> TrainingEstimate:
+                        calibration=None, sharding="megatron") -> TrainingEstimate:
     """Training tokens/s, MFU and memory for ``gpus`` GPUs on sequences of ``seq_tokens``.
 
     Parameters
@@ -367,6 +483,9 @@ def training_throughput(model, hw, *, gpus, seq_tokens, precision="bf16", parall
         fits each layout; a named mode forces it (the search then keeps only layouts that fit with it).
     calibration : a Calibration for ``hw`` or a CalibrationSet (default: the shipped factors; not with
         ``theoretical``), as :func:`~tcocalc.roofline.serving.generation_throughput`'s.
+    sharding : "megatron" | "fsdp"  the distributed optimizer over TP/PP/EP layouts (default), or FSDP / ZeRO-3
+        full sharding over data (and context) parallelism (docs/rl-modeling.md §3.9); a ``parallel`` layout under
+        FSDP may have ``tp`` but not ``pp`` or ``ep``.
 
     Raises ScenarioError for bad arguments (naming ``recompute`` when the named mode fits no layout but a heavier
     one would, with the modes that fit) and InfeasibleError (with the smallest GPU count that fits)
@@ -375,6 +494,7 @@ def training_throughput(model, hw, *, gpus, seq_tokens, precision="bf16", parall
     gpus = check_whole("gpus", gpus)
     seq = check_positive("seq_tokens", seq_tokens)
     check_recompute(recompute)
+    check_sharding(sharding)
     m, acc, precision, _, par0 = resolve_inputs(model, hw, precision, None, parallel)
     cal = calibration_of(acc, calibration, theoretical=theoretical)
     gbt = DEFAULT_GLOBAL_BATCH_TOKENS if global_batch_tokens is None else check_positive(
@@ -383,11 +503,13 @@ def training_throughput(model, hw, *, gpus, seq_tokens, precision="bf16", parall
         if par0.gpus != gpus:
             raise ScenarioError("parallel", f"tp*pp*dp*cp = {par0.gpus} must equal gpus = {gpus}")
         _check_cp_divides(par0, seq)
+        check_fsdp_layout(par0, sharding, "parallel")
         layouts = [par0]
     else:
-        layouts = list(candidate_layouts(m, acc, gpus, seq))
+        layouts = list(candidate_layouts(m, acc, gpus, seq, sharding))
     lay = Layouts.of(layouts)
-    job = TrainingJob(m=m, acc=acc, cal=cal, seq=seq, global_batch_tokens=gbt, precision=precision)
+    job = TrainingJob(m=m, acc=acc, cal=cal, seq=seq, global_batch_tokens=gbt, precision=precision,
+                      sharding=sharding)
     offloads = (False, True) if optimizer_offload is None else (bool(optimizer_offload),)
     best = _fastest(job, lay, offloads, recompute)
     if best is None and recompute is not None:
@@ -415,8 +537,8 @@ def training_throughput(model, hw, *, gpus, seq_tokens, precision="bf16", parall
 @dataclass(frozen=True)
 class TrainingJob:
     """What a training search is asked: model ``m`` on accelerator ``acc`` under calibration ``cal``, sequences of
-    ``seq`` tokens, ``global_batch_tokens`` per optimizer step, at ``precision`` (the values the searches below
-    take)."""
+    ``seq`` tokens, ``global_batch_tokens`` per optimizer step, at ``precision``, its state laid out by
+    ``sharding`` (:data:`SHARDINGS`; the values the searches below take)."""
 
     m: object
     acc: object
@@ -424,6 +546,11 @@ class TrainingJob:
     seq: float
     global_batch_tokens: float
     precision: str
+    sharding: str = "megatron"
+
+    def candidates(self, gpus: int) -> list[tuple[int, int, int, int, int, int]]:
+        """:func:`candidate_degrees` of ``gpus`` GPUs for this job's model, accelerator, sequence and sharding."""
+        return candidate_degrees(self.m, self.acc, gpus, self.seq, self.sharding)
 
     def global_batch(self, lay: Layouts) -> np.ndarray:
         """Sequences per step for each layout: the batch tokens over ``seq``, at least one per DP rank."""
@@ -432,7 +559,7 @@ class TrainingJob:
     def steps(self, lay: Layouts, *, offload: bool, recompute=None) -> dict:
         """:func:`training_steps` of every layout of ``lay`` at the job's batch."""
         return training_steps(self.m, self.acc, self.cal, lay, seq=self.seq, global_batch=self.global_batch(lay),
-                              precision=self.precision, offload=offload, recompute=recompute)
+                              precision=self.precision, offload=offload, recompute=recompute, sharding=self.sharding)
 
 
 def _fastest(job: TrainingJob, lay: Layouts, offloads, recompute):
@@ -471,7 +598,7 @@ _MAX_GPUS = 32_768
 
 
 def _fitting_layout(job: TrainingJob, n: int, offload: bool) -> Parallelism | None:
-    lay = Layouts.of(candidate_degrees(job.m, job.acc, n, job.seq))
+    lay = Layouts.of(job.candidates(n))
     if not len(lay):
         return None
     fits = job.steps(lay, offload=offload)["fits"]
@@ -499,14 +626,14 @@ def _smallest_count(job: TrainingJob, start: int, offload: bool) -> tuple[int, P
     best_n, best_par = p, par
     lowest = max(start, p // 2 + 1)
     families: dict[tuple[int, int, int, int], int] = {}
-    for q in candidate_layouts(job.m, job.acc, p, job.seq):
+    for q in candidate_layouts(job.m, job.acc, p, job.seq, job.sharding):
         families.setdefault((q.tp, q.pp, q.ep, q.cp), q.vp)
 
     def fits(tp, pp, ep, cp, vp, dp):
         q = Parallelism(tp=tp, pp=pp, dp=dp, ep=ep, vp=vp, cp=cp)
         ok = training_step(job.m, job.acc, job.cal, q, seq=job.seq, global_batch=max(job.global_batch_tokens /
                                                                                      job.seq, dp),
-                           precision=job.precision, offload=offload) is not None
+                           precision=job.precision, offload=offload, sharding=job.sharding) is not None
         return q if ok else None
 
     for (tp, pp, ep, cp), vp in families.items():
