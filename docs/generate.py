@@ -453,6 +453,26 @@ def calibration_pairs() -> str:
 README_RUN = ("run", "scenarios/semianalysis_qwen3_235b_h200.toml", "--solve")
 
 
+def readme_accuracy() -> str:
+    """The README's "How accurate" bullets, from :func:`accuracy_summary` and the calibration's leave-one-out."""
+    from tcocalc.studies.calibration_validation import calibration_validation_summary
+
+    a = accuracy_summary()
+    c = calibration_validation_summary(_calibration_pairs(), "NeMo RL")
+    return (f"* the roofline engine's median |error| is {a['median']:.1f}% over {a['cases']} published serving, "
+            f"latency and training cases ({a['median_clean']:.1f}% without the {a['misses']} known misses);\n"
+            f"* TensorRT-LLM's long-output throughput: median {a['lo_median']:.1f}%, {a['lo_within']} of "
+            f"{a['lo_rows']} rows within ±25%;\n"
+            f"* NeMo RL's published step times: median {a['nemo_median']:.1f}% over {a['nemo_rows']} runs, "
+            f"{a['nemo_within']} within ±25%; verl's fully-async study {a['verl_median']:.1f}% over "
+            f"{a['verl_rows']} runs; all {a['pairs']} on/off-policy pairs predicted on the right side"
+            + ("" if a["pairs_right"] == a["pairs"] else f" but {a['pairs'] - a['pairs_right']}") + ";\n"
+            f"* calibrated on one published run's step time (`tc.calibrate`), its {c['pairs']} NeMo RL siblings "
+            f"(another mode or GPU count) are predicted with a median |error| of "
+            f"{100 * c['calibrated_median_abs_error']:.1f}%, {100 * c['calibrated_within_25pct']:.0f}% within ±25% "
+            f"(uncalibrated {100 * c['uncalibrated_median_abs_error']:.1f}%; docs/calibration.md).\n")
+
+
 def readme_solve() -> str:
     """What the README's one command prints (the tour's second step)."""
     return "```text\n" + _cli(*README_RUN) + "```\n"
@@ -473,6 +493,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "metrics": metrics_table,
     "guide-sizing": sizing_table,
     "readme-solve": readme_solve,
+    "readme-accuracy": readme_accuracy,
     "calibration-summary": calibration_summary,
     "validation-calibration": calibration_pairs,
 }
@@ -484,7 +505,7 @@ PAGES: dict[str, tuple[str, ...]] = {
     "docs/scenario-schema.md": ("scenario-schema", "scenario-presets"),
     "docs/metrics.md": ("metrics",),
     "docs/guide.md": ("guide-sizing",),
-    "README.md": ("readme-solve",),
+    "README.md": ("readme-solve", "readme-accuracy"),
 }
 
 

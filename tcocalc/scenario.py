@@ -238,6 +238,14 @@ class Orchestration(_Section):
     storage_read_gb_per_s: float | None = Field(None, gt=0, le=1e6, description="weight_sync = \"disk\": "
                                                 "aggregate read rate of the shared storage [GB/s] (default: "
                                                 "data/rl_calibration.toml)")
+    checkpoint_every_steps: int | None = Field(None, ge=1, le=100_000_000, description="the trainer saves a "
+                                               "checkpoint (weights and optimizer state) every this many steps, "
+                                               "its save time amortised over them (docs/rl-modeling.md §5.7; "
+                                               "default: not charged)")
+    step_fixed_s: float = Field(0.0, ge=0, le=1e6, description="other fixed per-step work on the trainer loop "
+                                "(driver-side reward scoring, metrics, logging) [s] (docs/rl-modeling.md §5.7)")
+    dispatch_s_per_sample: float | None = Field(None, ge=0, le=1.0, description="the controller's cost per "
+                                                "dispatched sample and step [s] (default: preset)")
     max_rollouts_in_flight: int | None = Field(None, ge=1, le=100_000_000, description="framework cap on "
                                                "trajectories in flight over the whole generator (AReaL max "
                                                "concurrent rollouts); default: none")

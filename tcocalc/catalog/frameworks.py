@@ -24,7 +24,7 @@ FRAMEWORK_KEYS: dict[str, type] = {
     "engine": str, "cuda_graphs": bool, "colocated_offload": bool, "old_logprob_pass": bool,
     "reference_model": bool, "weight_sync": str, "sync_blocks_trainer": bool, "async_scheduling": bool,
     "bucketed_weight_load": bool, "trainer_overhead": float, "stream_minibatches": bool, "trainer_sharding": str,
-    "kv_cache_fp8": bool,
+    "kv_cache_fp8": bool, "dispatch_s_per_sample": float,
 }
 #: engine key -> type
 ENGINE_KEYS: dict[str, type] = {"max_num_seqs": int, "max_num_batched_tokens": int, "cuda_graph_max_batch": int,
@@ -34,6 +34,8 @@ ENGINE_KEYS: dict[str, type] = {"max_num_seqs": int, "max_num_batched_tokens": i
                                 "kv_block_tokens_mla_blackwell": int}
 #: benchmark key -> type (a benchmark tool that sizes the engine's caps itself)
 BENCHMARK_KEYS: dict[str, type] = {"min_num_tokens": int, "max_num_tokens": int, "kv_block_tokens": int}
+#: float keys' allowed range (the others: 1.0 to 10.0, a multiplier such as trainer_overhead)
+_RANGES = {"dispatch_s_per_sample": (0.0, 1.0)}
 _CHOICES = {"engine": ("vllm", "sglang"), "weight_sync": ("nccl-broadcast", "p2p", "disk", "host"),
             "trainer_sharding": ("megatron", "fsdp")}
 
@@ -49,8 +51,9 @@ def _check_table(file: str, entry: str, table: dict, keys: dict[str, type]) -> d
         if key not in table:
             raise DataFileError(file, entry, key, "missing")
         value = table[key]
-        if type(value) is not typ or (typ is int and value < 1) or (typ is float and not 1.0 <= value <= 10.0):
-            want = {int: "a positive integer", float: "a number from 1.0 to 10.0"}.get(typ, typ.__name__)
+        lo, hi = _RANGES.get(key, (1.0, 10.0))
+        if type(value) is not typ or (typ is int and value < 1) or (typ is float and not lo <= value <= hi):
+            want = {int: "a positive integer", float: f"a number from {lo:g} to {hi:g}"}.get(typ, typ.__name__)
             raise DataFileError(file, entry, key, f"expected {want}, got {value!r}")
         if key in _CHOICES and value not in _CHOICES[key]:
             raise DataFileError(file, entry, key, f"expected one of {list(_CHOICES[key])}, got {value!r}")

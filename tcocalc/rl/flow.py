@@ -50,7 +50,7 @@ from .rollouts import (
 )
 from .settings import settings
 from .switching import checkpoint_tensors, colocated_switch_seconds, per_tensor_seconds
-from .weight_sync import weight_sync_seconds
+from .weight_sync import checkpoint_save_seconds, weight_sync_seconds
 
 __all__ = ["Rates", "Flow", "pool_rates", "sync_step", "async_step", "periodic_step", "STEP_MODELS",
            "sandbox_attempts", "streamed", "interruptible", "streamed_window_fill_s"]
@@ -77,7 +77,7 @@ class Rates:
     generated_per_trained: float    # model tokens generated per trained trajectory, waste included [token]
     startup_s: float                # sandbox start-up per trajectory, retries included [s]
     rollout_latency_s: float        # W_gen of one trajectory on an unthrottled instance, retries included [s]
-    t_fixed: float = 0.0            # fixed per-step cost of the trainer loop (a run calibration's) [s]
+    t_fixed: np.ndarray | float = 0.0  # the trainer loop's fixed per-step cost (§5.7, with a calibration's) [s]
 
     @property
     def t_trainer(self) -> np.ndarray:
@@ -148,7 +148,22 @@ def pool_rates(cluster: Cluster, scn: Scenario, ws: WorkloadStats, gcap: Generat
                  slots=slots, b_op=b_op,
                  batch=float(ws.samples_per_step), keep=keep, generated_per_dispatched=gen_per_dispatched,
                  generated_per_trained=ws.generated_per_trained, startup_s=startup,
-                 rollout_latency_s=gcap.latency_s + (startup - ws.startup_s), t_fixed=run.step_overhead_s)
+                 rollout_latency_s=gcap.latency_s + (startup - ws.startup_s),
+                 t_fixed=fixed_step_seconds(scn, cluster, st, ws, n_t) + run.step_overhead_s)
+
+
+def fixed_step_seconds(scn: Scenario, cluster: Cluster, st, ws: WorkloadStats, n_t):
+    """The trainer loop's fixed per-step cost ``t_fixed`` [s] (docs/rl-modeling.md §5.7): the dispatched samples
+    ``B/keep`` at the controller's ``dispatch_s_per_sample`` (the preset's), a checkpoint's save time over its
+    interval (``[orchestration] checkpoint_every_steps``: ``checkpoint_bytes_per_param`` bytes per parameter
+    written at the disk-sync rates, :func:`~tcocalc.rl.weight_sync.checkpoint_save_seconds`), and
+    ``[orchestration] step_fixed_s``. A float, or an array over the trainer counts ``n_t`` with a checkpoint."""
+    o = scn.orchestration
+    fixed = st.dispatch_s_per_sample * ws.samples_per_step / ws.keep_fraction + o.step_fixed_s
+    if o.checkpoint_every_steps is None:
+        return fixed
+    nbytes = cluster.rl_cal["checkpoint_bytes_per_param"] * cluster.model.params_total
+    return fixed + checkpoint_save_seconds(nbytes, n_t, st.storage, cluster.rl_cal) / o.checkpoint_every_steps
 
 
 def _sync_dispatched(ws: WorkloadStats, keep: float) -> float:

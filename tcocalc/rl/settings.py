@@ -48,6 +48,7 @@ class Settings:
     storage: Storage             # the shared storage of a "disk" weight sync (its aggregate rates)
     trainer_sharding: str        # "megatron" (TP/PP/EP, distributed optimizer) or "fsdp" (ZeRO-3 over DP)
     kv_cache_fp8: bool           # the engine stores its KV cache in FP8 unless [generator] kv_precision says
+    dispatch_s_per_sample: float = 0.0  # the controller's cost per dispatched sample and step [s]
 
     @property
     def extra_forward_passes(self) -> int:
@@ -102,7 +103,8 @@ def settings(scn: Scenario, cluster=None) -> Settings:
         stream_minibatches=_pick(o.stream_minibatches, p["stream_minibatches"]),
         storage=storage(None if cluster is None else cluster.rl_cal, write_gb_per_s=o.storage_write_gb_per_s,
                         read_gb_per_s=o.storage_read_gb_per_s),
-        trainer_sharding=_sharding(t, p), kv_cache_fp8=p["kv_cache_fp8"])
+        trainer_sharding=_sharding(t, p), kv_cache_fp8=p["kv_cache_fp8"],
+        dispatch_s_per_sample=_pick(o.dispatch_s_per_sample, p["dispatch_s_per_sample"]))
 
 
 def _sharding(t, preset: dict) -> str:

@@ -175,7 +175,7 @@ def _params(scn: Scenario, ws, gcap, rates: Rates, cluster_model) -> SimParams:
         flops_linear=linear, flops_square=square,
         trainer_flops_per_s=float(rates.trainer_samples_per_s[0]) * flops_mean, t_sync=float(rates.t_sync[0]),
         sync_blocks_trainer=settings(scn).sync_blocks_trainer, minibatches=scn.trainer.minibatches_per_step,
-        stream_minibatches=streamed(scn), step_fixed_s=float(rates.t_fixed))
+        stream_minibatches=streamed(scn), step_fixed_s=float(np.ravel(rates.t_fixed)[0]))
 
 
 def flow_from_run(eng: Engine, p: SimParams, gcap, analytical: Flow, minibatches: int,
