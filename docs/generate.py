@@ -327,6 +327,7 @@ METRIC_SOURCES: dict[str, tuple[tuple[str, ...], str]] = {
     "trainer_mfu": (("rl.flow.pool_rates", "rl.flow.STEP_MODELS", "rl.report.contract_metrics"), "§3.2"),
     "trainer_mfu_busy": (("rl.capacity.trainer_capacity", "rl.flow.pool_rates"), "§3.2"),
     "generator_output_tokens_per_s_per_gpu": (("rl.flow.STEP_MODELS", "rl.report.contract_metrics"), "§4.4"),
+    "prefix_cache_hit_fraction": (("rl.kv_retention.lru_residency", "rl.flow.STEP_MODELS"), "§4.12"),
     "useful_group_fraction": (("rl.rollouts.useful_group_fraction", "rl.phases.workload_stats"), "§2.2"),
     "discarded_fraction": (("rl.flow.STEP_MODELS",), "§4.6"),
     "mean_staleness_steps": (("rl.staleness.staleness",), "§5.3"),

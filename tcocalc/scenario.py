@@ -106,6 +106,11 @@ class GeneratorSection(_Section):
     tp: int | None = Field(None, ge=1, le=64, description="pin the serving instance to this tensor-parallel "
                                                           "degree (default: the best instance is searched)")
     multinode_nvlink: bool = Field(True, description=_MULTINODE_NVLINK)
+    kv_retention: Literal["lru", "pinned"] | None = Field(None, description="a multi-turn trajectory's KV while it "
+                                                         "waits on a tool: 'lru' (the engine's prefix cache, "
+                                                         "evicted under memory pressure, then re-prefilled) or "
+                                                         "'pinned' (kept with its slot; at most the KV slots in "
+                                                         "flight); docs/rl-modeling.md §4.12 (default: preset)")
     engine: Literal["vllm", "sglang"] | None = Field(None, description="inference engine (default: the "
                                                                        "framework preset's)")
     cuda_graphs: bool | None = Field(None, description="engine runs decode with CUDA graphs; false = eager "

@@ -74,7 +74,7 @@ def test_several_files_json_has_an_entry_for_the_failing_one(tmp_path, capsys):
 
 
 def test_exit_codes_by_kind(tmp_path, capsys):
-    glm = (ROOT / "scenarios" / "glm5_h200_drift.toml").read_text().replace("gpus = 96", "gpus = 8", 1)
+    glm = (ROOT / "scenarios" / "glm5_h200_drift.toml").read_text().replace("gpus = 128", "gpus = 8", 1)
     (tmp_path / "small.toml").write_text(glm)
     assert main(["run", str(tmp_path / "small.toml")]) == cli.EXIT_INFEASIBLE == 4
     assert "cannot train" in capsys.readouterr().err

@@ -122,6 +122,15 @@ def _disaggregated(path, **gen):
     return s.model_copy(update={"generator": s.generator.model_copy(update={"disaggregated": True, **gen})})
 
 
+def _glm5_small():
+    """The GLM-5 scenario as it shipped before 2026-12-02: 96 trainer and 32 aggregated generator H200 under a
+    staleness bound of 3 (a generator of four 8-GPU instances, small for the model)."""
+    from tcocalc.scenario import load_scenario
+
+    return load_scenario("scenarios/glm5_h200_drift.toml").with_split(96, 32).with_values(
+        {"generator.disaggregated": False, "orchestration.max_staleness": 3})
+
+
 def test_prefill_pool_split_hand_derived():
     """a = 2-GPU prefill instances at x = 1000 token/s/GPU, d = 4-GPU decode instances each consuming
     D = 1500 token/s, N_g = 20: balance k = 20·1500/(4·1000 + 1500)/2 = 2.73 instances; 2 instances (4 GPUs)
@@ -139,12 +148,10 @@ def test_prefill_pool_split_hand_derived():
 
 
 def test_disaggregated_scenario_reports_its_pools():
-    """GLM-5 on 32 H200 (shipped scenario), disaggregated: one 8-GPU prefill instance, three 8-GPU decode
-    replicas (the prefill pool could feed about 15), so it delivers less than aggregated on so few GPUs."""
-    from tcocalc.scenario import load_scenario
-
-    base = tc.evaluate(load_scenario("scenarios/glm5_h200_drift.toml"))
-    rep = tc.evaluate(_disaggregated("scenarios/glm5_h200_drift.toml"))
+    """GLM-5 on 32 generator H200 (:func:`_glm5_small`), disaggregated: one 8-GPU prefill instance, three 8-GPU
+    decode replicas (the prefill pool could feed about 15), so it delivers less than aggregated on so few GPUs."""
+    base = tc.evaluate(_glm5_small())
+    rep = tc.evaluate(_glm5_small().with_values({"generator.disaggregated": True}))
     row = rep.phases.iloc[0]
     assert row["prefill_gpus"] == 8 and row["prefill_instance"]
     assert rep.metrics["useful_samples_per_s"] < base.metrics["useful_samples_per_s"]
@@ -204,8 +211,8 @@ def test_simulator_follows_the_disaggregated_generator():
 def test_advice_says_when_the_other_serving_arrangement_pays():
     """evaluate and solve_split compare aggregated and disaggregated serving at the split they report: on the GB300
     agentic run with 960 sandboxes (the shipped 96 cap binds either way) disaggregation is 7% better (22% with the
-    FP8 KV cache that was the default before 2026-12-02; the line names the pools); disaggregated GLM-5 at its
-    shipped 96:32 split is worse than aggregated, and the report says so the other way round."""
+    FP8 KV cache that was the default before 2026-12-02; the line names the pools); disaggregated GLM-5 on 32
+    generator GPUs (:func:`_glm5_small`) is worse than aggregated, and the report says so the other way round."""
     from tcocalc.scenario import load_scenario
 
     scn = load_scenario("scenarios/gb300_agentic_96.toml").with_values({"sandbox.max_concurrency": 960})
@@ -216,7 +223,7 @@ def test_advice_says_when_the_other_serving_arrangement_pays():
     assert gain > 0.05 and f"(+{gain:.0%})" in line and "prefilling in" in line
     capped = load_scenario("scenarios/gb300_agentic_96.toml")
     assert not any("prefill/decode" in a for a in tc.evaluate(capped).advice)  # 96 sandboxes cap both
-    glm = tc.evaluate(_disaggregated("scenarios/glm5_h200_drift.toml"))
+    glm = tc.evaluate(_glm5_small().with_values({"generator.disaggregated": True}))
     assert any(a.startswith("Aggregated serving (generator.disaggregated = false)") for a in glm.advice)
     assert not any("prefill/decode" in a for a in tc.evaluate(load_scenario("scenarios/default.toml")).advice)
 
@@ -239,21 +246,19 @@ def test_readme_speedups_come_from_the_code(args, text):
 
 
 def test_readme_glm5_figures_come_from_the_code():
-    """docs/validation.md: disaggregated GLM-5 on its shipped 32 generator GPUs -20%; at the solved 32:96 split -1%
-    (-18% and -8% with the FP8 KV cache that was the default before 2026-12-02; -0% at the solved split before the
-    RL flow chose between the attention-DP and the TP8 instance, +24% before prompts were prefilled whole)."""
+    """docs/validation.md: disaggregated GLM-5 on 32 generator GPUs (:func:`_glm5_small`) against aggregated, and at
+    the split solve_split gives that arrangement (the figures moved with the defaults: docs/changes.md)."""
     from pathlib import Path
 
-    from tcocalc.scenario import load_scenario
-
     readme = (Path(__file__).resolve().parents[1] / "docs" / "validation.md").read_text()
-    base = load_scenario("scenarios/glm5_h200_drift.toml")
-    for scn, text in ((base, "the GLM-5 scenario on 32 H200: {:+.0%} useful samples/s"),
-                      (base.with_split(32, 96), "GLM-5 at its solved 32:96 split {:+.0%} disaggregated")):
+    base = _glm5_small()
+    solved = tc.solve_split(base).scenario
+    split = f"{solved.trainer.gpus}:{solved.generator.gpus}"
+    for scn, text in ((base, "GLM-5 on 32 generator H200: {:+.0%} useful samples/s"),
+                      (solved, "GLM-5 at that arrangement's solved " + split + " split {:+.0%} disaggregated")):
         agg = tc.evaluate(scn).metrics["useful_samples_per_s"]
         dis = tc.evaluate(scn.with_values({"generator.disaggregated": True})).metrics["useful_samples_per_s"]
         assert text.format(dis / agg - 1) in readme.replace("\n", " ")
-    assert tc.solve_split(base).scenario.generator.gpus == 96
 
 
 def test_rl_prefill_latency_is_each_turn_alone_plus_the_kv_transfer():

@@ -109,16 +109,20 @@ def test_scenario_key_sets_the_engine_budget():
     GB300 agentic run's compute-bound prefill steps overlap its decode steps' memory time (faster, +4.5%; with 960
     sandboxes, since at the shipped 96 the sandboxes cap it either way). Both with the FP8 KV cache that was the
     rollout default before 2026-12-02 (with BF16 KV the GB300 run's smaller KV pool, not its prefill steps, sets its
-    pace)."""
+    pace); GLM-5 as its scenario shipped before 2026-12-02 (96:32 aggregated, staleness bound 3, KV pinned through
+    tool calls: its shipped disaggregated decode instances take no prefill into their steps)."""
     from pathlib import Path
 
     from tcocalc.rl.settings import settings
 
     root = Path(__file__).resolve().parents[1] / "scenarios"
     fp8_kv = {"generator.kv_precision": "fp8"}
-    for stem, direction, extra in (("glm5_h200_drift", -1, fp8_kv),
+    old_glm5 = {"generator.disaggregated": False, "orchestration.max_staleness": 3, "generator.kv_retention": "pinned"}
+    for stem, direction, extra in (("glm5_h200_drift", -1, {**fp8_kv, **old_glm5}),
                                    ("gb300_agentic_96", +1, {"sandbox.max_concurrency": 960, **fp8_kv})):
         base = tc.load_scenario(root / f"{stem}.toml").with_values(extra)
+        if stem.startswith("glm5"):
+            base = base.with_split(96, 32)
         tight = base.with_values({"generator.max_num_batched_tokens": 16})
         assert settings(base).max_num_batched_tokens == 16384 and settings(tight).max_num_batched_tokens == 16
         a = tc.evaluate(base).metrics["useful_samples_per_s"]

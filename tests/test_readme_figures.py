@@ -84,8 +84,14 @@ def test_verl_colocated_row_and_speedup(validation, rl_table):
 def test_glm5_trainer_to_generator_capacity(validation):
     phases = tc.evaluate(tc.load_scenario(ROOT / "scenarios" / "glm5_h200_drift.toml")).phases
     ratio = phases["trainer_capacity_samples_per_s"] / phases["generator_capacity_samples_per_s"]
+    idle = phases["trainer_idle_fraction"]
     assert (f"the trainer's capacity is {ratio.iloc[0]:.0f}x the generator's before the drift and "
             f"{ratio.iloc[1]:.0f}x after") in validation
+    assert f"(idle {100 * idle.iloc[0]:.0f}% -> {100 * idle.iloc[1]:.0f}%)" in validation
+    pinned = tc.evaluate(tc.load_scenario(ROOT / "scenarios" / "glm5_h200_drift.toml").with_values(
+        {"generator.kv_retention": "pinned"})).phases["trainer_idle_fraction"]
+    assert (f"the drift phase idles {100 * pinned.iloc[1]:.0f}%, near the report, yet idles less than the phase "
+            f"before it ({100 * pinned.iloc[0]:.0f}%)") in validation
 
 
 def test_small_expert_training_miss_factors(validation):

@@ -354,12 +354,18 @@ def test_group_hold_is_the_groups_slowest_member_beyond_the_mean():
 
 
 def test_a_staleness_bound_run_counts_finished_members_until_their_group_ends():
-    """GLM-5's first phase is held by its bound (η = 3, B = 256): AReaL's count, running plus finished members
+    """GLM-5's first phase, as the scenario shipped before 2026-12-02 (96:32 aggregated), is held by its bound
+    (η = 3, B = 256): AReaL's count, running plus finished members
     waiting for their group plus accepted samples (half a batch queued), fills (η + 1)·B = 1,024, and the
     finished members waiting are the hold's Little's-law share, X/keep·(W_hold − W) > 0. Before, the closed form
     let the same slots run new trajectories and ran 13% faster than the simulator. (With an FP8 KV cache, the
-    default before 2026-12-02: with the BF16 default the generator's smaller KV pool binds first.)"""
-    r = tc.evaluate(tc.load_scenario("scenarios/glm5_h200_drift.toml").with_values({"generator.kv_precision": "fp8"}))
+    default before 2026-12-02: with the BF16 default the generator's smaller KV pool binds first; and with the
+    trajectories keeping their KV through tool calls, "pinned": under the default "lru" the 256 trajectories in
+    flight per replica overflow its 111 KV slots and every return prefills its history again, docs/rl-modeling.md
+    §4.12, so the generator binds.)"""
+    r = tc.evaluate(tc.load_scenario("scenarios/glm5_h200_drift.toml").with_split(96, 32).with_values(
+        {"generator.kv_precision": "fp8", "generator.kv_retention": "pinned", "generator.disaggregated": False,
+         "orchestration.max_staleness": 3}))
     assert r.details["binding_limits"]["initial"] == ["staleness"]
     d = r.details["initial"]
     f, rates = d["flow"], d["rates"]

@@ -3,6 +3,7 @@ cap, the simulator's per-mini-batch trainer, the preset and the scenario key."""
 
 import math
 
+import numpy as np
 import pytest
 
 import tcocalc as tc
@@ -94,8 +95,8 @@ def test_a_whole_bound_gives_the_last_samples_that_many_more_steps():
               / float(r.slots[0]) + 0.5 * tau * gcap.t0)
     fill = gcap.prefill_s + decode
     assert float(streamed_window_fill_s(scn, ws, gcap, r)[0]) == pytest.approx(fill, rel=1e-3)
-    *_, caps = flow._async_throughput(scn, ws, gcap, r, 8192 / (r.t_train + r.t_sync))
-    expected = 3 * 8192 / (float(r.t_sync[0]) + fill + float(r.t_train[0]) / 16)
+    caps = flow._async_throughput(scn, ws, gcap, r, 8192 / (r.t_train + r.t_sync))[4]
+    expected = 3 * 8192 / (float(r.t_sync[0]) + fill + float(r.t_train[0]) / 16 + float(np.ravel(r.t_fixed)[0]))
     assert float(caps["staleness"][0]) == pytest.approx(expected, rel=1e-3)
 
 

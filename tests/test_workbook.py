@@ -70,7 +70,7 @@ def test_report_card_shows_units_the_binding_limit_and_the_advice():
 def test_scenario_and_sizing_cards():
     scn = tc.load_scenario("glm5_h200_drift")
     html = scn._repr_html_()
-    assert "Scenario glm5-h200-drift" in html and "96 x H200" in html and "drift from step 300" in html
+    assert "Scenario glm5-h200-drift" in html and "128 x H200" in html and "drift from step 300" in html
     res = tc.size_cluster(tc.load_scenario("default"), {"useful_samples_per_s": 5.0}, {"max_gpus": 32})
     html = res._repr_html_()
     assert "Sizing: useful_samples_per_s 5" in html and html.count("<tr>") >= 5

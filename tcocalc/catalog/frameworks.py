@@ -24,7 +24,7 @@ FRAMEWORK_KEYS: dict[str, type] = {
     "engine": str, "cuda_graphs": bool, "colocated_offload": bool, "old_logprob_pass": bool,
     "reference_model": bool, "weight_sync": str, "sync_blocks_trainer": bool, "async_scheduling": bool,
     "bucketed_weight_load": bool, "trainer_overhead": float, "stream_minibatches": bool, "trainer_sharding": str,
-    "kv_cache_fp8": bool, "dispatch_s_per_sample": float,
+    "kv_cache_fp8": bool, "dispatch_s_per_sample": float, "kv_retention": str,
 }
 #: engine key -> type
 ENGINE_KEYS: dict[str, type] = {"max_num_seqs": int, "max_num_batched_tokens": int, "cuda_graph_max_batch": int,
@@ -37,7 +37,7 @@ BENCHMARK_KEYS: dict[str, type] = {"min_num_tokens": int, "max_num_tokens": int,
 #: float keys' allowed range (the others: 1.0 to 10.0, a multiplier such as trainer_overhead)
 _RANGES = {"dispatch_s_per_sample": (0.0, 1.0)}
 _CHOICES = {"engine": ("vllm", "sglang"), "weight_sync": ("nccl-broadcast", "p2p", "disk", "host"),
-            "trainer_sharding": ("megatron", "fsdp")}
+            "trainer_sharding": ("megatron", "fsdp"), "kv_retention": ("lru", "pinned")}
 
 
 def _check_table(file: str, entry: str, table: dict, keys: dict[str, type]) -> dict:

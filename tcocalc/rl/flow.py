@@ -39,6 +39,7 @@ from scipy.special import gammaln, ndtr, ndtri
 from ..scenario import Scenario
 from .capacity import GeneratorCapacity, trainer_capacity
 from .cluster import Cluster
+from .kv_retention import TurnShape, lru_residency, miss_tokens
 from .phases import WorkloadStats
 from .rollouts import (
     capped_moment,
@@ -52,8 +53,9 @@ from .settings import settings
 from .switching import checkpoint_tensors, colocated_switch_seconds, per_tensor_seconds
 from .weight_sync import checkpoint_save_seconds, weight_sync_seconds
 
-__all__ = ["Rates", "Flow", "pool_rates", "sync_step", "async_step", "periodic_step", "STEP_MODELS",
-           "sandbox_attempts", "streamed", "interruptible", "streamed_window_fill_s"]
+__all__ = ["Rates", "Flow", "pool_rates", "lru_retention", "turn_shape", "offered_per_replica", "sync_step",
+           "async_step", "periodic_step", "STEP_MODELS", "sandbox_attempts", "streamed", "interruptible",
+           "streamed_window_fill_s"]
 
 
 @dataclass(frozen=True)
@@ -76,8 +78,11 @@ class Rates:
     generated_per_dispatched: float  # model tokens per dispatched trajectory [token]
     generated_per_trained: float    # model tokens generated per trained trajectory, waste included [token]
     startup_s: float                # sandbox start-up per trajectory, retries included [s]
-    rollout_latency_s: float        # W_gen of one trajectory on an unthrottled instance, retries included [s]
+    rollout_latency_s: np.ndarray | float  # W_gen of one trajectory on an unthrottled instance, retries included [s]
     t_fixed: np.ndarray | float = 0.0  # the trainer loop's fixed per-step cost (§5.7, with a calibration's) [s]
+    resident: np.ndarray | None = None  # trajectories in flight per replica at most (None: slots; §4.12)
+    miss_s: np.ndarray | float = 0.0    # a trajectory's prefill again after evicted histories, per replica [s]
+    hit: np.ndarray | float = 1.0       # share of returns from a tool whose history is still cached [1]
 
     @property
     def t_trainer(self) -> np.ndarray:
@@ -104,6 +109,7 @@ class Flow:
     discarded_fraction: np.ndarray  # dispatched rollouts not trained [1]
     sandbox_share: np.ndarray       # share of its time in flight a trajectory holds a started sandbox [1]
     caps: dict = field(default_factory=dict)  # streaming modes: each limit on X by name [sample/s]; X is their min
+    prefix_hit: np.ndarray | float = 1.0  # returns from a tool whose history is still cached (§4.12) [1]
 
 
 def sandbox_attempts(scn: Scenario, ws: WorkloadStats) -> float:
@@ -143,13 +149,66 @@ def pool_rates(cluster: Cluster, scn: Scenario, ws: WorkloadStats, gcap: Generat
     step_op = gcap.t0 + gcap.t1 * b_op
     lam_raw = np.maximum(n_rep, 1) * b_op / step_op / gen_per_dispatched   # dispatched trajectories/s
     startup = ws.startup_s * sandbox_attempts(scn, ws)
+    latency = gcap.latency_s + (startup - ws.startup_s)
+    resident, miss_s, hit = None, 0.0, 1.0
+    if lru_retention(scn, ws, st):  # a waiting trajectory frees its slot; an evicted history is prefilled again
+        # the framework's cap bounds what is in flight, not what runs: the engine runs up to its KV slots
+        slots = np.full(n_rep.shape, gcap.b_max)
+        # the histories cached follow what is really in flight (sandboxes included); the capacity, what the
+        # generator does when fed as the framework allows (a sandbox limit is a cap of its own, §7)
+        live = offered_per_replica(scn, ws, n_rep)
+        resident = offered_per_replica(scn, ws, n_rep, sandboxes=False)
+        shape = turn_shape(ws, gcap)
+        hit = lru_residency(shape, live).hit
+        fed = lru_residency(shape, resident, hit=hit)
+        b_op, miss_s = fed.decoding, fed.miss_s
+        # at the operating batch, as the step models read it (their w_env subtracts the decode at b_op)
+        latency = latency + ws.generated_per_kept * gcap.t1 * (b_op - gcap.b_op) + miss_s
+        step_op = gcap.t0 + gcap.t1 * b_op
+        lam_raw = np.maximum(n_rep, 1) / (gen_per_dispatched * step_op / b_op + miss_s)
     return Rates(n_t=n_t, n_g=n_g, n_rep=n_rep, feasible=feasible, trainer_samples_per_s=mu_safe, mfu_busy=mfu_busy,
                  t_sync=t_sync, t_train=float(ws.samples_per_step) / mu_safe, generator_samples_per_s=lam_raw * keep,
                  slots=slots, b_op=b_op,
                  batch=float(ws.samples_per_step), keep=keep, generated_per_dispatched=gen_per_dispatched,
                  generated_per_trained=ws.generated_per_trained, startup_s=startup,
-                 rollout_latency_s=gcap.latency_s + (startup - ws.startup_s),
-                 t_fixed=fixed_step_seconds(scn, cluster, st, ws, n_t) + run.step_overhead_s)
+                 rollout_latency_s=latency,
+                 t_fixed=fixed_step_seconds(scn, cluster, st, ws, n_t) + run.step_overhead_s,
+                 resident=resident, miss_s=miss_s, hit=hit)
+
+
+def lru_retention(scn: Scenario, ws: WorkloadStats, st) -> bool:
+    """A multi-turn phase whose engine keeps waiting histories in an evictable prefix cache (§4.12)."""
+    return st.kv_retention == "lru" and scn.workload.prefix_caching and ws.turns > 1 and ws.tool_s > 0
+
+
+def turn_shape(ws: WorkloadStats, gcap: GeneratorCapacity) -> TurnShape:
+    """The phase's :class:`~tcocalc.rl.kv_retention.TurnShape` on ``gcap``'s instances (their KV slots)."""
+    growth = ws.response_mean / ws.turns + ws.observation_tokens
+    # disaggregated: a missed history is prefilled again on a prefill instance, its time charged to the replica
+    # (the pool itself is sized for the cached prefill: docs/rl-modeling.md §4.12 names the approximation)
+    pool = gcap.prefill_pool
+    rate = gcap.prefill_tokens_per_s if pool is None else pool.tokens_per_s_per_gpu * pool.instance_gpus
+    return TurnShape(slots=gcap.b_max, context=ws.context_tokens, turns=ws.turns,
+                     tool_s=ws.tool_s / (ws.turns - 1), generated=ws.generated_per_kept,
+                     cached=ws.prefill_tokens, missed=miss_tokens(ws.prompt_tokens, growth, ws.turns),
+                     t0=gcap.t0, t1=gcap.t1, prefill_tokens_per_s=rate)
+
+
+def offered_per_replica(scn: Scenario, ws: WorkloadStats, n_rep, sandboxes: bool = True) -> np.ndarray:
+    """Trajectories the framework keeps in flight per replica (§4.12): a synchronous batch's dispatch
+    (:func:`_sync_dispatched`), or the staleness bound's admission ``(η + 1)·B`` of a streaming mode; at most
+    ``[orchestration] max_rollouts_in_flight`` and (``sandboxes``), for sandboxed trajectories, ``[sandbox]
+    max_concurrency``."""
+    o, sb = scn.orchestration, scn.sandbox
+    if o.traits.streaming:
+        total = (o.max_staleness + 1.0) * ws.samples_per_step
+    else:
+        total = _sync_dispatched(ws, ws.keep_fraction)
+    if o.max_rollouts_in_flight is not None:
+        total = min(total, float(o.max_rollouts_in_flight))
+    if sandboxes and ws.uses_sandbox and sb.max_concurrency > 0:
+        total = min(total, float(sb.max_concurrency))
+    return total / np.maximum(np.asarray(n_rep, dtype=float), 1.0)
 
 
 def fixed_step_seconds(scn: Scenario, cluster: Cluster, st, ws: WorkloadStats, n_t):
@@ -272,7 +331,8 @@ def _sync_round_s(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: 
     sb = scn.sandbox
     per_rep = n_disp / np.maximum(r.n_rep, 1)
     t_dec = _batch_decode_s(gcap, per_rep, r.slots, longest, per_rep * r.generated_per_dispatched)
-    t_gen = t_dec + _sync_env_s(scn, ws, n_disp, r.startup_s) - _tool_overlap_s(gcap, ws, per_rep, r.slots, longest)
+    t_gen = (t_dec + per_rep * r.miss_s + _sync_env_s(scn, ws, n_disp, r.startup_s)
+             - _tool_overlap_s(gcap, ws, per_rep, r.slots, longest))
     if ws.uses_sandbox and sb.max_concurrency > 0 and n_disp > sb.max_concurrency:
         t_gen = t_gen * n_disp / sb.max_concurrency
     return t_gen
@@ -342,7 +402,8 @@ def sync_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rate
                 group_wait=np.zeros_like(step),
                 rollout_latency_s=np.broadcast_to(r.rollout_latency_s, step.shape).astype(float),
                 training_share=x * r.t_train / B, generated_tokens_per_s=x * r.generated_per_trained,
-                discarded_fraction=np.full_like(step, 1.0 - keep), sandbox_share=hold)
+                discarded_fraction=np.full_like(step, 1.0 - keep), sandbox_share=hold,
+                prefix_hit=np.broadcast_to(r.hit, step.shape).astype(float))
 
 
 def interruptible(scn: Scenario) -> bool:
@@ -438,8 +499,10 @@ def _burst_tail_tokens(mu: float, sigma: float, n_burst: float, n_refill: float,
 
 
 def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
-    """The fixed point of :func:`async_step`: (X, W_gen, W_hold, generator rate with pauses, caps) per split,
-    ``W_hold`` the time a trajectory holds its admission slot (its group's slowest member, §5.4)."""
+    """The fixed point of :func:`async_step`: (X, W_gen, W_hold, generator rate with pauses, caps, generator rate,
+    prefix-cache hit share) per split, ``W_hold`` the time a trajectory holds its admission slot (its group's
+    slowest member, §5.4). Under ``"lru"`` KV retention (§4.12) the hit share follows the trajectories the fixed
+    point keeps in flight, and with it the misses' re-prefill in the generator's rate and in ``W``."""
     B, keep, sb, orch = r.batch, r.keep, scn.sandbox, scn.orchestration
     eta = orch.max_staleness
     rep = np.maximum(r.n_rep, 1)
@@ -451,6 +514,10 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
     step_op = gcap.t0 + gcap.t1 * r.b_op
     w_env = r.rollout_latency_s - gcap.prefill_s - r.generated_per_dispatched * step_op
     phi_share = gcap.b_op / gcap.b_max if gcap.b_max else 1.0   # decoding share of resident trajectories
+    lru = _LRUFeed(ws, gcap, r) if r.resident is not None else None
+    hit, b_top = r.hit, r.b_op
+    if lru:
+        w_base = w_env - r.miss_s  # the tools' and start-up's share of W, without the misses
     hold_tokens = group_hold_tokens(ws)
     limit = ws.cap if orch.oversampling <= 0 else (min(ws.cap, ws.tau) if ws.cap is not None else ws.tau)
     # The trainer may not start the version that leaves a running trajectory more than η behind (⌊η⌋ + 1 versions
@@ -476,6 +543,10 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
     for _ in range(80):
         w = gcap.prefill_s + r.generated_per_dispatched * (gcap.t0 + gcap.t1 * b) + w_env
         w_hold = w + hold_tokens * (gcap.t0 + gcap.t1 * b)
+        if lru:
+            b_top, lam_g, fill_paused, under, by_sandboxes = lru.feed(scn, x, w_hold - w)
+            if not reprefill:
+                lam_paused = lam_g / (1.0 + lam_g * r.t_sync / B)
         if reprefill:
             pause = r.t_sync + b * rep / phi_share * ws.context_tokens / (gcap.prefill_tokens_per_s * rep)
             lam_paused = lam_g / (1.0 + lam_g * pause / B)
@@ -489,22 +560,74 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
         tail_cap = k_steps * B / (t_tail + r.t_trainer + r.t_sync)
         caps = {"generator": lam_paused, "trainer": mu_eff,
                 "staleness": window_cap if window_cap is not None else np.minimum(hold_cap, tail_cap)}
+        if lru:  # a fill that leaves slots empty is the admission's limit (or the sandboxes'), not the generator's
+            caps["staleness"] = np.where(under & ~by_sandboxes, np.minimum(caps["staleness"], fill_paused),
+                                         caps["staleness"])
         x = np.minimum(np.minimum(lam_paused, mu_eff), caps["staleness"])
         if ws.uses_sandbox and sb.max_concurrency > 0:
-            caps["sandbox_concurrency"] = keep * sb.max_concurrency / w
+            caps["sandbox_concurrency"] = keep * sb.max_concurrency / w  # (a fill the sandboxes set: this cap)
             x = np.minimum(x, caps["sandbox_concurrency"])
         if ws.uses_sandbox and sb.max_starting > 0 and r.startup_s > 0:
             caps["sandbox_start"] = np.broadcast_to(keep * sb.max_starting / r.startup_s, x.shape)
             x = np.minimum(x, caps["sandbox_start"])
         # resident trajectories per replica (KV held through tool calls, at most b_max); the share decoding is
         # the LLM part of a trajectory's life at the current step time
-        resident = np.minimum((x / keep) * w / rep, r.slots)
-        b_new = np.clip(resident * (w - w_env) / w, 1.0, r.b_op)
+        resident = np.minimum((x / keep) * w / rep, r.slots if lru is None else lru.n)
+        if lru:  # the histories the trajectories now in flight leave cached, and a trajectory's misses; while
+            # generation paces, the admission's fill (the surplus waits for a slot inside the engine)
+            paced = x >= np.where(under & by_sandboxes, lam_paused, np.minimum(lam_paused, fill_paused)) * (1 - 1e-9)
+            resident, hit = lru.in_flight(paced, resident, hit)
+            w_env = w_base + (1.0 - hit) * lru.miss_all
+        b_new = np.clip(resident * (w - w_env) / w, 1.0, b_top)
         if (np.all(np.abs(b_new - b) <= 1e-8 + 1e-10 * np.abs(b))  # np.allclose(rtol=1e-10), without its overhead
                 and np.all(np.abs(x - x_prev) <= 1e-10 * np.abs(x))):
             break
-        b, b_prev, f_prev = _fixed_point_step(b, b_new, b_prev, f_prev, r.b_op), b, b_new
-    return x, w, w_hold, lam_paused, caps
+        b, b_prev, f_prev = _fixed_point_step(b, b_new, b_prev, f_prev, b_top), b, b_new
+    return x, w, w_hold, lam_paused, caps, lam_g, hit
+
+
+class _LRUFeed:
+    """The generator under ``"lru"`` KV retention inside :func:`_async_throughput` (§4.12): the engine takes every
+    trajectory admitted (a waiting one holds no slot), so while generation paces the run AReaL's count fills it,
+    ``(η + 1)·B`` less the queue (``B/2``) and the finished members waiting for their group, at most the
+    framework's cap and the sandboxes; the generator's rate is that state's, its decoding batch and the misses its
+    histories overflow into. The last state is kept while the fill does not move."""
+
+    def __init__(self, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates):
+        self.ws, self.gcap, self.r = ws, gcap, r
+        self.shape = turn_shape(ws, gcap)
+        self.miss_all = self.shape.missed / self.shape.prefill_tokens_per_s  # every return missed [s]
+        self.rep = np.maximum(r.n_rep, 1)
+        self.hit, self.fed, self.at, self.n = r.hit, None, None, None
+
+    def feed(self, scn: Scenario, x, held_s):
+        """(decoding batch, generator rate, the fill's rate with pauses, whether the fill leaves slots empty, whether
+        the sandboxes set it) at throughput ``x`` with members held ``held_s`` beyond their own latency."""
+        r, gcap, ws, sb = self.r, self.gcap, self.ws, scn.sandbox
+        B, keep = r.batch, r.keep
+        n = np.clip(((scn.orchestration.max_staleness + 1.0) * B - B / 2.0 - (x / keep) * held_s) / self.rep,
+                    1.0, r.resident)
+        by_sandboxes = np.zeros(np.shape(n), dtype=bool)
+        if ws.uses_sandbox and sb.max_concurrency > 0:
+            by_sandboxes = max(sb.max_concurrency, 1) / self.rep < n
+            n = np.minimum(n, max(sb.max_concurrency, 1) / self.rep)
+        if self.fed is None or np.any(np.abs(n - self.at) > 1e-9 * n):
+            self.hit = lru_residency(self.shape, n, passes=30, start=self.hit).hit
+            self.fed, self.at = lru_residency(self.shape, n, hit=self.hit), n
+        self.n = n
+        b = self.fed.decoding
+        fill = self.rep * keep / (r.generated_per_dispatched * (gcap.t0 + gcap.t1 * b) / b + self.fed.miss_s)
+        under = b < gcap.b_max - 1e-9  # the generator could do what its slots do without evicting
+        lam = np.where(under, self.rep * keep * gcap.b_max / (r.generated_per_dispatched
+                                                              * (gcap.t0 + gcap.t1 * gcap.b_max)), fill)
+        return b, lam, fill / (1.0 + fill * r.t_sync / B), under, by_sandboxes
+
+    def in_flight(self, paced, little, hit):
+        """(trajectories in flight per replica, their hit share): the fill where generation paces, else Little's."""
+        resident = np.where(paced, self.n, little)
+        if np.all(paced):
+            return resident, self.hit
+        return resident, np.where(paced, self.hit, lru_residency(self.shape, resident, passes=30, start=hit).hit)
 
 
 def _fixed_point_step(b, f_b, b_prev, f_prev, upper):
@@ -526,7 +649,7 @@ def async_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rat
     """Asynchronous step (async with bound η, inflight): the generator streams under the staleness bound."""
     B, keep, eta = r.batch, r.keep, scn.orchestration.max_staleness
     mu_eff = B / (r.t_trainer + (r.t_sync if settings(scn).sync_blocks_trainer else 0.0))
-    x, w_gen, w_hold, lam_paused, caps = _async_throughput(scn, ws, gcap, r, mu_eff)
+    x, w_gen, w_hold, lam_paused, caps, lam_g, hit = _async_throughput(scn, ws, gcap, r, mu_eff)
     step = B / x
     served = (x / keep) * w_gen  # Little's law on the trajectories a replica is serving
     # finished members waiting for their group's slowest still count against the bound (§5.4)
@@ -547,15 +670,15 @@ def async_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rat
     share = np.where(inflight > 0, (served * np.clip((w_gen - r.startup_s) / w_gen, 0.0, 1.0) + waiting)
                      / np.maximum(inflight, 1e-30), 0.0)
     return Flow(trained_per_s=x, step_s=step, trainer_idle=np.clip(1.0 - x / mu_eff, 0.0, 1.0),
-                generator_idle=np.clip(1.0 - x / r.generator_samples_per_s, 0.0, 1.0),
+                generator_idle=np.clip(1.0 - x / lam_g, 0.0, 1.0),
                 # capacity if never starved includes the per-step weight push it must make
-                trainer_capacity=mu_eff, generator_capacity=r.generator_samples_per_s, in_flight=inflight,
+                trainer_capacity=mu_eff, generator_capacity=lam_g * np.ones_like(x), in_flight=inflight,
                 queued=queued, group_wait=group_wait,
                 rollout_latency_s=np.broadcast_to(w_gen, step.shape).astype(float),
                 training_share=x * r.t_train / B, generated_tokens_per_s=x * r.generated_per_trained,
                 discarded_fraction=np.full_like(step, 1.0 - keep),
                 # a sandbox is live once started: its start-up attempts (retries included) are not
-                sandbox_share=share, caps=caps)
+                sandbox_share=share, caps=caps, prefix_hit=np.broadcast_to(hit, step.shape).astype(float))
 
 
 def _periodic_train_end(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates, t_gen, per_rep,
@@ -620,7 +743,8 @@ def periodic_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: 
                 group_wait=np.zeros_like(step),
                 rollout_latency_s=np.broadcast_to(r.rollout_latency_s, step.shape).astype(float),
                 training_share=x * r.t_train / B, generated_tokens_per_s=x * r.generated_per_trained,
-                discarded_fraction=np.full_like(step, 1.0 - keep), sandbox_share=hold)
+                discarded_fraction=np.full_like(step, 1.0 - keep), sandbox_share=hold,
+                prefix_hit=np.broadcast_to(r.hit, step.shape).astype(float))
 
 
 #: The step model of each orchestration mode (``Scenario.orchestration.mode``).

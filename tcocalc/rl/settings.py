@@ -49,6 +49,7 @@ class Settings:
     trainer_sharding: str        # "megatron" (TP/PP/EP, distributed optimizer) or "fsdp" (ZeRO-3 over DP)
     kv_cache_fp8: bool           # the engine stores its KV cache in FP8 unless [generator] kv_precision says
     dispatch_s_per_sample: float = 0.0  # the controller's cost per dispatched sample and step [s]
+    kv_retention: str = "lru"    # a waiting trajectory's KV: "lru" (evictable prefix cache) or "pinned" (§4.12)
 
     @property
     def extra_forward_passes(self) -> int:
@@ -104,7 +105,8 @@ def settings(scn: Scenario, cluster=None) -> Settings:
         storage=storage(None if cluster is None else cluster.rl_cal, write_gb_per_s=o.storage_write_gb_per_s,
                         read_gb_per_s=o.storage_read_gb_per_s),
         trainer_sharding=_sharding(t, p), kv_cache_fp8=p["kv_cache_fp8"],
-        dispatch_s_per_sample=_pick(o.dispatch_s_per_sample, p["dispatch_s_per_sample"]))
+        dispatch_s_per_sample=_pick(o.dispatch_s_per_sample, p["dispatch_s_per_sample"]),
+        kv_retention=_pick(g.kv_retention, p["kv_retention"]))
 
 
 def _sharding(t, preset: dict) -> str:

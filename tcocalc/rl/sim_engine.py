@@ -2,10 +2,12 @@
 model's formulas.
 
 Each trajectory: optional sandbox start (start-rate limit, failures, retries), prefill, then ``turns`` decode
-segments separated by tool calls (the KV stays resident, holding a slot). Groups of ``G`` share a prompt whose
-solve rate comes from the scenario's mixture; rewards are Bernoulli; a group is useful unless all rewards are
-equal. Modes: synchronous steps (colocated, sync: the batch waits for its tail), one step ahead (one_step_off),
-periodic asynchrony (periodic, arXiv 2511.18871: the synchronous batch, with the trainer
+segments separated by tool calls: under ``"pinned"`` KV retention the trajectory keeps its slot and KV through them;
+under ``"lru"`` (docs/rl-modeling.md §4.12) it frees its slot, its history waits in its replica's LRU cache, and a
+return that finds it evicted stalls the replica while the history is prefilled again. Groups of ``G`` share a
+prompt whose solve rate comes from the scenario's mixture; rewards are Bernoulli; a group is useful unless all
+rewards are equal. Modes: synchronous steps (colocated, sync: the batch waits for its tail), one step ahead
+(one_step_off), periodic asynchrony (periodic, arXiv 2511.18871: the synchronous batch, with the trainer
 accumulating gradients over groups as they finish and the weights pushed once the batch is trained and the
 generator idle), and asynchronous admission (async, inflight) by AReaL's rule
 (:func:`~tcocalc.rl.rollouts.areal_admission_capacity`). A synchronous step over-provisions groups as
@@ -85,6 +87,13 @@ class SimParams:
     minibatches: int = 1        # optimizer updates per step (per weight push)
     stream_minibatches: bool = False  # a streamed step (flow.streamed): each mini-batch is taken as it fills
     step_fixed_s: float = 0.0   # the trainer loop's fixed per-step cost (a run calibration's) [s]
+    kv_lru: bool = False        # "lru" KV retention across tool calls (else "pinned")
+    max_in_flight: int = 0      # LRU: the framework's cap on trajectories in flight (pinned: the slots; 0: none)
+    max_running: int = 0        # LRU: the engine's cap on running sequences (max_num_seqs)
+    kv_pool_tokens: float = 0.0  # KV pool per replica, slots x slot context [token]
+    prompt_tokens: float = 0.0  # the first turn's prompt [token]
+    obs_tokens: float = 0.0     # a tool call's output, prefilled with the next turn [token]
+    reprefill_s_per_token: float = 0.0  # a replica's time to prefill one token of an evicted history again [s]
 
 
 class _Group:
@@ -96,13 +105,15 @@ class _Group:
 
 class _Traj:
     __slots__ = ("group", "v_start", "segs", "seg_tokens", "replica", "tokens", "v_end", "dead", "decoding",
-                 "seg_extra", "seq")
+                 "seg_extra", "seq", "holds", "kv")
 
     def __init__(self, group, v_start, segs, seg_tokens, tokens, seq):
         self.group, self.v_start, self.segs, self.seg_tokens = group, v_start, segs, seg_tokens
         self.replica, self.tokens, self.v_end, self.dead, self.decoding = -1, tokens, v_start, False, False
         self.seg_extra = 0.0
         self.seq = seq  # creation order: the heap's tie-breaker (never id(), which differs between runs)
+        self.holds = False  # holds a running slot on its replica
+        self.kv = 0.0       # its KV on the replica [token] (LRU retention)
 
 
 def _v_start(tr) -> int:
@@ -120,7 +131,9 @@ class Engine:
         self.events: list = []
         self.counter = 0
         self.now = 0.0
-        self.replicas = Replicas(p.n_rep, p.t0, p.t1, self._push_decode)
+        self.replicas = Replicas(p.n_rep, p.t0, p.t1, self._push_decode, p.kv_pool_tokens)
+        self.pending = [deque() for _ in range(p.n_rep)]  # LRU: back from a tool, waiting for a slot on its replica
+        self.returns = self.hits = 0  # LRU: returns from a tool, and those that found their history cached
         self.waiting, self.start_queue = deque(), deque()
         self.timers: dict = {}  # trajectories in a tool call; insertion-ordered so aborts are reproducible
         self.deferred, self.buffer, self.records = [], [], []
@@ -209,6 +222,11 @@ class Engine:
         self.gen_tokens += tr.seg_tokens
         tr.segs -= 1
         if tr.segs > 0:
+            if self.p.kv_lru:  # the slot is free while the tool runs; the history waits in the LRU cache
+                tr.holds = False
+                self.replicas.resident[r] -= 1
+                self.replicas.total_resident -= 1
+                self.replicas.park(r, tr, tr.kv)
             self.timers[tr] = None
             self.push(self.now + self.p.tool_each_s, Ev.TOOL_DONE, tr)
         else:
@@ -221,7 +239,44 @@ class Engine:
         if self.replicas.paused:  # resume after the pause
             self.deferred.append(tr)
         else:
+            self._resume(tr)
+
+    def _resume(self, tr: _Traj) -> None:
+        """``tr`` starts its next turn: pinned, on the slot it holds; LRU, on a free slot of its replica (else it
+        waits for one), its history prefilled again first when it was evicted."""
+        if not self.p.kv_lru:
             self.replicas.begin(tr, tr.seg_tokens, self.now)
+            return
+        r, reps = tr.replica, self.replicas
+        if not self._fits(r, self._turn_need(tr)):
+            self.pending[r].append(tr)
+            return
+        tr.holds = True
+        reps.resident[r] += 1
+        reps.total_resident += 1
+        new = self.p.obs_tokens + tr.seg_tokens
+        self.returns += 1
+        if reps.reclaim(r, tr):
+            self.hits += 1
+            reps.allocate(r, new)
+        else:  # evicted while it waited: the whole history is prefilled again, the replica stalling meanwhile
+            reps.allocate(r, tr.kv + new)
+            reps.stall(r, self.now, tr.kv * self.p.reprefill_s_per_token)
+        tr.kv += new
+        reps.begin(tr, tr.seg_tokens, self.now)
+
+    def _turn_need(self, tr: _Traj) -> float:
+        """KV tokens ``tr``'s next turn holds running: its cached history, or the whole history prefilled again,
+        plus the tool's output and the turn's decode."""
+        cached = self.replicas.cache[tr.replica].get(tr)
+        return (tr.kv if cached is None else cached) + self.p.obs_tokens + tr.seg_tokens
+
+    def _fits(self, r: int, tokens: float) -> bool:
+        """LRU: replica ``r`` can run ``tokens`` more (the engine's sequence cap, and its KV pool once the cached
+        histories are evicted; an empty replica takes anything)."""
+        reps = self.replicas
+        return reps.resident[r] == 0 or (reps.resident[r] < self.p.max_running
+                                         and reps.run_kv[r] + tokens <= self.p.kv_pool_tokens)
 
     def _sandbox_started(self, tr: _Traj, attempt: int) -> bool | None:
         p = self.p
@@ -273,8 +328,7 @@ class Engine:
         self.version += 1
         self.replicas.set_paused(False, self.now)
         while self.deferred:
-            tr = self.deferred.pop()
-            self.replicas.begin(tr, tr.seg_tokens, self.now)
+            self._resume(self.deferred.pop())
         start = self.records[-1][1] if self.records else 0.0
         self.records.append((start, self.now, self.train_dur, self.gen_tokens))
         if self.periodic:
@@ -318,14 +372,23 @@ class Engine:
 
     def _pump(self) -> None:
         """Start sandboxes within the limits, then place waiting trajectories on free replica slots."""
+        p, reps = self.p, self.replicas
+        if p.kv_lru and not reps.paused:  # returns from a tool first, on their own replica
+            for r, queue in enumerate(self.pending):
+                while queue and (queue[0].dead or self._fits(r, self._turn_need(queue[0]))):
+                    tr = queue.popleft()
+                    if not tr.dead:
+                        self._resume(tr)
         if not self.waiting and not self.start_queue:
             return
-        p, reps = self.p, self.replicas
         while self.start_queue and (p.max_starting == 0 or self.starting < p.max_starting) and (
                 p.max_concurrency == 0 or self.live_sbx + self.starting < p.max_concurrency):
             tr = self.start_queue.popleft()
             self.starting += 1
             self.push(self.now + p.startup_s, Ev.SANDBOX_STARTED, tr, 0)
+        if p.kv_lru:
+            self._place_lru()
+            return
         while self.waiting:
             if reps.total_resident >= p.slots * p.n_rep:
                 return
@@ -337,15 +400,45 @@ class Engine:
             if tr.dead:
                 continue
             tr.replica = r
+            tr.holds = True
             reps.resident[r] += 1
             reps.total_resident += 1
             reps.begin(tr, tr.seg_tokens, self.now, p.prefill_tokens_equiv)
 
+    def _place_lru(self) -> None:
+        """LRU: a new trajectory goes to the next replica (round robin) that can admit its prompt, evicting cached
+        histories for it as vLLM's scheduler does (its free blocks include the evictable ones)."""
+        p, reps = self.p, self.replicas
+        while self.waiting:
+            tr = self.waiting[0]
+            if tr.dead:
+                self.waiting.popleft()
+                continue
+            need = p.prompt_tokens + tr.seg_tokens
+            for i in range(p.n_rep):
+                r = (self.rr + i) % p.n_rep
+                if not self.pending[r] and self._fits(r, need):
+                    break
+            else:
+                return
+            self.rr = (r + 1) % p.n_rep
+            self.waiting.popleft()
+            tr.replica, tr.holds, tr.kv = r, True, need
+            reps.resident[r] += 1
+            reps.total_resident += 1
+            reps.allocate(r, need)
+            reps.begin(tr, tr.seg_tokens, self.now, p.prefill_tokens_equiv)
+
     def _release(self, tr: _Traj, completed: bool) -> None:
         """A trajectory leaves the generator (completed or aborted)."""
-        if tr.replica >= 0:
+        if tr.replica >= 0 and tr.holds:
+            tr.holds = False
             self.replicas.resident[tr.replica] -= 1
             self.replicas.total_resident -= 1
+            if self.p.kv_lru:
+                self.replicas.free(tr.replica, tr.kv)
+        elif tr.replica >= 0 and self.p.kv_lru:  # aborted while waiting on a tool: its cached history goes
+            self.replicas.drop(tr.replica, tr)
         self.running -= 1
         if self.p.uses_sandbox:
             self._sbx_account()
@@ -389,7 +482,7 @@ class Engine:
                 self.aborted += 1
                 self._release(tr, False)
         self.timers.clear()
-        for q in (self.waiting, self.start_queue):
+        for q in (self.waiting, self.start_queue, *self.pending):
             while q:
                 tr = q.popleft()
                 tr.dead = True
@@ -406,6 +499,8 @@ class Engine:
             while room >= p.group_size:
                 if len(self.waiting) + len(self.start_queue) > p.slots * p.n_rep:
                     break  # a bounded dispatch queue: the rule above still governs admission
+                if p.max_in_flight and self.running + p.group_size > p.max_in_flight:
+                    break  # the framework's cap on trajectories in flight
                 self._new_group()
                 room -= p.group_size
         elif self.gen_open and self.open_groups == 0:

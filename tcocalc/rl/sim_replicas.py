@@ -6,11 +6,17 @@ docs/rl-modeling.md §4.2). A replica keeps a virtual clock ``V`` (tokens decode
 since the replica started); a sequence that needs ``n`` more tokens finishes when ``V`` reaches ``V_now + n``,
 so its finish is one heap entry, not one event per token. When the set of decoding sequences changes, the
 replica's next finish is rescheduled; stale heap entries are skipped by a per-replica version number.
+
+A replica that prefills a trajectory's evicted history again (docs/rl-modeling.md §4.12) stalls: its clock stands
+still until ``busy_until``, every sequence on it waiting. Under ``"lru"`` KV retention each replica keeps the
+histories of trajectories waiting on a tool in an LRU cache (:meth:`Replicas.park`, :meth:`Replicas.reclaim`) in a
+KV pool of ``pool_tokens``, evicting the least recently parked when an allocation needs the room.
 """
 
 from __future__ import annotations
 
 import heapq
+from collections import OrderedDict
 
 __all__ = ["Replicas"]
 
@@ -18,8 +24,13 @@ __all__ = ["Replicas"]
 class Replicas:
     """``n`` identical replicas. ``schedule(time, replica, version)`` is called for each replica's next finish."""
 
-    def __init__(self, n: int, t0: float, t1: float, schedule):
+    def __init__(self, n: int, t0: float, t1: float, schedule, pool_tokens: float = 0.0):
         self.n, self.t0, self.t1, self.schedule = n, t0, t1, schedule
+        self.busy_until = [0.0] * n     # a replica prefilling an evicted history again stalls until then [s]
+        self.pool_tokens = pool_tokens  # KV pool per replica [token] (LRU retention only)
+        self.run_kv = [0.0] * n         # KV of the sequences holding a slot [token]
+        self.cache = [OrderedDict() for _ in range(n)]  # waiting trajectory -> its cached history [token], LRU first
+        self.cache_kv = [0.0] * n
         self.V = [0.0] * n              # virtual token clock per replica [token]
         self.t_last = [0.0] * n         # wall time the clock was last advanced [s]
         self.decoding = [0] * n         # sequences decoding now
@@ -37,8 +48,48 @@ class Replicas:
     def advance(self, r: int, now: float) -> None:
         """Bring replica ``r``'s virtual clock to ``now``."""
         if not self.paused and self.decoding[r] > 0:
-            self.V[r] += (now - self.t_last[r]) / (self.t0 + self.t1 * self.decoding[r])
+            self.V[r] += max(now - max(self.t_last[r], self.busy_until[r]), 0.0) / (self.t0 + self.t1 *
+                                                                                  self.decoding[r])
         self.t_last[r] = now
+
+    def stall(self, r: int, now: float, seconds: float) -> None:
+        """Replica ``r`` spends ``seconds`` prefilling (an evicted history) before it decodes again."""
+        self.advance(r, now)
+        self.busy_until[r] = max(self.busy_until[r], now) + seconds
+        self.dirty.add(r)
+
+    def allocate(self, r: int, tokens: float) -> None:
+        """KV for ``tokens`` more on replica ``r``, evicting the least recently parked histories to make room."""
+        cache = self.cache[r]
+        while cache and self.run_kv[r] + self.cache_kv[r] + tokens > self.pool_tokens:
+            _, t = cache.popitem(last=False)
+            self.cache_kv[r] -= t
+        self.run_kv[r] += tokens
+
+    def park(self, r: int, tr, tokens: float) -> None:
+        """``tr`` waits on a tool: its ``tokens`` of history leave the running set for the LRU cache."""
+        self.run_kv[r] -= tokens
+        self.cache[r][tr] = tokens
+        self.cache_kv[r] += tokens
+
+    def reclaim(self, r: int, tr) -> bool:
+        """``tr`` is back from its tool: its history returns to the running set if still cached (a hit)."""
+        t = self.cache[r].pop(tr, None)
+        if t is None:
+            return False
+        self.cache_kv[r] -= t
+        self.run_kv[r] += t
+        return True
+
+    def drop(self, r: int, tr) -> None:
+        """``tr`` left while waiting on a tool: its cached history, if any, is freed."""
+        t = self.cache[r].pop(tr, None)
+        if t is not None:
+            self.cache_kv[r] -= t
+
+    def free(self, r: int, tokens: float) -> None:
+        """A finished trajectory's KV leaves replica ``r``."""
+        self.run_kv[r] -= tokens
 
     def begin(self, tr, tokens: float, now: float, extra: float = 0.0) -> None:
         """Trajectory ``tr`` (on ``tr.replica``) starts decoding ``tokens`` more tokens (plus ``extra``
@@ -68,8 +119,8 @@ class Replicas:
             while h and h[0][2].dead:
                 heapq.heappop(h)
             if h and not self.paused and self.decoding[r] > 0:
-                self.schedule(now + max(h[0][0] - self.V[r], 0.0) * (self.t0 + self.t1 * self.decoding[r]), r,
-                              self.version[r])
+                self.schedule(max(now, self.busy_until[r]) + max(h[0][0] - self.V[r], 0.0)
+                              * (self.t0 + self.t1 * self.decoding[r]), r, self.version[r])
         self.dirty.clear()
 
     def set_paused(self, flag: bool, now: float) -> None:

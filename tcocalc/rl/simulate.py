@@ -25,7 +25,7 @@ from ..economics.tco import cluster_usd_per_hour
 from ..errors import InfeasibleError, ScenarioError
 from ..scenario import Scenario
 from .capacity import sample_flops, trajectory_flops_coefficients
-from .flow import Flow, Rates, sandbox_attempts, streamed
+from .flow import Flow, Rates, lru_retention, sandbox_attempts, streamed, turn_shape
 from .phases import phase_list, phase_scenario, workload_stats
 from .report import RLReport, combine_phases, contract_metrics, scalar_metrics
 from .rollouts import intra_step_lag
@@ -159,11 +159,14 @@ def _params(scn: Scenario, ws, gcap, rates: Rates, cluster_model) -> SimParams:
     linear, square = trajectory_flops_coefficients(cluster_model)
     flops_mean = sample_flops(cluster_model, ws)
     keep_est = max(ws.useful_group_fraction if orch.filter_zero_advantage else 1.0, 1e-3) * (1.0 - ws.sandbox_loss)
+    slots = int(max(1, math.floor(float(rates.slots[0]))))
+    lru = lru_retention(scn, ws, settings(scn))
+    shape = turn_shape(ws, gcap) if lru else None
     return SimParams(
         traits=orch.traits, batch=w.samples_per_step, group_size=w.group_size, eta=orch.max_staleness,
         oversampling=orch.oversampling, partial_rollout=orch.partial_rollout,
         filter_zero_advantage=orch.filter_zero_advantage, keep_estimate=keep_est,
-        n_rep=max(int(gcap.replicas(int(rates.n_g[0]))), 1), slots=int(max(1, math.floor(float(rates.slots[0])))),
+        n_rep=max(int(gcap.replicas(int(rates.n_g[0]))), 1), slots=slots,
         t0=gcap.t0, t1=gcap.t1,
         # a trajectory's prefill, as decode-token equivalents at the steady-state step time (saves an event each)
         prefill_tokens_equiv=gcap.prefill_s / (gcap.t0 + gcap.t1 * float(rates.b_op[0])),
@@ -175,7 +178,12 @@ def _params(scn: Scenario, ws, gcap, rates: Rates, cluster_model) -> SimParams:
         flops_linear=linear, flops_square=square,
         trainer_flops_per_s=float(rates.trainer_samples_per_s[0]) * flops_mean, t_sync=float(rates.t_sync[0]),
         sync_blocks_trainer=settings(scn).sync_blocks_trainer, minibatches=scn.trainer.minibatches_per_step,
-        stream_minibatches=streamed(scn), step_fixed_s=float(np.ravel(rates.t_fixed)[0]))
+        stream_minibatches=streamed(scn), step_fixed_s=float(np.ravel(rates.t_fixed)[0]),
+        kv_lru=lru, kv_pool_tokens=slots * ws.context_tokens, prompt_tokens=w.prompt_tokens,
+        max_in_flight=(orch.max_rollouts_in_flight or 0) if lru else 0,
+        max_running=settings(scn).max_num_seqs if lru else 0,
+        obs_tokens=ws.observation_tokens,
+        reprefill_s_per_token=1.0 / shape.prefill_tokens_per_s if lru else 0.0)
 
 
 def flow_from_run(eng: Engine, p: SimParams, gcap, analytical: Flow, minibatches: int,
@@ -210,7 +218,8 @@ def flow_from_run(eng: Engine, p: SimParams, gcap, analytical: Flow, minibatches
                 training_share=one * ((train_s - n_steps * p.step_fixed_s) / wall),
                 generated_tokens_per_s=one * (tokens_gen / wall),
                 discarded_fraction=one * float(np.clip(1.0 - eng.trained / max(eng.dispatched, 1), 0.0, 1.0)),
-                sandbox_share=one * (min(live / in_flight, 1.0) if in_flight > 0 else 0.0))
+                sandbox_share=one * (min(live / in_flight, 1.0) if in_flight > 0 else 0.0),
+                prefix_hit=one * (eng.hits / eng.returns if eng.returns else 1.0))
     steps = np.asarray(eng.step_staleness[warm:] or eng.step_staleness, dtype=float).reshape(-1, 5)
     n = steps.shape[0] * p.batch  # every training step takes exactly B samples
     lag_mean, lag_max = intra_step_lag(minibatches)
@@ -273,5 +282,6 @@ def _simulate_one(prepared: _Prepared, *, steps: int, seed: int, max_events: int
                              "seed": seed, "phase_metrics": phase_metrics, "workload": ws, "generator": gcap,
                              "flow": flow, "aborted": eng.aborted, "lost_to_sandboxes": eng.lost,
                              "dispatched": eng.dispatched, "steps": steps, "warmup_steps": warm,
+                             "prefix_cache_hits": (eng.hits, eng.returns),
                              "analytical": base.metrics},
                     advice=base.advice, source="simulation")
