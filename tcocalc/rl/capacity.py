@@ -499,7 +499,7 @@ def clear_caches() -> None:
     """Forget every generator and trainer rate computed so far (:func:`tcocalc.rl.pipeline.clear_caches` clears
     these and the step models' tables): what a cold start measures. No calibration needs it: the calibration is
     part of every key."""
-    for cache in (_generator_capacity, _families, _TRAINER_RATES, _pinned_rate):
+    for cache in (_generator_capacity, _families, _TRAINER_RATES, _pinned_rate, _full_search_rate):
         cache.cache_clear()
 
 
@@ -537,6 +537,20 @@ def smallest_fitting_layout(scn, cluster: Cluster, ws: WorkloadStats, n: int) ->
     lay = Layouts.of(order)
     tps = _layout_rates(job, lay)[:, 0]
     return lay.at(int(np.argmax(tps > 0))) if (tps > 0).any() else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _full_search_rate(job: TrainingJob, n: int) -> tuple[float, float, float]:
+    """(tokens/s, MFU, state bytes per GPU) of the fastest of every layout of ``n`` GPUs at the job's own batch;
+    zeros when none fits. The fallback of a count no family of the sweep divides or fits: the families are chosen
+    at the training model's default batch, so the three that win at ``n`` alone may all fail at the run's, while a
+    family from another count of a sweep fits: ``solve_split`` then chose a split that ``evaluate`` refused
+    (GLM-5 at 48 trainer GPUs, once a staleness bound of 16 moved the best split there)."""
+    lay = Layouts.of(candidate_degrees(job.m, job.acc, n, job.seq))
+    if not len(lay):
+        return (0.0, 0.0, 0.0)
+    rates = _layout_rates(job, lay)
+    return tuple(float(x) for x in rates[int(np.argmax(rates[:, 0]))])
 
 
 @functools.lru_cache(maxsize=4096)
@@ -580,7 +594,7 @@ def trainer_capacity(scn, cluster: Cluster, ws: WorkloadStats, n_t) -> TrainerRa
         anchors = tuple(sorted({lo, hi, int(np.median(n_t)), *pow2}))
         rates = _trainer_rates(job, n_t, _families(job, anchors))
         for i in np.flatnonzero(rates[:, 0] == 0):  # no winning family divides this count: search it fully
-            rates[i] = _trainer_rates(job, n_t[i:i + 1], _families(job, (int(n_t[i]),)))[0]
+            rates[i] = _full_search_rate(job, int(n_t[i]))
     st = settings(scn, cluster)
     extra, overhead = st.extra_forward_passes, st.trainer_overhead
     run = cluster.run  # a run calibration's factors on the update and on the log-prob passes (1: none)
