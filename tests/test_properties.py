@@ -72,6 +72,11 @@ def _check(report):
     assert m["useful_samples_per_s"] > 0
     assert m["useful_samples_per_s"] <= m["trainer_capacity_samples_per_s"] * (1 + 1e-9)
     assert m["mean_staleness_steps"] >= 0 and m["max_staleness_steps"] >= m["mean_staleness_steps"] - 1e-9
+    assert m["max_staleness_steps"] >= m["token_staleness_steps"] - 1e-9
+    # a good scenario raises no alarm (issue 31): only notes on settings its mode does not use, or few useful groups
+    alarms = {w["kind"] for w in report.details["warnings"]} & {"implausible", "sandbox_failures", "beyond_context",
+                                                                  "low_utilization"}
+    assert not alarms, [w["message"] for w in report.details["warnings"]]
 
 
 @settings(max_examples=700, **SETTINGS)

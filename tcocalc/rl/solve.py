@@ -83,7 +83,10 @@ def _assess(scn: Scenario, cluster: Cluster, looser: bool = True) -> _Assessed:
                for res in results}
     limits, loose = diagnosis.binding_limits(scn, cluster, results, looser)
     details["binding_limits"] = limits
-    details["warnings"] = diagnosis.group_warnings(scn, results) + diagnosis.calibration_warnings(cluster)
+    groups = diagnosis.group_warnings(scn, results)
+    details["warnings"] = (diagnosis.outcome_warnings(scn, results, metrics, groups)
+                           + diagnosis.input_warnings(scn, cluster) + groups + diagnosis.calibration_warnings(cluster))
+    details["discards"] = diagnosis.discard_causes(results)
     details["calibration"] = calibration_status(cluster.run)
     details["trust"] = trust(cluster.run.calibrated)
     return _Assessed(metrics, _phase_table(parts, results), details, results,
@@ -141,7 +144,7 @@ def evaluate(scenario: Scenario, *, calibration=None, advice: bool = True) -> RL
     lines = [w["message"] for w in a.details["warnings"]] + words.limit_lines(scn, a.facts, solved=False)
     lines += _alternatives(scn, cluster, a.metrics)
     return RLReport(scenario=scn, metrics=a.metrics, details=a.details, phases=a.phases,
-                    advice=tuple(lines + words.general_advice(scn, a.metrics)))
+                    advice=tuple(lines + words.general_advice(scn, a.metrics, a.details["discards"])))
 
 
 def solve_split(scenario: Scenario, objective: str = "usd_per_useful_sample", *, granularity: int | None = None,
@@ -203,7 +206,7 @@ def solve_split(scenario: Scenario, objective: str = "usd_per_useful_sample", *,
                  diagnosis.wider_tp_alternative(chosen_scn, cluster, a.results, a.metrics),
                  diagnosis.nvlink_alternative(chosen_scn, cluster, a.metrics)]
         advice += [words.arrangement_line(x) for x in found if x is not None]
-    advice += words.sizing_advice(sizing, a.metrics) + words.general_advice(scn, a.metrics)
+    advice += words.sizing_advice(sizing, a.metrics) + words.general_advice(scn, a.metrics, a.details["discards"])
     phases_df = a.phases
     if len(sw.results) > 1:
         wants = [int(np.argmin(score(objective, sw.ok, res.metrics))) for res in sw.results]
