@@ -403,6 +403,36 @@ class Scenario(_Section):
         return tuple(values)
 
     @classmethod
+    def field_bounds(cls, path: str) -> tuple[float | None, float | None, bool, bool]:
+        """The numeric limits of a field by dotted path, from its validation rule (the one source the app's widgets
+        and URL check take theirs from): ``(low, high, low_inclusive, high_inclusive)``, ``None`` where a side has
+        no limit. ``Scenario.field_bounds("trainer.gpus")`` is ``(1, 1000000, True, True)``,
+        ``"workload.prompt_tokens"`` ``(0, 1e8, False, True)``. Raises :class:`ScenarioError` for an unknown path
+        or a field that is not a number."""
+        model: Any = cls
+        info = None
+        for key in str(path).split("."):
+            fields = getattr(model, "model_fields", None)
+            if fields is None or key not in fields:
+                raise ScenarioError(str(path), "unknown key (check the spelling; see the documented schema)")
+            info = fields[key]
+            model = info.annotation
+        kinds = {a for a in (get_args(info.annotation) or (info.annotation,)) if a is not type(None)}
+        if not kinds or not kinds <= {int, float}:
+            raise ScenarioError(str(path), "is not a number")
+        low = high = None
+        low_in = high_in = True
+        for rule in info.metadata:
+            for attr, inclusive, is_low in (("ge", True, True), ("gt", False, True), ("le", True, False),
+                                            ("lt", False, False)):
+                if getattr(rule, attr, None) is not None:
+                    if is_low:
+                        low, low_in = getattr(rule, attr), inclusive
+                    else:
+                        high, high_in = getattr(rule, attr), inclusive
+        return low, high, low_in, high_in
+
+    @classmethod
     def field_unit(cls, path: str) -> str | None:
         """The unit of a field by dotted path, from its documented description (the ``[...]`` in it):
         ``Scenario.field_unit("trainer.gpus")`` is ``"GPU"``, ``"workload.prompt_tokens"`` ``"token"``; None for
