@@ -22,10 +22,9 @@ import streamlit as st
 import tcocalc as tc
 from tcocalc.reports import workbook_bytes
 
-
-#: The Plan page's numeric inputs: key -> the scenario field they set. Their limits are the field's own (Scenario.field_bounds):
-#: one source, so a file the library accepts is shown as it is (a 1,000-step limit once turned a file's bound of
-#: 10,000 into 0). ``draft_tokens`` 0 means off (no generator.speculative_tokens).
+#: The Plan page's numeric inputs: key -> the scenario field they set. Their limits are the field's own
+#: (Scenario.field_bounds): one source, so a file the library accepts is shown as it is (a 1,000-step limit once
+#: turned a file's bound of 10,000 into 0). ``draft_tokens`` 0 means off (no generator.speculative_tokens).
 FIELDS = {
     "trainer_gpus": "trainer.gpus", "generator_gpus": "generator.gpus", "max_staleness": "orchestration.max_staleness",
     "prompts": "workload.prompts_per_step", "group": "workload.group_size", "prompt_tokens": "workload.prompt_tokens",
