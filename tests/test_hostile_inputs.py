@@ -132,3 +132,44 @@ def test_a_run_no_plan_should_act_on_says_so_and_names_the_cause():
 @pytest.mark.parametrize("name", sorted(tc.scenarios()))
 def test_no_shipped_scenario_as_shipped_warns(name):
     assert tc.evaluate(tc.load_scenario(name)).details["warnings"] == []
+
+
+# ------------------------------------------------------------------ issue 31 item 7: bounded work on the command line
+def _cli(argv: list[str]) -> tuple[int, str]:
+    import contextlib
+    import io
+
+    from tcocalc import cli
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        rc = cli.main(argv)
+    return rc, err.getvalue()
+
+
+def test_a_fifo_nobody_writes_to_is_refused_in_bounded_time(tmp_path, monkeypatch):
+    import os
+    import threading
+    import time
+
+    import tcocalc.scenario as scenario_module
+
+    monkeypatch.setattr(scenario_module, "PIPE_WAIT_S", 0.5)
+    fifo = tmp_path / "in.toml"
+    os.mkfifo(fifo)
+    start = time.monotonic()
+    with pytest.raises(tc.ScenarioError) as err:
+        tc.load_scenario(fifo)
+    assert err.value.field == "path" and "named pipe" in str(err.value) and time.monotonic() - start < 5
+    rc, text = _cli(["run", str(fifo)])
+    assert rc == 3 and "path: in.toml is a named pipe" in text
+    writer = threading.Thread(target=lambda: fifo.write_text(tc.load_scenario("default").to_toml()))
+    writer.start()  # a pipe that is written to (as <(cat file) is) loads
+    assert tc.load_scenario(fifo).name == "default"
+    writer.join()
+
+
+@pytest.mark.parametrize("command", [["run", "default"], ["size", "default", "--target-samples-per-s", "1"]])
+def test_an_output_folder_that_cannot_be_made_names_the_flag(command):
+    rc, text = _cli([*command, "--csv", "/dev/null"])
+    assert rc == 2 and text.startswith("tcocalc: error: --csv: cannot create the folder /dev/null")

@@ -217,6 +217,8 @@ def _scenario_cost_inputs(scn: Scenario, side: str) -> CostInputs:
         raise ScenarioError(f"economics.cost_inputs.{exc.field}", exc.message) from None
     except TypeError as exc:
         raise ScenarioError("economics.cost_inputs", str(exc)) from None
+    except MissingSpecError as exc:  # named: the key that asked for them and the pool whose hardware has none
+        raise MissingSpecError(f"economics.cost_inputs ({side} pool): {exc}") from None
 
 
 def paid_pools(scn: Scenario, n_t, n_g) -> list[tuple[str, object]]:

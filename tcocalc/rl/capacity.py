@@ -357,7 +357,7 @@ def generator_capacity(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int |
     ``max_gpus``: the largest generator pool it serves; when even that cannot hold the usual instance (a
     1-GPU generator, say), the best instance that fits in it is used instead."""
     setup = ServingSetup.of(scn, cluster, ws)
-    return timed(_steady_best(scn, setup, max_gpus), cluster.run.generation, setup.shape)
+    return timed(_named(scn, ws, lambda: _steady_best(scn, setup, max_gpus)), cluster.run.generation, setup.shape)
 
 
 def _steady_best(scn, setup: ServingSetup, max_gpus: int | None) -> GeneratorCapacity:
@@ -370,6 +370,35 @@ def _steady_best(scn, setup: ServingSetup, max_gpus: int | None) -> GeneratorCap
     return cap
 
 
+def trajectory_length_keys(scn, ws: WorkloadStats) -> str:
+    """The workload keys that make a trajectory as long as it is, the largest part first: what an error about a
+    context no layout holds tells the planner to change."""
+    w = scn.workload
+    parts = [(w.prompt_tokens, "workload.prompt_tokens"),
+             ((w.turns - 1) * w.observation_tokens_per_turn, "workload.observation_tokens_per_turn x workload.turns"),
+             (w.response_tokens_max if w.response_tokens_max is not None else ws.response_mean,
+              "workload.response_tokens_max" if w.response_tokens_max is not None else "workload.response_tokens_mean")]
+    return ", ".join(key for size, key in sorted(parts, key=lambda p: -p[0]) if size > 0)
+
+
+def _named(scn, ws: WorkloadStats, call):
+    """``call()``, its roofline errors named for the scenario: a pinned degree the model refuses is
+    ``generator.tp`` (not the roofline's ``parallel.tp``); a context no layout holds names the generator pool, the
+    length and the keys that make it (:func:`trajectory_length_keys`)."""
+    try:
+        return call()
+    except ScenarioError as exc:
+        if exc.field.startswith("parallel.") and scn.generator.tp is not None:
+            raise ScenarioError("generator.tp", f"{scn.generator.tp}: {exc.message}") from None
+        raise
+    except InfeasibleError as exc:
+        if str(exc).startswith("generator"):
+            raise
+        raise InfeasibleError(f"generator: {exc} (generator.precision, generator.hardware); or shorten the "
+                              f"trajectories ({trajectory_length_keys(scn, ws)})",
+                              min_gpus=exc.min_gpus, layout=exc.layout) from None
+
+
 def generator_capacities(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int | None = None) -> tuple:
     """The serving instances the RL flow should be tried on: :func:`generator_capacity`'s steady-state
     throughput-best first, then, when it spreads attention over data-parallel ranks, the tensor- and
@@ -380,7 +409,7 @@ def generator_capacities(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int
     or when it does not fit. The engine settings are resolved once for both."""
     setup = ServingSetup.of(scn, cluster, ws)
     g = cluster.run.generation
-    cap = _steady_best(scn, setup, max_gpus)
+    cap = _named(scn, ws, lambda: _steady_best(scn, setup, max_gpus))
     if scn.generator.tp is not None or setup.engine.disaggregated or cap.instance.dp <= 1:
         return (timed(cap, g, setup.shape),)
     try:  # the same GPUs as one tensor- and expert-parallel instance

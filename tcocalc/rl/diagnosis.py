@@ -18,7 +18,7 @@ import numpy as np
 from ..catalog.accelerators import hardware as catalog_hardware
 from ..errors import InfeasibleError, TcocalcError
 from ..scenario import Scenario
-from .capacity import pinned_layout, smallest_fitting_layout, trainer_min_gpus
+from .capacity import pinned_layout, smallest_fitting_layout, trainer_min_gpus, trajectory_length_keys
 from .cluster import Cluster, resolve
 from .pipeline import PhaseResult, phase_results
 from .report import combine_phases
@@ -65,9 +65,10 @@ def check_sides(scn: Scenario, cluster: Cluster, res: PhaseResult, n_t: int, n_g
     m, gcap, ws = cluster.model, res.generator, res.workload
     if n_g < gcap.instance_gpus:
         raise InfeasibleError(
-            f"generator: {n_g} x {scn.generator.hardware} cannot hold {m.name} ({scn.generator.precision}); "
-            f"the smallest instance is {gcap.instance_gpus} GPUs ({gcap.instance.label()})",
-            min_gpus=gcap.instance_gpus, layout=gcap.instance)
+            f"generator: {n_g} x {scn.generator.hardware} cannot hold {m.name} ({scn.generator.precision}) with "
+            f"{ws.context_tokens:,.0f}-token contexts; the smallest instance is {gcap.instance_gpus} GPUs "
+            f"({gcap.instance.label()}): raise generator.gpus, or shorten the trajectories "
+            f"({trajectory_length_keys(scn, ws)})", min_gpus=gcap.instance_gpus, layout=gcap.instance)
     if gcap.prefill_pool is not None and int(gcap.replicas(n_g)) < 1:
         pool = gcap.prefill_pool
         field = "generator.prefill_gpus" if pool.pinned_gpus is not None else "generator.gpus"
@@ -81,8 +82,9 @@ def check_sides(scn: Scenario, cluster: Cluster, res: PhaseResult, n_t: int, n_g
         need = trainer_min_gpus(scn, cluster, ws)
         raise InfeasibleError(
             f"trainer: {n_t} x {scn.trainer.hardware} cannot train {m.name} ({scn.model.precision}) on "
-            f"{ws.traj_tokens:,.0f}-token trajectories; " + (f"at least {need} GPUs fit" if need else
-                                                               "no GPU count up to 32,768 fits"), min_gpus=need)
+            f"{ws.traj_tokens:,.0f}-token trajectories; " + (f"at least {need} GPUs fit (trainer.gpus)" if need else
+                                                               "no GPU count up to 32,768 fits") +
+            f"; or shorten the trajectories ({trajectory_length_keys(scn, ws)})", min_gpus=need)
 
 
 def pinned_layout_error(scn: Scenario, cluster: Cluster, ws, n_t: int) -> None:

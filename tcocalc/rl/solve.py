@@ -178,11 +178,22 @@ def solve_split(scenario: Scenario, objective: str = "usd_per_useful_sample", *,
     cons = (max_staleness, max_sandboxes)
     g, sw = search(scn, cluster, granularity, objective, cons)
     if not sw.ok.any():
-        if scn.orchestration.traits.shared_pool:
-            evaluate(scn, calibration=calibration)  # the typed error naming the side that cannot hold the model
-        why = "no split holds the model on both sides" if not sw.feasible.any() else "no split meets the constraints"
-        raise InfeasibleError(f"{why} with {int(sw.n_t[0] + sw.n_g[0])} GPUs ({scn.trainer.hardware} trainer, "
-                              f"{scn.generator.hardware} generator)")
+        total = int(sw.n_t[0] + sw.n_g[0])
+        if sw.feasible.any():
+            named = " and ".join(f"{k} = {v:g}" for k, v in (("max_staleness", max_staleness),
+                                                             ("max_sandboxes", max_sandboxes)) if v is not None)
+            raise InfeasibleError(f"no split of the {total} GPUs (trainer.gpus + generator.gpus) meets the constraints "
+                                  f"({named}); loosen them or add GPUs")
+        try:  # the scenario's own split names the side that cannot hold the model, and what would
+            evaluate(scn, calibration=calibration, advice=False)
+        except InfeasibleError as exc:
+            if scn.orchestration.traits.shared_pool:
+                raise
+            raise InfeasibleError(f"no split of the {total} GPUs (trainer.gpus + generator.gpus) holds the model on "
+                                  f"both sides; at {scn.trainer.gpus}:{scn.generator.gpus}, {exc}",
+                                  min_gpus=exc.min_gpus, layout=exc.layout) from None
+        raise InfeasibleError(f"no split of the {total} GPUs (trainer.gpus + generator.gpus) holds the model on both "
+                              f"sides ({scn.trainer.hardware} trainer, {scn.generator.hardware} generator)")
     scores = score(objective, sw.ok, sw.combined)
     best = int(np.argmin(scores))
     given = int(np.flatnonzero(sw.n_t == scn.trainer.gpus)[0])
