@@ -2,7 +2,13 @@
 every run), no example database, bounded in count; together they evaluate well over 1,000 scenarios:
 700 + 2 x 120 (two evaluations each) + 2 x 120 + 2 x 100 + 40 solver runs, plus 150 cost and 150 kernel
 examples. Trainer and generator draw multinode_nvlink, and GB200 is among the accelerators, so the one-server
-NVLink domain (docs/rl-modeling.md §3.7) is exercised too."""
+NVLink domain (docs/rl-modeling.md §3.7) is exercised too.
+
+Issue 31 adds edited shipped scenarios (mode, staleness bound from 0 to 10,000, response length 0.5-3x, group size,
+dynamic sampling): 80 for the staleness order (mean and token-weighted at most the maximum; it found 4.13 > 4 and
+8.89 > 8 before the fix), 40 for "what evaluates solves" and every shipped scenario at four bounds (32; GLM-5 at 16
+and 10,000 was refused before); every generated scenario also checks the token-weighted staleness and that a good
+scenario raises no alarm (implausible results, sandbox failures, contexts, utilization)."""
 
 import math
 
