@@ -69,6 +69,7 @@ _EXPORTS: dict[str, str] = {
     "SizingResult": "rl.sizing",
     "simulate": "rl.simulate",
     "simulated_events_estimate": "rl.simulate",
+    "simulated_steps": "rl.simulate",
     "rl_validation_table": "rl.validation",
     "rl_speedup_pairs": "rl.validation",
     "rl_validation_summary": "rl.validation",
@@ -133,7 +134,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from .modes import MODES, ModeTraits  # noqa: F401
     from .rl.report import METRIC_UNITS, RLReport, metric_quantities  # noqa: F401
-    from .rl.simulate import simulate, simulated_events_estimate  # noqa: F401
+    from .rl.simulate import simulate, simulated_events_estimate, simulated_steps  # noqa: F401
     from .rl.solve import evaluate, solve_split  # noqa: F401
     from .rl.validation import (  # noqa: F401
         rl_refit_table,

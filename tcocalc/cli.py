@@ -10,7 +10,7 @@ import argparse
 import math
 import sys
 
-from .errors import InfeasibleError, MissingSpecError, ScenarioError, TcocalcError
+from .errors import InfeasibleError, MissingSpecError, ScenarioError, TcocalcError, shown
 
 EXIT_OK = 0
 EXIT_TARGET_UNMET = 1  # `size`: no plan meets the target (the closest are printed)
@@ -336,14 +336,20 @@ def read_scenario(path: str):
     return loads_scenario(text, source="standard input")
 
 
+def output_dir(flag: str, out) -> None:
+    """Create the folder a flag writes into (``--csv DIR``); UsageError naming the flag when it cannot be one (a
+    file, /dev/null, no permission), as ``run`` and ``size`` both say."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(flag, f"cannot create the folder {shown(str(out))}: {exc.strerror or exc}") from None
+
+
 def _write_csv(run: dict, out) -> None:
     from . import cost_lines
     from .reports import metrics_table, phases_table, sweep_table, timeline_table
 
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError("--csv", f"cannot create {out}: {exc.strerror or exc}") from None
+    output_dir("--csv", out)
     report, sim = run["report"], run["sim"]
     metrics_table(report).to_csv(out / "metrics.csv", index=False)
     met = report.metrics
@@ -705,13 +711,20 @@ def _cmd_size(args) -> int:
         if value is not None:
             options[key] = value
     scn = read_scenario(args.scenario)
-    res = size_cluster(scn, given, options)
-    top = res.candidates[SIZE_COLUMNS].head(args.top)
-    if args.csv:
+    if args.csv:  # before the search: a folder that cannot be made is known at once
         from pathlib import Path
 
         out = Path(args.csv)
-        out.mkdir(parents=True, exist_ok=True)
+        output_dir("--csv", out)
+    try:
+        res = size_cluster(scn, given, options)
+    except ScenarioError as exc:  # the library names its argument; the command line names the flag that set it
+        flag = _size_flag(exc.field, args)  # (the exit status stays the library's: 3, a bad input)
+        if flag is None:
+            raise
+        raise ScenarioError(flag, exc.message) from None
+    top = res.candidates[SIZE_COLUMNS].head(args.top)
+    if args.csv:
         res.candidates.to_csv(out / "candidates.csv", index=False)
         res.pareto.to_csv(out / "pareto.csv", index=False)
     if args.json:
@@ -730,6 +743,22 @@ def _cmd_size(args) -> int:
         if args.csv:
             print(f"CSV tables written to {args.csv}/ (candidates.csv, pareto.csv)")
     return EXIT_OK if res.met else EXIT_TARGET_UNMET
+
+
+#: tc.size_cluster's argument fields -> the ``size`` flag that sets each (--hardware sets both pools').
+SIZE_FLAGS = {"target.useful_samples_per_s": "--target-samples-per-s", "target.run_hours": "--target-hours",
+              "target.budget_usd": "--budget-usd", "options.max_gpus": "--max-gpus",
+              "options.granularity": "--granularity", "options.trainer_hardware": "--trainer-hardware",
+              "options.generator_hardware": "--generator-hardware", "options.modes": "--modes",
+              "options.staleness_bounds": "--staleness-bounds", "options.supplies": "--supplies"}
+
+
+def _size_flag(field: str, args) -> str | None:
+    """The ``size`` flag behind a tc.size_cluster error's field (None: not one of its arguments)."""
+    flag = next((f for key, f in SIZE_FLAGS.items() if field == key or field.startswith(key + ".")), None)
+    if flag in ("--trainer-hardware", "--generator-hardware") and getattr(args, flag[2:].replace("-", "_")) is None:
+        return "--hardware"
+    return flag
 
 
 def _add_size_parser(sub) -> None:

@@ -14,7 +14,21 @@ __all__ = [
     "MeasurementError",
     "MissingSpecError",
     "DataFileError",
+    "shown",
+    "ECHO_LIMIT",
+    "MESSAGE_LIMIT",
 ]
+
+ECHO_LIMIT = 120
+"""Most characters of a key, name or value an error message echoes (a 10,000-character key used to come back whole)."""
+MESSAGE_LIMIT = 1_000
+"""Most characters of an error's message text."""
+
+
+def shown(text: object, limit: int = ECHO_LIMIT) -> str:
+    """``text`` as an error message echoes it: at most ``limit`` characters, then how many there were."""
+    text = str(text)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
 
 
 class TcocalcError(Exception):
@@ -31,8 +45,8 @@ class UnknownEntryError(TcocalcError, KeyError):
         self.kind = kind
         self.name = name
         self.matches = tuple(matches)
-        hint = f"; did you mean {', '.join(repr(m) for m in self.matches)}?" if self.matches else ""
-        super().__init__(f"unknown {kind} {name!r}{hint}")
+        hint = f"; did you mean {', '.join(repr(shown(m)) for m in self.matches)}?" if self.matches else ""
+        super().__init__(f"unknown {kind} {shown(repr(name))}{hint}")
 
     def __str__(self) -> str:  # KeyError would print the repr of the message
         return self.args[0]
@@ -56,9 +70,10 @@ class ScenarioError(TcocalcError, ValueError):
     """Bad input: names the offending ``field`` (a dotted path such as ``workload.group_size``)."""
 
     def __init__(self, field: str, message: str):
-        self.field = field
+        self.field = field  # whole, for code; the text echoes at most ECHO_LIMIT characters of it
         self.message = message  # the text without the field, for re-raising under a longer path
-        super().__init__(f"{field}: {message}" if field else message)
+        text = shown(message, MESSAGE_LIMIT)
+        super().__init__(f"{shown(field)}: {text}" if field else text)
 
 
 class MeasurementError(ScenarioError):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
+import stat
 import sys
 import tomllib
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .errors import ScenarioError
+from .errors import ScenarioError, shown
 from .modes import Mode, ModeTraits, traits
 
 __all__ = ["Scenario", "load_scenario", "loads_scenario", "scenario_from_dict", "scenarios", "MAX_SCENARIO_BYTES",
@@ -148,17 +149,20 @@ class GeneratorSection(_Section):
         if v is None:
             return v
         if not info.data.get("disaggregated", False):
-            raise ValueError("needs disaggregated = true (a prefill pool exists only in a disaggregated generator)")
+            raise ScenarioError("generator.prefill_gpus", "needs generator.disaggregated = true (a prefill pool exists "
+                                                          "only in a disaggregated generator)")
         gpus = info.data.get("gpus")
         if gpus is not None and v >= gpus:
-            raise ValueError(f"{v} must leave decode GPUs out of generator.gpus ({gpus}); at most {gpus - 1}")
+            raise ScenarioError("generator.prefill_gpus", f"{v} must leave decode GPUs out of generator.gpus ({gpus}); "
+                                                          f"at most {gpus - 1}")
         return v
 
     @model_validator(mode="after")
     def _speculation(self):
         if (self.speculative_tokens is None) != (self.acceptance_rate is None):
-            raise ValueError("speculative_tokens and acceptance_rate go together: give both (DeepSeek-V3's MTP: 1 "
-                             "and 0.85-0.90) or neither")
+            missing = "generator.acceptance_rate" if self.acceptance_rate is None else "generator.speculative_tokens"
+            raise ScenarioError(missing, "speculative_tokens and acceptance_rate go together: give both "
+                                         "(DeepSeek-V3's MTP: 1 and 0.85-0.90) or neither")
         return self
 
 
@@ -173,7 +177,8 @@ class SolveRate(_Section):
     @model_validator(mode="after")
     def _shares(self):
         if self.never + self.always > 1:
-            raise ValueError("never + always must not exceed 1")
+            raise ScenarioError("workload.solve_rate.always", f"never + always must not exceed 1 (never "
+                                                               f"{self.never:g} + always {self.always:g})")
         return self
 
 
@@ -198,12 +203,14 @@ class Workload(_Section):
     @model_validator(mode="after")
     def _tail(self):
         if self.response_tokens_p99 is not None and self.response_tokens_sigma is not None:
-            raise ValueError("give response_tokens_p99 or response_tokens_sigma, not both")
+            raise ScenarioError("workload.response_tokens_sigma", "give workload.response_tokens_p99 or "
+                                                                  "response_tokens_sigma, not both")
         if self.response_tokens_p99 is not None and self.response_tokens_p99 < self.response_tokens_mean:
-            raise ValueError(f"response_tokens_p99 ({self.response_tokens_p99:g}) is below the mean "
-                             f"({self.response_tokens_mean:g}); a lognormal's p99 exceeds its mean")
+            raise ScenarioError("workload.response_tokens_p99",
+                                f"{self.response_tokens_p99:g} is below the mean (workload.response_tokens_mean "
+                                f"{self.response_tokens_mean:g}); a lognormal's p99 exceeds its mean")
         if self.response_tokens_max is not None and self.response_tokens_max < 1:
-            raise ValueError("response_tokens_max must be at least 1 token")
+            raise ScenarioError("workload.response_tokens_max", "must be at least 1 token")
         return self
 
     @property
@@ -373,22 +380,28 @@ class Scenario(_Section):
     @classmethod
     def _phases_sorted(cls, v):
         starts = [p.start_step for p in v]
-        if starts != sorted(starts) or len(set(starts)) != len(starts):
-            raise ValueError("phases must have distinct start_step values in increasing order")
+        for i in range(1, len(starts)):
+            if starts[i] <= starts[i - 1]:
+                raise ScenarioError(f"phases.{i}.start_step", f"{starts[i]:,} after {starts[i - 1]:,}: phases must "
+                                                              f"have distinct start_step values in increasing order")
         return v
 
     @model_validator(mode="after")
     def _check(self):
         shared = self.orchestration.traits.shared_pool
         if shared and self.generator.gpus != self.trainer.gpus:
-            raise ValueError("colocated: generator.gpus must equal trainer.gpus (one shared pool)")
+            raise ScenarioError("generator.gpus", f"colocated: generator.gpus ({self.generator.gpus:,}) must equal "
+                                                  f"trainer.gpus ({self.trainer.gpus:,}) (one shared pool)")
         if shared and self.generator.hardware != self.trainer.hardware:
-            raise ValueError("colocated: generator.hardware must equal trainer.hardware (one shared pool)")
+            raise ScenarioError("generator.hardware", "colocated: generator.hardware must equal trainer.hardware (one "
+                                                      "shared pool)")
         if shared and self.generator.disaggregated:
-            raise ValueError("colocated: generator.disaggregated needs separate generator GPUs; use another mode "
-                             "or disaggregated = false")
+            raise ScenarioError("generator.disaggregated", "colocated: generator.disaggregated needs separate "
+                                                           "generator GPUs; use another mode or disaggregated = false")
         if self.phases and self.phases[0].start_step >= self.workload.steps:
-            raise ValueError("the first phase starts after the last step")
+            raise ScenarioError("phases.0.start_step", f"the first phase starts at step {self.phases[0].start_step:,}, "
+                                                       f"after the run's last (workload.steps = "
+                                                       f"{self.workload.steps:,})")
         samples = self.workload.prompts_per_step * self.workload.group_size
         if self.trainer.minibatches_per_step > samples:
             raise ScenarioError("trainer.minibatches_per_step",
@@ -429,6 +442,36 @@ class Scenario(_Section):
         if not values:
             raise ScenarioError(str(path), "has no fixed set of choices")
         return tuple(values)
+
+    @classmethod
+    def field_bounds(cls, path: str) -> tuple[float | None, float | None, bool, bool]:
+        """The numeric limits of a field by dotted path, from its validation rule (the one source the app's widgets
+        and URL check take theirs from): ``(low, high, low_inclusive, high_inclusive)``, ``None`` where a side has
+        no limit. ``Scenario.field_bounds("trainer.gpus")`` is ``(1, 1000000, True, True)``,
+        ``"workload.prompt_tokens"`` ``(0, 1e8, False, True)``. Raises :class:`ScenarioError` for an unknown path
+        or a field that is not a number."""
+        model: Any = cls
+        info = None
+        for key in str(path).split("."):
+            fields = getattr(model, "model_fields", None)
+            if fields is None or key not in fields:
+                raise ScenarioError(str(path), "unknown key (check the spelling; see the documented schema)")
+            info = fields[key]
+            model = info.annotation
+        kinds = {a for a in (get_args(info.annotation) or (info.annotation,)) if a is not type(None)}
+        if not kinds or not kinds <= {int, float}:
+            raise ScenarioError(str(path), "is not a number")
+        low = high = None
+        low_in = high_in = True
+        for rule in info.metadata:
+            for attr, inclusive, is_low in (("ge", True, True), ("gt", False, True), ("le", True, False),
+                                            ("lt", False, False)):
+                if getattr(rule, attr, None) is not None:
+                    if is_low:
+                        low, low_in = getattr(rule, attr), inclusive
+                    else:
+                        high, high_in = getattr(rule, attr), inclusive
+        return low, high, low_in, high_in
 
     @classmethod
     def field_unit(cls, path: str) -> str | None:
@@ -719,13 +762,16 @@ def load_scenario(path: str | Path) -> Scenario:
         return _load_shipped(str(path))
     p = Path(path)
     try:
-        size = p.stat().st_size
-        if size > MAX_SCENARIO_BYTES:
-            raise _too_large(p.name, size)
-        with p.open("rb") as f:
-            raw = f.read(MAX_SCENARIO_BYTES + 1)
+        info = p.stat()
+        if stat.S_ISFIFO(info.st_mode):  # opening a pipe blocks until a writer comes: wait a bounded time
+            raw = _read_pipe(p)
+        else:
+            if info.st_size > MAX_SCENARIO_BYTES:
+                raise _too_large(p.name, info.st_size)
+            with p.open("rb") as f:
+                raw = f.read(MAX_SCENARIO_BYTES + 1)
     except OSError as exc:
-        raise ScenarioError("path", f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
+        raise ScenarioError("path", f"cannot read {shown(str(path))!r}: {exc.strerror or exc}") from None
     if len(raw) > MAX_SCENARIO_BYTES:  # grew since stat, or a device reporting size 0
         raise _too_large(p.name, len(raw), at_least=True)
     try:
@@ -733,6 +779,46 @@ def load_scenario(path: str | Path) -> Scenario:
     except UnicodeDecodeError as exc:
         raise ScenarioError("path", f"cannot read {p.name} as UTF-8 text: {exc}") from None
     return loads_scenario(text, source=p.name)
+
+
+PIPE_WAIT_S = 10.0
+"""How long :func:`load_scenario` waits for a named pipe (FIFO) to deliver a scenario before it gives up [s]: a path
+such as ``<(cat file)`` is written at once; a FIFO nobody writes to used to hang the command line silently."""
+
+
+def _read_pipe(p: Path) -> bytes:
+    """At most ``MAX_SCENARIO_BYTES + 1`` bytes of a named pipe, opened without blocking; ScenarioError naming
+    ``path`` when nothing arrives within :data:`PIPE_WAIT_S` (no writer, or a writer that sends nothing)."""
+    import os
+    import select
+    import time
+
+    fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        poll, chunks, size = select.poll(), [], 0
+        poll.register(fd, select.POLLIN)
+        deadline = time.monotonic() + PIPE_WAIT_S
+        while size <= MAX_SCENARIO_BYTES:
+            left = deadline - time.monotonic()
+            if left <= 0 or not poll.poll(left * 1000):
+                if not chunks:
+                    raise ScenarioError("path", f"{p.name} is a named pipe (FIFO) and nothing was written to it in "
+                                                f"{PIPE_WAIT_S:g} s; give a file, or - to read standard input")
+                break  # a writer that stalls: what arrived is the file
+            try:
+                chunk = os.read(fd, MAX_SCENARIO_BYTES + 1 - size)
+            except BlockingIOError:
+                continue
+            if not chunk:  # the writer closed its end
+                if chunks:
+                    break
+                time.sleep(0.01)  # no writer yet (a closed pipe reads as empty): keep waiting for one
+                continue
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _is_scenario_name(path: str | Path) -> bool:

@@ -339,7 +339,8 @@ def test_plan_url_inputs_of_an_uploaded_file_wait_for_the_file():
     fresh.run()
     assert not fresh.exception and not fresh.error
     assert "mine.toml" in fresh.warning[0].value and "upload it again" in fresh.warning[0].value
-    assert fresh.number_input(key="trainer_gpus").value == 8
+    assert fresh.number_input(key="trainer_gpus").value == 24  # the tab's inputs, waiting for their file
+    assert not fresh.metric  # no plan of another file meanwhile (issue 31)
     assert dict(fresh.query_params) == params  # kept for the file
     fresh.file_uploader(key="upload").set_value(("mine.toml", toml, "application/toml")).run()
     assert not fresh.warning
@@ -490,3 +491,105 @@ def test_plan_calibration_errors_name_the_key():
     at.button(key="cal_go").click().run()
     assert not at.exception
     assert any("measurements" in e.value and "no time measured" in e.value for e in at.error)
+
+
+# ---------------------------------------------------------------- issue 31 item 2: the page shows the file uploaded
+def _upload(at: AppTest, name: str, text: str) -> AppTest:
+    return at.file_uploader(key="upload").set_value((name, text.encode(), "application/toml")).run()
+
+
+def test_plan_input_limits_are_the_scenario_models():
+    """One source of limits: each numeric input's bounds are its field's (Scenario.field_bounds)."""
+    from tcocalc.app import shared
+
+    for key, path in shared.FIELDS.items():
+        low, high, low_in, high_in = tc.Scenario.field_bounds(path)
+        kind, lo, hi = shared.number_limits(key)
+        assert hi == high if high_in else hi < high, key
+        assert lo == (0 if key == "draft_tokens" else low) if low_in or key == "draft_tokens" else low < lo, key
+
+
+#: The fields the Plan page edits, each set in an uploaded file to values the old widget limits (100,000 GPUs, a
+#: 1,000-step bound, groups of 10,000, 1e7 tokens, $1e4/GPU-h) turned into the widget's minimum.
+BEYOND_OLD_LIMITS = {"trainer.gpus": 200_000, "workload.group_size": 20_000, "orchestration.max_staleness": 10_000.0,
+                     "workload.prompt_tokens": 2e7, "economics.usd_per_gpu_hour": 5e4, "sandbox.tool_call_s": 5e5,
+                     "workload.prompts_per_step": 2_000_000, "generator.gpus": 150_000}
+
+
+@pytest.mark.parametrize("path", sorted(BEYOND_OLD_LIMITS))
+def test_plan_shows_an_uploaded_files_values_as_they_are(path, downloads):
+    """Either the plan of exactly the file's values (its TOML download carries them) or a red error; the widget
+    shows the file's value, never its minimum."""
+    from tcocalc.app import shared
+
+    value = BEYOND_OLD_LIMITS[path]
+    scn = tc.load_scenario("default").with_values({path: value})
+    at = _upload(run("tcocalc/app/plan.py"), "beyond.toml", scn.to_toml())
+    assert not at.exception, [e.value for e in at.exception]
+    key = next(k for k, f in shared.FIELDS.items() if f == path)
+    assert at.number_input(key=key).value == value
+    if not at.error:
+        section, field = path.split(".")
+        assert getattr(getattr(evaluated_scenario(at, downloads), section), field) == value
+
+
+def test_plan_a_reconnect_with_an_uploaded_file_keeps_the_edit():
+    """A server restart loses the uploaded file: the tab says so at once, shows no other file's plan, and keeps
+    every input, the edit that reconnected it included, for when the file is uploaded again."""
+    toml = (ROOT / "scenarios" / "semianalysis_qwen3_235b_h200.toml").read_bytes()
+    at = run("tcocalc/app/plan.py")
+    at.file_uploader(key="upload").set_value(("mine.toml", toml, "application/toml")).run()
+    at.number_input(key="trainer_gpus").set_value(48).run()
+    at.number_input(key="generator_gpus").set_value(200)  # the edit, run by the new session
+    fresh = reconnect(at)
+    assert not fresh.exception and not fresh.error
+    assert "mine.toml" in fresh.warning[0].value and "upload it again" in fresh.warning[0].value
+    assert not fresh.metric
+    assert dict(fresh.query_params)["generator_gpus"] == "200"  # a reload keeps the edit too
+    fresh.number_input(key="turns").set_value(3).run()  # another change while waiting: kept as well
+    fresh.file_uploader(key="upload").set_value(("mine.toml", toml, "application/toml")).run()
+    assert not fresh.exception and not fresh.error and not fresh.warning
+    assert (fresh.number_input(key="trainer_gpus").value, fresh.number_input(key="generator_gpus").value,
+            fresh.number_input(key="turns").value) == (48, 200, 3)
+    assert fresh.subheader[0].value == "Split 48 trainer : 200 generator GPUs"
+
+
+def test_plan_a_link_with_simulate_keeps_it_on_reload():
+    fresh = AppTest.from_file(str(ROOT / "tcocalc/app/plan.py"), default_timeout=180)
+    fresh.query_params.update({"scenario": "default", "simulate": "true"})
+    fresh.run()
+    assert not fresh.exception and not fresh.error
+    assert fresh.toggle(key="simulate").value
+    assert any(c.value.startswith("Simulated on") for c in fresh.caption)
+    assert dict(fresh.query_params) == {"scenario": "default", "simulate": "true"}
+
+
+# ---------------------------------------------------------------- issue 31 item 7: bounded work
+def test_plan_a_4000_phase_file_is_not_simulated_for_20000_steps(monkeypatch):
+    """12 steps of a file with many phases are at least 5 a phase: the page bounds the work up front and says what
+    it would take, and never starts the simulator."""
+    def refuse(*_a, **_k):
+        raise AssertionError("the simulator ran")
+
+    monkeypatch.setattr(tc, "simulate", refuse)
+    text = DEFAULT.read_text().replace("steps = 200", "steps = 100000") + "".join(
+        f"[[phases]]\nname=\"{i}\"\nstart_step={i}\n" for i in range(1, 1100))
+    at = _upload(run("tcocalc/app/plan.py"), "phases.toml", text)
+    at.toggle(key="simulate").set_value(True).run()
+    assert not at.exception, [e.value for e in at.exception]
+    (error,) = at.error
+    steps = tc.simulated_steps(tc.loads_scenario(text), 12)
+    assert steps == 5 * 1099 + 12  # the last phase, most of the run, takes its share of the 12
+    assert f"{steps:,} simulated steps (1,100 phases, at least 5 steps each)" in error.value
+    assert "tcocalc run FILE --simulate" in error.value
+
+
+def test_plan_a_long_simulation_runs_fewer_steps_and_says_so(monkeypatch):
+    real = tc.simulated_events_estimate
+    monkeypatch.setattr(tc, "simulated_events_estimate", lambda scn, steps: real(scn, steps) * 1000)
+    at = run("tcocalc/app/plan.py")
+    at.number_input(key="prompts").set_value(35)  # a run no other test has kept
+    at.toggle(key="simulate").set_value(True).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert any(c.value.startswith("5 steps simulated: 12 would take more than") or
+               "steps simulated: 12 would take" in c.value for c in at.caption)

@@ -2,8 +2,13 @@
 tests/test_e2e.py) the app's upload. Only typed errors come out, and they say WHAT is wrong: a ScenarioError
 names the offending key (``.field``), and anything accepted evaluates to finite metrics (or None). Reaches
 a custom model's ``[model.config]`` key by key, and nesting of arrays, inline tables and tables around the
-MAX_NESTING_DEPTH limit. Hypothesis runs derandomized (same examples every run); the whole file takes a few
-seconds."""
+MAX_NESTING_DEPTH limit. Hypothesis runs derandomized (same examples every run).
+
+Issue 31 item 8 adds a generator of 2,641 hostile variants of five shipped scenarios (type confusion at every key,
+each numeric field at and past its bounds, unknown and missing keys, 17 contradictions, huge sizes; 654 of them load
+and are evaluated, every fifth solved too) and 243 command lines (every 12th variant through ``tcocalc run``, a
+quarter of those with ``--solve``, and bad values of run's, size's and calibrate's flags): every error names its
+field, pool or flag (54 library errors and 10 command-line lines named none before). The file takes about 30 s."""
 
 import math
 import re
@@ -250,3 +255,212 @@ def test_no_code_path_evaluates_user_input():
     pattern = re.compile(r"\b(eval|exec)\(|pickle\.loads?|yaml\.load\(|__import__\(")
     for path in [*(ROOT / "tcocalc").rglob("*.py"), ROOT / "app.py"]:
         assert not pattern.search(path.read_text()), path
+
+
+# ------------------------------------------------------------------------------- issue 31 item 8: errors name it
+# A generator of hostile variants of several shipped scenarios (two pools, agentic tools, phases, a streamed verl
+# run, one colocated pool): type confusion at every key, boundary values of every numeric field and just outside,
+# unknown and missing keys, contradictions between fields, huge sizes. Every error from the library names what it
+# concerns: a ScenarioError's field is a dotted scenario path (or ``path``/``toml`` for the file), an
+# InfeasibleError's message the pool ("trainer: ...", "generator: ...") or a dotted path; every command-line error
+# line a field, a pool or a flag.
+import copy  # noqa: E402
+import io  # noqa: E402
+from contextlib import redirect_stderr, redirect_stdout  # noqa: E402
+
+from tcocalc.scenario import scenario_from_dict  # noqa: E402
+
+HOSTILE_BASES = {"default": tc.load_scenario("default"), "agentic": tc.load_scenario("gb300_agentic_96"),
+                 "phases": tc.load_scenario("glm5_h200_drift"),
+                 "streamed": tc.load_scenario("verl_fully_async_qwen25_7b_h20_64x64"),
+                 "colocated": tc.load_scenario("default").with_cluster(mode="colocated")}
+WRONG = ("x", True, [1], {"a": 1}, 1.5, -1, 0)
+SECTIONS = ("model", "trainer", "generator", "workload", "orchestration", "sandbox", "economics", "phases",
+            "calibration")
+PATH = re.compile(rf"\b({'|'.join(SECTIONS)})\.[a-z_0-9.]+")
+CONTRADICTIONS = {
+    "colocated, unequal pools": {"orchestration.mode": "colocated", "generator.gpus": 16},
+    "colocated, other hardware": {"orchestration.mode": "colocated", "generator.hardware": "B200"},
+    "colocated, disaggregated": {"orchestration.mode": "colocated", "generator.disaggregated": True},
+    "p99 below the mean": {"workload.response_tokens_p99": 10.0},
+    "p99 and sigma": {"workload.response_tokens_sigma": 0.5},
+    "prefill pool alone": {"generator.prefill_gpus": 2},
+    "prefill pool of every GPU": {"generator.disaggregated": True, "generator.prefill_gpus": 1_000_000},
+    "draft tokens alone": {"generator.speculative_tokens": 1},
+    "more updates than samples": {"trainer.minibatches_per_step": 100_000},
+    "never and always over 1": {"workload.solve_rate.never": 0.7, "workload.solve_rate.always": 0.7},
+    "phase after the run": {"workload.steps": 1},
+    "generator TP above its pool": {"generator.gpus": 2, "generator.tp": 64},
+    "generator TP not dividing heads": {"generator.tp": 3},
+    "trainer TP not dividing heads": {"trainer.tp": 3},
+    "trainer layout over its pool": {"trainer.tp": 8, "trainer.pp": 64},
+    "cost inputs of the wrong type": {"economics.cost_inputs": {"pue": True}},
+    "cost input unknown": {"economics.cost_inputs": {"colour": 1}},
+}
+HUGE = {"trainer.gpus": 1_000_000, "generator.gpus": 1_000_000, "workload.prompts_per_step": 10_000_000,
+        "workload.group_size": 100_000, "workload.prompt_tokens": 1e8, "workload.turns": 10_000,
+        "workload.observation_tokens_per_turn": 1e8}
+
+
+def _leaves(d: dict, prefix: tuple = ()):
+    for k, v in d.items():
+        if isinstance(v, dict) and k not in ("config", "cost_inputs"):
+            yield from _leaves(v, (*prefix, k))
+        elif k != "phases":
+            yield (*prefix, k), v
+
+
+def _set(data: dict, path: tuple, value) -> dict:
+    out = copy.deepcopy(data)
+    node = out
+    for k in path[:-1]:
+        node = node.setdefault(k, {})
+    if value is _DROP:
+        node.pop(path[-1], None)
+    else:
+        node[path[-1]] = value
+    return out
+
+
+_DROP = object()
+
+
+def hostile_variants():
+    """(label, data): about 2,700 variants of the five bases, each a plain TOML-like table."""
+    for base, scn in HOSTILE_BASES.items():
+        data = scn.to_dict()
+        for path, _ in _leaves(data):
+            dotted = ".".join(path)
+            for bad in WRONG:
+                yield f"{base}: {dotted} = {bad!r}", _set(data, path, bad)
+            yield f"{base}: {dotted} missing", _set(data, path, _DROP)
+            try:
+                low, high, _, _ = tc.Scenario.field_bounds(dotted)
+            except tc.ScenarioError:
+                continue
+            for value in (low, high, None if low is None else low - 1, None if high is None else high + 1, 1e308):
+                if value is not None:
+                    yield f"{base}: {dotted} = {value!r}", _set(data, path, value)
+        for section in SECTIONS[:7]:
+            yield f"{base}: unknown key in {section}", _set(data, (section, "no_such_key"), 1)
+        yield f"{base}: no phases list", _set(data, ("phases",), 3)
+        for label, over in CONTRADICTIONS.items():
+            edited = data
+            for dotted, value in over.items():
+                edited = _set(edited, tuple(dotted.split(".")), value)
+            yield f"{base}: {label}", edited
+        for dotted, value in HUGE.items():
+            yield f"{base}: huge {dotted}", _set(data, tuple(dotted.split(".")), value)
+
+
+def _names(exc: tc.TcocalcError) -> bool:
+    if isinstance(exc, tc.ScenarioError):
+        return exc.field in ("path", "toml", "name", "description") or exc.field.split(".")[0] in SECTIONS
+    return bool(re.match(r"^(trainer|generator)\b", str(exc)) or PATH.search(str(exc)))
+
+
+HOSTILE = list(hostile_variants())
+
+
+def test_the_hostile_generator_is_large_and_reaches_the_model():
+    assert len(HOSTILE) >= 2_500
+    loaded = 0
+    for _, data in HOSTILE:
+        try:
+            scenario_from_dict(data)
+            loaded += 1
+        except tc.ScenarioError:
+            pass
+    assert loaded >= 500  # a fifth or more load: the hostile values reach evaluate too
+
+
+def test_every_library_error_names_its_field_or_pool():
+    unnamed = []
+    for i, (label, data) in enumerate(HOSTILE):
+        try:
+            scn = scenario_from_dict(data)
+        except tc.TcocalcError as exc:
+            if not _names(exc):
+                unnamed.append(f"{label} (load): {exc}")
+            continue
+        runs = [tc.evaluate]
+        if i % 5 == 0 and scn.trainer.gpus + scn.generator.gpus <= 4096:
+            runs.append(tc.solve_split)
+        for fn in runs:
+            try:
+                fn(scn)
+            except tc.TcocalcError as exc:
+                if not _names(exc):
+                    unnamed.append(f"{label} ({fn.__name__}): {str(exc)[:300]}")
+    assert not unnamed, f"{len(unnamed)} errors name no field or pool:\n" + "\n".join(unnamed[:40])
+
+
+def _cli_errors(argv: list[str]) -> list[str]:
+    from tcocalc import cli
+
+    err = io.StringIO()
+    with redirect_stderr(err), redirect_stdout(io.StringIO()):
+        try:
+            cli.main(argv)
+        except SystemExit:
+            pass
+    return [line for line in err.getvalue().splitlines() if "error:" in line]
+
+
+def _line_names(line: str) -> bool:
+    body = line.split("error:", 1)[1].strip()
+    return bool(PATH.search(body) or re.search(r"--[a-z]", body) or re.search(r"\[\d+\] .*: error: ", line)
+                or re.match(r"^(trainer|generator|path|toml|name|description|log|target|unrecognized arguments)\b",
+                            body) or body.split(":")[0].split(".")[0] in SECTIONS)
+
+
+CLI_FLAGS = [["run", "default", "--sim-steps", "0", "--simulate"], ["run", "default", "--sim-steps", "5"],
+             ["run", "default", "--seed", "-1", "--simulate"], ["run", "default", "--max-events", "10", "--simulate"],
+             ["run", "default", "--csv", "/dev/null"], ["run", "default", "--xlsx", "/nonexistent/x.xlsx"],
+             ["run", "/nonexistent.toml"], ["run", "no_such_name"], ["run", "/dev/null"],
+             ["size", "default", "--csv", "/dev/null", "--target-samples-per-s", "1"],
+             ["size", "default", "--target-samples-per-s", "-1"], ["size", "default", "--target-hours", "nan"],
+             ["size", "default", "--budget-usd", "0"], ["size", "default", "--target-samples-per-s", "1",
+                                                         "--max-gpus", "0"],
+             ["size", "default", "--target-samples-per-s", "1", "--granularity", "0"],
+             ["size", "default", "--target-samples-per-s", "1", "--hardware", "Z9000"],
+             ["size", "default", "--target-samples-per-s", "1", "--modes", "sideways"],
+             ["size", "default", "--target-samples-per-s", "1", "--staleness-bounds", "-1"],
+             ["size", "default", "--target-samples-per-s", "1", "--supplies", "nobody"], ["size", "default"],
+             ["calibrate", "default"], ["calibrate", "default", "/nonexistent.csv"]]
+
+
+def test_every_command_line_error_names_a_field_a_pool_or_a_flag(tmp_path):
+    """Every 12th hostile variant through ``tcocalc run`` (every 48th with --solve), and each flag of run, size and
+    calibrate given a bad value."""
+    import tomli_w
+
+    cases = [list(argv) for argv in CLI_FLAGS]
+    for i, (_label, data) in enumerate(HOSTILE[::12]):
+        path = tmp_path / f"v{i}.toml"
+        try:
+            path.write_text(tomli_w.dumps(data))
+        except (TypeError, ValueError):  # a value TOML cannot hold (None)
+            continue
+        cases.append(["run", str(path)] + (["--solve"] if i % 4 == 0 else []))
+    unnamed, lines = [], 0
+    for argv in cases:
+        for line in _cli_errors(argv):
+            lines += 1
+            if not _line_names(line):
+                unnamed.append(f"{' '.join(argv)}: {line[:300]}")
+    assert lines >= 150
+    assert not unnamed, f"{len(unnamed)} error lines name no field, pool or flag:\n" + "\n".join(unnamed[:40])
+
+
+def test_errors_echo_at_most_a_bounded_part_of_a_key_or_value():
+    """A 10,000-character key or name comes back as its first characters and its length."""
+    key = "k" * 10_000
+    with pytest.raises(tc.ScenarioError) as err:
+        loads_scenario(VALID.replace("[trainer]", f"[trainer]\n{key} = 1", 1))
+    assert err.value.field == f"trainer.{key}" and len(str(err.value)) < 400 and "10,008 characters" in str(err.value)
+    with pytest.raises(tc.TcocalcError) as err:
+        tc.evaluate(tc.load_scenario("default").with_values({"model.name": "m" * 10_000}))
+    assert len(str(err.value)) < 1_200
+    line = _cli_errors(["run", "x" * 10_000])[0]
+    assert len(line) < 600

@@ -17,13 +17,13 @@ from tcocalc.reports import XLSX_MIME, metrics_table, sweep_table, to_csv_text
 
 OBJECTIVE = "usd_per_useful_sample"
 SIM_STEPS, SIM_SEED = 12, 0
+MIN_SIM_STEPS = 5  # fewest steps the page simulates when 12 would take too long (a phase takes at least 5 too)
+SIM_MAX_EVENTS = 5_000_000
+"""Most events the page simulates (about 15 s on 2 cores; the shipped scenarios take at most 1.6 million at 12 steps):
+a run estimated above it simulates fewer steps (at least 5), or is not started and the page says what it would
+take (``tcocalc run FILE --simulate`` has no such bound)."""
 #: Numeric inputs: key -> (type, min, max), shared by the widgets and the check of the URL's values.
-NUMBERS = {
-    "trainer_gpus": (int, 1, 100_000), "generator_gpus": (int, 1, 100_000), "max_staleness": (float, 0.0, 1000.0),
-    "prompts": (int, 1, 1_000_000), "group": (int, 1, 10_000), "prompt_tokens": (float, 1.0, 1e7),
-    "resp_mean": (float, 1.0, 1e7), "turns": (int, 1, 10_000), "tool_s": (float, 0.0, 1e5),
-    "usd_gpu_h": (float, 0.01, 1e4), "draft_tokens": (int, 0, 16), "acceptance": (float, 0.0, 1.0),
-}
+NUMBERS = {key: ui.number_limits(key) for key in ui.FIELDS}
 TOGGLES = ("solve", "simulate")
 SCENARIO_PARAM = "scenario"  # the URL parameter naming the scenario (a file's stem, or an uploaded file's name)
 # Scenario fields the page edits -> the label of their widget: an error names what the planner sees, never a class
@@ -62,7 +62,9 @@ def limits(key: str) -> dict:
 
 
 def to_param(value) -> str:
-    """A widget value as URL text; ints and floats round-trip exactly ("4000", "0.5")."""
+    """A widget value as URL text; ints and floats round-trip exactly ("4000", "0.5"), toggles as "true"/"false"."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, float):
         text = repr(value)
         return text[:-2] if text.endswith(".0") else text
@@ -192,14 +194,16 @@ if ss.get("_loaded") != source or any(key not in ss for key in start):
             st.warning(f"The page's URL names the scenario {linked!r}, which is not one of the shipped scenarios: "
                        f"its inputs are not restored.")
         ss["_link"] = {}
-    if first and (not link or linked == source):  # any values the browser sent (a reconnect) win over these
+    if ss["_link"]:  # the URL's inputs are for an uploaded file that is not here (a reload, a server restart)
+        values.update(from_params(link, choices)[0])  # the tab's inputs, as far as this file's boxes hold them
+        ss["_waiting"] = dict(values)
+    if first and (not link or linked == source or ss["_link"]):  # the browser's values (a reconnect) win
         defaults.update(values)
     else:  # another scenario: its values replace the widgets' (the browser's, after a reconnect, are the old one's)
         ss.update(values)
     ss["_loaded"] = source
-if ss["_link"]:  # the URL's inputs are for an uploaded file: kept until that file is uploaded again
-    st.warning(f"The inputs in the page's URL are for the uploaded file {linked}, which a reconnect does not keep: "
-               f"upload it again to restore them.")
+if not ss["_link"]:
+    ss.pop("_waiting", None)
 
 with st.expander("Cluster and workload", expanded=True):
     c1, c2, c3, c4 = st.columns(4)
@@ -254,10 +258,26 @@ with st.expander("Cluster and workload", expanded=True):
                     help="probability a draft token is accepted (DeepSeek-V3's MTP measured 0.85-0.90); used when "
                          "draft tokens > 0")
 
+# Waiting for an uploaded file that a server restart or a reload did not keep: nothing is evaluated (the widgets hold
+# the tab's inputs, not this file's); every input that differs from where the widgets started, the edit whose rerun
+# reconnected the tab among them, joins the URL's inputs, restored when the file is uploaded again (before, the page
+# fell back to the scenario box's file and dropped that edit).
+if "_waiting" in ss:
+    edits = {key: to_param(ss[key]) for key, value in ss["_waiting"].items() if key in ss and ss[key] != value}
+    ss["_link"] = {**ss["_link"], **edits}
+    if st.query_params.to_dict() != ss["_link"]:
+        st.query_params.from_dict(ss["_link"])  # a reload keeps them too
+    st.warning(f"This tab's inputs are for the uploaded file {linked}, which a server restart or a reload does not "
+               f"keep: upload it again to see its plan with them (every change since is kept), or choose a scenario "
+               f"in the box.")
+    st.stop()
+
 # The URL keeps the scenario, the inputs that differ from its values and the toggles that are on. It is left
 # alone while it still holds inputs for an uploaded file that has not been uploaded again.
+# A toggle drawn further down has no value yet on a session's first run: its starting value (a link's
+# simulate=true) counts, or the rewritten URL would drop it.
 params = {SCENARIO_PARAM: source, **{key: to_param(ss[key]) for key in start if ss[key] != start[key]},
-          **{key: "true" for key in TOGGLES if ss.get(key)}}
+          **{key: "true" for key in TOGGLES if (ss[key] if key in ss else defaults.get(key))}}
 if not ss["_link"] and st.query_params.to_dict() != params:
     st.query_params.from_dict(params)
 
@@ -392,18 +412,41 @@ if phases is not None and len(phases) > 1:
                         "useful_samples_per_s", "wants_split") if c in phases.columns]
     st.dataframe(phases[cols], hide_index=True)
 
+def simulation_steps(scn: tc.Scenario) -> tuple[int, str | None]:
+    """The steps the page simulates (:data:`SIM_STEPS`, fewer when that is estimated above :data:`SIM_MAX_EVENTS`
+    events) and, when even the fewest would exceed it, what the request would take instead (0 steps)."""
+    total, events = tc.simulated_steps(scn, SIM_STEPS), tc.simulated_events_estimate(scn, SIM_STEPS)
+    if events <= SIM_MAX_EVENTS:
+        return SIM_STEPS, None
+    fit = int(SIM_STEPS * SIM_MAX_EVENTS / events)
+    if not scn.phases and fit >= MIN_SIM_STEPS:
+        return fit, None
+    phases = (f" ({len(scn.phases) + 1:,} phases, at least {MIN_SIM_STEPS} steps each)" if scn.phases
+              and total > SIM_STEPS else "")
+    return 0, (f"Simulating {ui.plural(SIM_STEPS, 'step')} of this scenario means {total:,} simulated steps{phases} "
+               f"and about {events:,.0f} events, more than this page simulates ({SIM_MAX_EVENTS:,} events, about "
+               f"15 s). Run it where it may take longer: tcocalc run FILE --simulate --sim-steps {SIM_STEPS} "
+               f"--max-events {int(events * 1.5)}.")
+
+
 st.subheader("Step timeline (simulated)")
 if st.toggle(f"Simulate {ui.plural(SIM_STEPS, 'step')}", key="simulate", **initial("simulate"),
              help="a seeded discrete-event run of the split shown above (a few seconds)"):
     try:
+        sim_steps, too_much = simulation_steps(shown)
+        if too_much:
+            raise tc.InfeasibleError(too_much)
+        if sim_steps < SIM_STEPS:
+            st.caption(f"{ui.plural(sim_steps, 'step')} simulated: {SIM_STEPS} would take more than "
+                       f"{SIM_MAX_EVENTS:,} events.")
         if ui.simulate_takes_progress():  # a progress bar while it runs, gone when it is done
             bar = st.empty()
-            sim = ui.simulate(shown, SIM_STEPS, SIM_SEED, progress=lambda done, total: bar.progress(
+            sim = ui.simulate(shown, sim_steps, SIM_SEED, progress=lambda done, total: bar.progress(
                 min(done / total, 1.0) if total else 1.0, text=f"Simulating: step {done:,} of {total:,}"))
             bar.empty()
         else:
             with st.spinner("Simulating…"):
-                sim = ui.simulate(shown, SIM_STEPS, SIM_SEED)
+                sim = ui.simulate(shown, sim_steps, SIM_SEED)
         sim_metrics, timeline = sim.metrics, sim.details["timeline"]
         st.plotly_chart(timeline_figure(timeline), key="timeline_chart")
         st.caption(f"Simulated on {ui.split_text(sim_metrics, mode)}: {sim_metrics['useful_samples_per_s']:.3g} "

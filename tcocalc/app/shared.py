@@ -13,6 +13,7 @@ progress callback draws on the page, which ``st.cache_data`` would record and fa
 from __future__ import annotations
 
 import inspect
+import math
 import re
 from collections import OrderedDict
 
@@ -20,6 +21,31 @@ import streamlit as st
 
 import tcocalc as tc
 from tcocalc.reports import workbook_bytes
+
+#: The Plan page's numeric inputs: key -> the scenario field they set. Their limits are the field's own
+#: (Scenario.field_bounds): one source, so a file the library accepts is shown as it is (a 1,000-step limit once
+#: turned a file's bound of 10,000 into 0). ``draft_tokens`` 0 means off (no generator.speculative_tokens).
+FIELDS = {
+    "trainer_gpus": "trainer.gpus", "generator_gpus": "generator.gpus", "max_staleness": "orchestration.max_staleness",
+    "prompts": "workload.prompts_per_step", "group": "workload.group_size", "prompt_tokens": "workload.prompt_tokens",
+    "resp_mean": "workload.response_tokens_mean", "turns": "workload.turns", "tool_s": "sandbox.tool_call_s",
+    "usd_gpu_h": "economics.usd_per_gpu_hour", "draft_tokens": "generator.speculative_tokens",
+    "acceptance": "generator.acceptance_rate",
+}
+WHOLE = {"trainer_gpus", "generator_gpus", "prompts", "group", "turns", "draft_tokens"}
+
+
+def number_limits(key: str) -> tuple[type, float, float]:
+    """(type, min, max) of a numeric input: its field's bounds, an exclusive one moved to the next value inside."""
+    low, high, low_in, high_in = tc.Scenario.field_bounds(FIELDS[key])
+    kind = int if key in WHOLE else float
+    if key == "draft_tokens":
+        low, low_in = 0, True  # 0: speculative decoding off
+    if not low_in:
+        low = low + 1 if kind is int else math.nextafter(float(low), math.inf)
+    if not high_in:
+        high = high - 1 if kind is int else math.nextafter(float(high), -math.inf)
+    return kind, kind(low), kind(high)
 
 
 def scenario_files() -> dict[str, str]:

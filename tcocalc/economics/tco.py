@@ -40,9 +40,11 @@ HOURS_PER_YEAR = 8760.0
 
 
 class CostInputs(BaseModel):
-    """Ownership-cost inputs of one server (or rack) type. Money in USD, power in kW, rates per year."""
+    """Ownership-cost inputs of one server (or rack) type. Money in USD, power in kW, rates per year. Strict, as the
+    scenario's sections are: a boolean or a string is never a number (``pue = true`` in ``[economics.cost_inputs]``
+    was taken as 1.0)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False, strict=True)
 
     hardware: str = Field("custom", description="accelerator name (for TDP and labels)")
     server_price_usd: float = Field(gt=0, le=1e9, description="server or rack price [USD]")
@@ -215,6 +217,8 @@ def _scenario_cost_inputs(scn: Scenario, side: str) -> CostInputs:
         raise ScenarioError(f"economics.cost_inputs.{exc.field}", exc.message) from None
     except TypeError as exc:
         raise ScenarioError("economics.cost_inputs", str(exc)) from None
+    except MissingSpecError as exc:  # named: the key that asked for them and the pool whose hardware has none
+        raise MissingSpecError(f"economics.cost_inputs ({side} pool): {exc}") from None
 
 
 def paid_pools(scn: Scenario, n_t, n_g) -> list[tuple[str, object]]:

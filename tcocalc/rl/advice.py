@@ -125,16 +125,34 @@ def arrangement_line(a: Arrangement) -> str:
             f"run waits on per-token latency (the batch tail, the staleness window or tool turns).")
 
 
-def general_advice(scn: Scenario, metrics: dict) -> list[str]:
+#: What each cause of discarded rollouts (:func:`~tcocalc.rl.diagnosis.discard_causes`) is and what saves it.
+DISCARD_WORDS = {
+    "zero_advantage": ("zero-advantage groups dropped by dynamic sampling", "curriculum filtering of always/never-"
+                                                                             "solved prompts (workload.solve_rate)"),
+    "sandbox_loss": ("groups that lost a member to a failed sandbox start", "reliable sandbox starts "
+                                                                           "(sandbox.failure_rate, sandbox.retries)"),
+    "oversampling": ("the oversampled tail aborted each step", "less oversampling (orchestration.oversampling)"),
+}
+
+
+def general_advice(scn: Scenario, metrics: dict, discards: dict | None = None) -> list[str]:
+    """The synchronous tail, and discarded rollouts by their largest cause (``discards``, shares of dispatched
+    rollouts by cause; without it the causes are listed)."""
     out = []
     mode, ti = scn.orchestration.mode, metrics["trainer_idle_fraction"]
     if scn.orchestration.traits.synchronous and ti > 0.3:
         out.append(f"{mode}: the trainer idles {ti:.0%} of each step while rollouts finish (long tail). "
                    f"Asynchronous orchestration (one_step_off or async) overlaps the two.")
     if metrics["discarded_fraction"] > 0.4:
-        out.append(f"{metrics['discarded_fraction']:.0%} of dispatched rollouts are thrown away (zero-advantage "
-                   f"groups, oversampling, sandbox loss): curriculum filtering of always/never-solved prompts "
-                   f"saves that generation.")
+        if not discards or max(discards.values()) <= 0:
+            out.append(f"{metrics['discarded_fraction']:.0%} of dispatched rollouts are thrown away (zero-advantage "
+                       f"groups, oversampling, sandbox loss): curriculum filtering of always/never-solved prompts "
+                       f"saves that generation.")
+        else:
+            cause = max(discards, key=discards.get)
+            what, fix = DISCARD_WORDS[cause]
+            out.append(f"{metrics['discarded_fraction']:.0%} of dispatched rollouts are thrown away, most of them "
+                       f"{what} ({discards[cause]:.0%} of those dispatched): {fix} saves that generation.")
     return out
 
 

@@ -31,6 +31,7 @@ from ..roofline.serving import serve
 from ..roofline.training import (
     DEFAULT_GLOBAL_BATCH_TOKENS,
     TrainingJob,
+    candidate_degrees,
     training_throughput,
 )
 from .cluster import Cluster
@@ -356,7 +357,7 @@ def generator_capacity(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int |
     ``max_gpus``: the largest generator pool it serves; when even that cannot hold the usual instance (a
     1-GPU generator, say), the best instance that fits in it is used instead."""
     setup = ServingSetup.of(scn, cluster, ws)
-    return timed(_steady_best(scn, setup, max_gpus), cluster.run.generation, setup.shape)
+    return timed(_named(scn, ws, lambda: _steady_best(scn, setup, max_gpus)), cluster.run.generation, setup.shape)
 
 
 def _steady_best(scn, setup: ServingSetup, max_gpus: int | None) -> GeneratorCapacity:
@@ -369,6 +370,35 @@ def _steady_best(scn, setup: ServingSetup, max_gpus: int | None) -> GeneratorCap
     return cap
 
 
+def trajectory_length_keys(scn, ws: WorkloadStats) -> str:
+    """The workload keys that make a trajectory as long as it is, the largest part first: what an error about a
+    context no layout holds tells the planner to change."""
+    w = scn.workload
+    parts = [(w.prompt_tokens, "workload.prompt_tokens"),
+             ((w.turns - 1) * w.observation_tokens_per_turn, "workload.observation_tokens_per_turn x workload.turns"),
+             (w.response_tokens_max if w.response_tokens_max is not None else ws.response_mean,
+              "workload.response_tokens_max" if w.response_tokens_max is not None else "workload.response_tokens_mean")]
+    return ", ".join(key for size, key in sorted(parts, key=lambda p: -p[0]) if size > 0)
+
+
+def _named(scn, ws: WorkloadStats, call):
+    """``call()``, its roofline errors named for the scenario: a pinned degree the model refuses is
+    ``generator.tp`` (not the roofline's ``parallel.tp``); a context no layout holds names the generator pool, the
+    length and the keys that make it (:func:`trajectory_length_keys`)."""
+    try:
+        return call()
+    except ScenarioError as exc:
+        if exc.field.startswith("parallel.") and scn.generator.tp is not None:
+            raise ScenarioError("generator.tp", f"{scn.generator.tp}: {exc.message}") from None
+        raise
+    except InfeasibleError as exc:
+        if str(exc).startswith("generator"):
+            raise
+        raise InfeasibleError(f"generator: {exc} (generator.precision, generator.hardware); or shorten the "
+                              f"trajectories ({trajectory_length_keys(scn, ws)})",
+                              min_gpus=exc.min_gpus, layout=exc.layout) from None
+
+
 def generator_capacities(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int | None = None) -> tuple:
     """The serving instances the RL flow should be tried on: :func:`generator_capacity`'s steady-state
     throughput-best first, then, when it spreads attention over data-parallel ranks, the tensor- and
@@ -379,7 +409,7 @@ def generator_capacities(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int
     or when it does not fit. The engine settings are resolved once for both."""
     setup = ServingSetup.of(scn, cluster, ws)
     g = cluster.run.generation
-    cap = _steady_best(scn, setup, max_gpus)
+    cap = _named(scn, ws, lambda: _steady_best(scn, setup, max_gpus))
     if scn.generator.tp is not None or setup.engine.disaggregated or cap.instance.dp <= 1:
         return (timed(cap, g, setup.shape),)
     try:  # the same GPUs as one tensor- and expert-parallel instance
@@ -498,7 +528,7 @@ def clear_caches() -> None:
     """Forget every generator and trainer rate computed so far (:func:`tcocalc.rl.pipeline.clear_caches` clears
     these and the step models' tables): what a cold start measures. No calibration needs it: the calibration is
     part of every key."""
-    for cache in (_generator_capacity, _families, _TRAINER_RATES, _pinned_rate):
+    for cache in (_generator_capacity, _families, _TRAINER_RATES, _pinned_rate, _full_search_rate):
         cache.cache_clear()
 
 
@@ -536,6 +566,20 @@ def smallest_fitting_layout(scn, cluster: Cluster, ws: WorkloadStats, n: int) ->
     lay = Layouts.of(order)
     tps = _layout_rates(job, lay)[:, 0]
     return lay.at(int(np.argmax(tps > 0))) if (tps > 0).any() else None
+
+
+@functools.lru_cache(maxsize=4096)
+def _full_search_rate(job: TrainingJob, n: int) -> tuple[float, float, float]:
+    """(tokens/s, MFU, state bytes per GPU) of the fastest of every layout of ``n`` GPUs at the job's own batch;
+    zeros when none fits. The fallback of a count no family of the sweep divides or fits: the families are chosen
+    at the training model's default batch, so the three that win at ``n`` alone may all fail at the run's, while a
+    family from another count of a sweep fits: ``solve_split`` then chose a split that ``evaluate`` refused
+    (GLM-5 at 48 trainer GPUs, once a staleness bound of 16 moved the best split there)."""
+    lay = Layouts.of(candidate_degrees(job.m, job.acc, n, job.seq))
+    if not len(lay):
+        return (0.0, 0.0, 0.0)
+    rates = _layout_rates(job, lay)
+    return tuple(float(x) for x in rates[int(np.argmax(rates[:, 0]))])
 
 
 @functools.lru_cache(maxsize=4096)
@@ -579,7 +623,7 @@ def trainer_capacity(scn, cluster: Cluster, ws: WorkloadStats, n_t) -> TrainerRa
         anchors = tuple(sorted({lo, hi, int(np.median(n_t)), *pow2}))
         rates = _trainer_rates(job, n_t, _families(job, anchors))
         for i in np.flatnonzero(rates[:, 0] == 0):  # no winning family divides this count: search it fully
-            rates[i] = _trainer_rates(job, n_t[i:i + 1], _families(job, (int(n_t[i]),)))[0]
+            rates[i] = _full_search_rate(job, int(n_t[i]))
     st = settings(scn, cluster)
     extra, overhead = st.extra_forward_passes, st.trainer_overhead
     run = cluster.run  # a run calibration's factors on the update and on the log-prob passes (1: none)

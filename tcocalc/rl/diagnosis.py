@@ -18,15 +18,16 @@ import numpy as np
 from ..catalog.accelerators import hardware as catalog_hardware
 from ..errors import InfeasibleError, TcocalcError
 from ..scenario import Scenario
-from .capacity import pinned_layout, smallest_fitting_layout, trainer_min_gpus
+from .capacity import pinned_layout, smallest_fitting_layout, trainer_min_gpus, trajectory_length_keys
 from .cluster import Cluster, resolve
 from .pipeline import PhaseResult, phase_results
 from .report import combine_phases
 from .search import SPLIT_TOLERANCE
 
 __all__ = ["Arrangement", "check_sides", "pinned_layout_error", "binding_limits", "group_warnings",
-           "calibration_warnings", "useful_at_split", "arrangement_gain", "serving_alternative",
-           "nvlink_alternative", "wider_tp_alternative", "USEFUL_GROUP_FLOOR", "CAP_ORDER"]
+           "calibration_warnings", "input_warnings", "outcome_warnings", "discard_causes", "useful_at_split",
+           "arrangement_gain", "serving_alternative", "nvlink_alternative", "wider_tp_alternative",
+           "USEFUL_GROUP_FLOOR", "CAP_ORDER", "WORLD_GDP_USD", "IMPLAUSIBLE_STEP_S", "LOW_UTILIZATION"]
 
 #: A phase in which fewer groups than this share carry signal (rewards not all equal, §6) gets a warning:
 #: its step time and run cost are those of a run that discards or wastes nearly all it generates.
@@ -64,9 +65,10 @@ def check_sides(scn: Scenario, cluster: Cluster, res: PhaseResult, n_t: int, n_g
     m, gcap, ws = cluster.model, res.generator, res.workload
     if n_g < gcap.instance_gpus:
         raise InfeasibleError(
-            f"generator: {n_g} x {scn.generator.hardware} cannot hold {m.name} ({scn.generator.precision}); "
-            f"the smallest instance is {gcap.instance_gpus} GPUs ({gcap.instance.label()})",
-            min_gpus=gcap.instance_gpus, layout=gcap.instance)
+            f"generator: {n_g} x {scn.generator.hardware} cannot hold {m.name} ({scn.generator.precision}) with "
+            f"{ws.context_tokens:,.0f}-token contexts; the smallest instance is {gcap.instance_gpus} GPUs "
+            f"({gcap.instance.label()}): raise generator.gpus, or shorten the trajectories "
+            f"({trajectory_length_keys(scn, ws)})", min_gpus=gcap.instance_gpus, layout=gcap.instance)
     if gcap.prefill_pool is not None and int(gcap.replicas(n_g)) < 1:
         pool = gcap.prefill_pool
         field = "generator.prefill_gpus" if pool.pinned_gpus is not None else "generator.gpus"
@@ -80,8 +82,9 @@ def check_sides(scn: Scenario, cluster: Cluster, res: PhaseResult, n_t: int, n_g
         need = trainer_min_gpus(scn, cluster, ws)
         raise InfeasibleError(
             f"trainer: {n_t} x {scn.trainer.hardware} cannot train {m.name} ({scn.model.precision}) on "
-            f"{ws.traj_tokens:,.0f}-token trajectories; " + (f"at least {need} GPUs fit" if need else
-                                                               "no GPU count up to 32,768 fits"), min_gpus=need)
+            f"{ws.traj_tokens:,.0f}-token trajectories; " + (f"at least {need} GPUs fit (trainer.gpus)" if need else
+                                                               "no GPU count up to 32,768 fits") +
+            f"; or shorten the trajectories ({trajectory_length_keys(scn, ws)})", min_gpus=need)
 
 
 def pinned_layout_error(scn: Scenario, cluster: Cluster, ws, n_t: int) -> None:
@@ -160,6 +163,166 @@ def group_warnings(scn: Scenario, results: list[PhaseResult]) -> list[dict]:
                                f"floor: nearly all prompts are always or never solved (workload.solve_rate), so "
                                f"{effect}. Filter the prompt set by difficulty first."})
     return out
+
+
+WORLD_GDP_USD = 1.05e14
+"""The world's yearly GDP, about 105 trillion USD (IMF World Economic Outlook, 2023 at current prices): a run that
+costs more is not a plan, whatever produced it (:func:`outcome_warnings`)."""
+IMPLAUSIBLE_STEP_S = 1e6
+"""A step longer than this (11.6 days) is reported as implausible, with its cause (:func:`outcome_warnings`)."""
+LOW_UTILIZATION = 0.05
+"""``economics.cost_inputs.utilization`` below this charges each used GPU-hour for 20 or more calendar hours."""
+_FEW_STARTS = 10.0  # sandbox start attempts per start (1/(1 - failure_rate)) from which a warning names them
+_GROUP_LOSS = 0.5   # share of groups lost to failed sandbox starts from which a warning names it
+
+
+def _warning(kind: str, keys: list[str], message: str, phase: str | None = None, **numbers) -> dict:
+    return {"kind": kind, "phase": phase, "keys": keys, "message": message, **numbers}
+
+
+def input_warnings(scn: Scenario, cluster: Cluster) -> list[dict]:
+    """Settings a good scenario may carry but this one cannot use or should not trust, each naming its keys
+    (``keys``): a staleness bound or partial rollout in a mode that has no use for them (warned, not refused:
+    switching a shipped async scenario to sync keeps its bound), trajectories beyond the model's context
+    (``max_position_embeddings``), and an ownership-cost utilization that charges a used GPU-hour many times."""
+    o, out = scn.orchestration, []
+    default = type(o).model_fields["max_staleness"].default
+    if not o.traits.streaming and o.max_staleness != default:
+        out.append(_warning("unused_setting", ["orchestration.max_staleness", "orchestration.mode"],
+                            f"orchestration.max_staleness = {o.max_staleness:g} has no effect in {o.mode} mode: only "
+                            f"the streaming modes (async, inflight) bound staleness; {o.mode} trains on the policy "
+                            f"that generated its batch (staleness {o.traits.fixed_lag:g})."))
+    if not o.traits.streaming and o.partial_rollout and o.oversampling <= 0:
+        out.append(_warning("unused_setting", ["orchestration.partial_rollout", "orchestration.oversampling"],
+                            f"orchestration.partial_rollout = true has no effect in {o.mode} mode without "
+                            f"orchestration.oversampling: the closed form resumes only an oversampled tail in the "
+                            f"next step (the simulator also resumes the over-provisioned groups of dynamic "
+                            f"sampling, which makes some samples one step stale)."))
+    out += _context_warnings(scn, cluster)
+    u = (scn.economics.cost_inputs or {}).get("utilization")
+    if isinstance(u, int | float) and not isinstance(u, bool) and 0 < u < LOW_UTILIZATION:
+        out.append(_warning("low_utilization", ["economics.cost_inputs.utilization"],
+                            f"economics.cost_inputs.utilization = {u:.3g} charges each GPU-hour used for "
+                            f"{1 / u:,.3g} calendar hours of ownership: the $/GPU-hour and every cost follow it "
+                            f"(a cluster in use a tenth of the time has 0.1).", utilization=u))
+    return out
+
+
+def _context_warnings(scn: Scenario, cluster: Cluster) -> list[dict]:
+    """Trajectories longer than the model's context (``max_position_embeddings``; none when it is not known)."""
+    w, limit = scn.workload, cluster.model.max_position_embeddings
+    if not limit:
+        return []
+    fixed = w.prompt_tokens + (w.turns - 1) * w.observation_tokens_per_turn
+    where = f"{cluster.model.name}'s context of {limit:,} tokens (max_position_embeddings)"
+    if w.prompt_tokens > limit:
+        return [_warning("beyond_context", ["workload.prompt_tokens"],
+                         f"workload.prompt_tokens = {w.prompt_tokens:,.0f} exceeds {where}: no response fits; "
+                         f"the engine would refuse every prompt.", context_tokens=limit)]
+    if fixed + w.response_tokens_mean > limit:
+        keys = ["workload.response_tokens_mean", "workload.prompt_tokens"] + (
+            ["workload.observation_tokens_per_turn", "workload.turns"] if w.turns > 1 else [])
+        return [_warning("beyond_context", keys,
+                         f"A mean trajectory ({fixed:,.0f} prompt and tool tokens + {w.response_tokens_mean:,.0f} "
+                         f"response tokens) exceeds {where}: the engine stops responses at the context, so the "
+                         f"lengths here are not what would run ({', '.join(keys)}).", context_tokens=limit)]
+    cap = w.response_tokens_max
+    if cap is not None and fixed + cap > limit:
+        return [_warning("beyond_context", ["workload.response_tokens_max"],
+                         f"workload.response_tokens_max = {cap:,.0f} with {fixed:,.0f} prompt and tool tokens "
+                         f"exceeds {where}: the longest responses would stop at {limit - fixed:,.0f} tokens.",
+                         context_tokens=limit)]
+    return []
+
+
+def discard_causes(results: list[PhaseResult]) -> dict:
+    """The worst phase's shares of dispatched rollouts thrown away, by cause: ``zero_advantage`` (groups whose
+    rewards are all equal, dropped by dynamic sampling), ``sandbox_loss`` (groups that lost a member to a failed
+    sandbox start) and ``oversampling`` (the aborted tail); ``keep = (1 − oversampling)(1 − sandbox_loss)(1 −
+    zero_advantage)``."""
+    ws = min((r.workload for r in results), key=lambda w: w.keep_fraction)
+    rest = max((1.0 - ws.oversample_waste) * (1.0 - ws.sandbox_loss), 1e-300)
+    return {"zero_advantage": max(0.0, 1.0 - ws.keep_fraction / rest), "sandbox_loss": ws.sandbox_loss,
+            "oversampling": ws.oversample_waste}
+
+
+def _sandbox_warning(scn: Scenario, results: list[PhaseResult]) -> list[dict]:
+    """Sandbox starts that fail so often that start-up attempts or lost groups dominate (§7)."""
+    sb, ws = scn.sandbox, max((r.workload for r in results), key=lambda w: w.sandbox_loss)
+    if not ws.uses_sandbox or sb.failure_rate <= 0:
+        return []
+    attempts = 1.0 / (1.0 - sb.failure_rate)
+    if attempts < _FEW_STARTS and ws.sandbox_loss < _GROUP_LOSS:
+        return []
+    return [_warning("sandbox_failures", ["sandbox.failure_rate", "sandbox.retries"],
+                     f"sandbox.failure_rate = {sb.failure_rate:.6g}: each sandbox start takes {attempts:,.3g} "
+                     f"attempts on average, and with sandbox.retries = {sb.retries} a rollout is lost with "
+                     f"probability {sb.failure_rate ** (sb.retries + 1):.3g}, which discards "
+                     f"{ws.sandbox_loss:.1%} of groups (GRPO needs every member): fix the sandbox starts before "
+                     f"sizing the cluster.", attempts=attempts, sandbox_loss=ws.sandbox_loss)]
+
+
+def _extreme_causes(scn: Scenario, results: list[PhaseResult]) -> list[tuple[str, list[str]]]:
+    """What makes a run implausibly long or dear, as (words, keys), the largest factor first."""
+    w, sb, econ = scn.workload, scn.sandbox, scn.economics
+    ws = min((r.workload for r in results), key=lambda x: x.keep_fraction)
+    found = []
+    if ws.uses_sandbox and sb.failure_rate > 0 and (1.0 / (1.0 - sb.failure_rate) >= _FEW_STARTS
+                                                    or ws.sandbox_loss >= _GROUP_LOSS):
+        found.append((1.0 / max(1.0 - ws.sandbox_loss, 1e-300) / (1.0 - sb.failure_rate),
+                      f"failed sandbox starts (sandbox.failure_rate = {sb.failure_rate:.6g} with sandbox.retries = "
+                      f"{sb.retries}: {1 / (1 - sb.failure_rate):,.3g} attempts a start, {ws.sandbox_loss:.1%} of "
+                      f"groups lost)", ["sandbox.failure_rate", "sandbox.retries"]))
+    if scn.orchestration.filter_zero_advantage and w.group_size == 1:
+        found.append((float("inf"), "workload.group_size = 1 with dynamic sampling: no group is ever kept",
+                      ["workload.group_size", "orchestration.filter_zero_advantage"]))
+    elif scn.orchestration.filter_zero_advantage and ws.useful_group_fraction < USEFUL_GROUP_FLOOR:
+        found.append((1.0 / max(ws.useful_group_fraction, 1e-300),
+                      f"zero-advantage groups dropped by dynamic sampling ({ws.useful_group_fraction:.2%} of groups "
+                      f"carry signal)", ["workload.solve_rate", "orchestration.filter_zero_advantage"]))
+    u = (econ.cost_inputs or {}).get("utilization")
+    if isinstance(u, int | float) and not isinstance(u, bool) and 0 < u < LOW_UTILIZATION:
+        found.append((1.0 / u, f"economics.cost_inputs.utilization = {u:.3g}", ["economics.cost_inputs.utilization"]))
+    env = ws.tool_s + ws.startup_s
+    if env > IMPLAUSIBLE_STEP_S / 10:
+        found.append((env / 3600, f"{env:,.3g} s of tool calls and sandbox start-up per trajectory",
+                      ["sandbox.tool_call_s", "sandbox.startup_s", "workload.turns"]))
+    if ws.traj_tokens > 1e7:
+        found.append((ws.traj_tokens / 1e5, f"{ws.traj_tokens:,.3g}-token trajectories",
+                      ["workload.prompt_tokens", "workload.response_tokens_mean"]))
+    if w.samples_per_step > 1e6:
+        found.append((w.samples_per_step / 1e4, f"{w.samples_per_step:,} samples a step",
+                      ["workload.prompts_per_step", "workload.group_size"]))
+    price = max(econ.usd_per_gpu_hour, econ.trainer_usd_per_gpu_hour or 0, econ.generator_usd_per_gpu_hour or 0)
+    if price > 1e3:
+        found.append((price / 10, f"{price:,.3g} USD a GPU-hour", ["economics.usd_per_gpu_hour"]))
+    if w.steps > 1e6:
+        found.append((w.steps / 1e4, f"{w.steps:,} steps", ["workload.steps"]))
+    return [(text if all(k in text for k in keys) else f"{text} ({', '.join(keys)})", keys)
+            for _, text, keys in sorted(found, key=lambda f: -f[0])]
+
+
+def outcome_warnings(scn: Scenario, results: list[PhaseResult], metrics: dict, said: list[dict] = ()) -> list[dict]:
+    """Results that no plan should act on, with their cause: a step longer than :data:`IMPLAUSIBLE_STEP_S` or a run
+    dearer than the world's GDP (:data:`WORLD_GDP_USD`), the largest factors named by their keys; and sandbox
+    starts that fail so often that they dominate (before, the advice blamed zero-advantage groups). ``said``: the
+    warnings already given (:func:`group_warnings`); when their keys hold the largest cause, they say it."""
+    out = _sandbox_warning(scn, results)
+    step, usd, hours = metrics["step_time_s"], metrics["run_usd"], metrics["run_hours"]
+    if not (step > IMPLAUSIBLE_STEP_S or usd > WORLD_GDP_USD):
+        return out
+    causes = _extreme_causes(scn, results)[:3]
+    if causes and said and causes[0][1][0] in {"workload.group_size", "workload.solve_rate"}:
+        return out  # the group warning names the cause and says the step and cost are extreme
+    why = ("; ".join(text for text, _ in causes) if causes else
+           f"the workload's size for {metrics['trainer_gpus']:,.0f} + {metrics['generator_gpus']:,.0f} GPUs "
+           f"(workload.prompts_per_step, workload.response_tokens_mean, trainer.gpus, generator.gpus)")
+    keys = [k for _, ks in causes for k in ks] or ["workload.prompts_per_step", "workload.response_tokens_mean",
+                                                   "trainer.gpus", "generator.gpus"]
+    gdp = f", {usd / WORLD_GDP_USD:,.3g} times the world's yearly GDP" if usd > WORLD_GDP_USD else ""
+    return [_warning("implausible", keys, f"Not a plan to act on: {step:,.3g} s a step, {hours / 8766.0:,.3g} years "
+                                          f"and {usd:,.3g} USD for the run's {scn.workload.steps:,} steps{gdp}. "
+                                          f"Cause: {why}.", step_time_s=step, run_usd=usd)] + out
 
 
 def useful_at_split(scn: Scenario, other: Scenario, cluster: Cluster):

@@ -46,6 +46,7 @@ from .rollouts import (
     expected_max,
     group_quantile_z,
     lognormal_partial_moment,
+    refill_chain_window_tokens,
     staleness_throughput_cap,
     sync_dispatch_groups,
 )
@@ -326,16 +327,37 @@ def _tool_overlap_s(gcap: GeneratorCapacity, ws: WorkloadStats, per_rep, slots, 
 def _sync_round_s(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates, n_disp: float, longest):
     """Generation time of one synchronous round of ``n_disp`` trajectories put on the replicas at once, the
     last needed one ``longest`` tokens long (§4.5): its decode, tool time and sandbox start-up, less the tool
-    time the other trajectories' decoding hides (:func:`_tool_overlap_s`), stretched by the waves a sandbox
-    concurrency limit allows."""
+    time the other trajectories' decoding hides (:func:`_tool_overlap_s`); at least the round a sandbox
+    concurrency limit allows (:func:`_sandbox_round_s`)."""
     sb = scn.sandbox
     per_rep = n_disp / np.maximum(r.n_rep, 1)
     t_dec = _batch_decode_s(gcap, per_rep, r.slots, longest, per_rep * r.generated_per_dispatched)
     t_gen = (t_dec + per_rep * r.miss_s + _sync_env_s(scn, ws, n_disp, r.startup_s)
              - _tool_overlap_s(gcap, ws, per_rep, r.slots, longest))
     if ws.uses_sandbox and sb.max_concurrency > 0 and n_disp > sb.max_concurrency:
-        t_gen = t_gen * n_disp / sb.max_concurrency
+        t_gen = np.maximum(t_gen, _sandbox_round_s(scn, gcap, r, n_disp, longest))
     return t_gen
+
+
+def _sandbox_round_s(scn: Scenario, gcap: GeneratorCapacity, r: Rates, n_disp: float, longest):
+    """A synchronous round of ``n_disp`` trajectories on ``C = max_concurrency`` sandboxes (§7): each holds one
+    for its whole life ``W(b) = prefill + R·t(b) + t_env`` (start-up attempts and tool calls included), a freed
+    sandbox takes the next, so the round is list-scheduled on ``C`` machines (Graham): ``n_disp·E[W]/C`` plus
+    half the last one's ``W``, as :func:`_batch_decode_s` beyond its slots. Only ``C/n_rep`` trajectories live on
+    a replica, of which the share ``dec/W`` decodes: the decoding batch ``b = (C/n_rep)·R̄·t(b)/W(b)`` is solved
+    by a few fixed-point passes (it was charged as waves of the whole round, each at the full round's batch and
+    with the batch's longest tail: 2.7x the simulated step of scenarios/gb300_agentic_96.toml in sync mode)."""
+    c = scn.sandbox.max_concurrency
+    live = np.minimum(c / np.maximum(r.n_rep, 1), r.slots)
+    w_env = np.maximum(r.rollout_latency_s - gcap.prefill_s - r.generated_per_dispatched
+                       * (gcap.t0 + gcap.t1 * r.b_op), 0.0)
+    b = live
+    for _ in range(8):
+        dec = gcap.prefill_s + r.generated_per_dispatched * (gcap.t0 + gcap.t1 * b)
+        b = np.clip(live * dec / (dec + w_env), 1.0, None)
+    tok_s = gcap.t0 + gcap.t1 * b
+    w_mean = gcap.prefill_s + r.generated_per_dispatched * tok_s + w_env
+    return n_disp * w_mean / c + 0.5 * (gcap.prefill_s + longest * tok_s + w_env)
 
 
 def _refill_s(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates, n_disp: float):
@@ -444,6 +466,49 @@ def _burst_tail_table(mu: float, sigma: float, n_burst: float, n_refill: float, 
     return spread, tail
 
 
+@functools.lru_cache(maxsize=64)
+def _refill_chain_rows(mu: float, sigma: float, group_size: int, keep: float, n_slots: float, limit: float | None,
+                       cut: bool):
+    offsets = np.concatenate([[0.0], capped_moment(1, mu, sigma, limit) * np.geomspace(1e-3, 1e3, 25)])
+    window = refill_chain_window_tokens(mu, sigma, group_size, keep, n_slots, limit, offsets, cut=cut)
+    offsets.flags.writeable = window.flags.writeable = False
+    return offsets, window
+
+
+def _refill_chain_table(ws: WorkloadStats, keep: float, limit: float | None, cut: bool):
+    """:func:`~tcocalc.rl.rollouts.refill_chain_window_tokens` of the phase's workload (one batch of ``B/G`` group
+    slots, each group kept with probability ``keep/(1 − waste)``) tabulated over the per-attempt offset ``c``
+    (0, and 10^-3 to 10^3 times the mean response, 4 points a decade; read-only arrays). ``cut``: the bound carries
+    at least one group's samples into the next version (``η·B ≥ G``), so the last chain may be cut."""
+    p_group = keep / max(1.0 - ws.oversample_waste, 1e-12)
+    return _refill_chain_rows(ws.mu, ws.sigma, ws.group_size, min(p_group, 1.0),
+                              ws.samples_per_step / ws.group_size, limit, cut)
+
+
+def _chain_window_s(table, gcap: GeneratorCapacity, r: Rates, w_env):
+    """The admission window of a bound under one step [s, per split] (:func:`_refill_chain_table`): as a synchronous
+    batch's decode (:func:`_batch_decode_s`), the longest chain's tokens at ``t0`` (each attempt's prefill and
+    environment time ``c`` as ``c/t0`` tokens) plus ``t1`` times the tokens a replica decodes in the window, every
+    dispatched trajectory's ``B/keep·R̄/n_rep``: the batch drains as chains end, so the longest runs mostly at
+    the small batch (charging it the step's mean batch, or spreading the refills over the whole step, ran away:
+    26,306 s for the 2,500 s the simulator counts for scenarios/semianalysis_qwen3_235b_h200.toml at a bound of 0.5
+    with dynamic sampling)."""
+    rep = np.maximum(r.n_rep, 1)
+    longest = _chain_window(table, (gcap.prefill_s + w_env) / gcap.t0)
+    per_rep = r.batch / rep
+    return _batch_decode_s(gcap, per_rep, r.slots, longest, per_rep / r.keep * r.generated_per_dispatched)
+
+
+def _chain_window(table, offset_tokens):
+    """The tabulated chain window at ``offset_tokens`` [token, per split]: interpolated, and beyond the table's
+    last offset continued along its last slope (the window grows linearly in ``c``, by the longest chain's
+    attempts)."""
+    offsets, window = table
+    c = np.asarray(offset_tokens, dtype=float)
+    slope = (window[-1] - window[-2]) / (offsets[-1] - offsets[-2])
+    return np.where(c <= offsets[-1], np.interp(c, offsets, window), window[-1] + slope * (c - offsets[-1]))
+
+
 def _longest_tokens_bound(mu: float, sigma: float, n: float, limit: float | None) -> float:
     """A length none of ``n`` responses exceeds but with probability 10^-4 (their ``1 − 10^-4/n`` quantile),
     at most the cap ``limit`` [token]: the top of :func:`_burst_tail_tokens`' integral."""
@@ -452,8 +517,9 @@ def _longest_tokens_bound(mu: float, sigma: float, n: float, limit: float | None
 
 
 def clear_tail_tables() -> None:
-    """Forget the tabulated last-admission clocks (:func:`_burst_tail_table`)."""
+    """Forget the tabulated last-admission clocks (:func:`_burst_tail_table`, :func:`_refill_chain_rows`)."""
     _burst_tail_table.cache_clear()
+    _refill_chain_rows.cache_clear()
 
 
 def _burst_tail_tokens(mu: float, sigma: float, n_burst: float, n_refill: float, spread_tokens,
@@ -528,6 +594,11 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
     # goes live, the dropped groups' refills spread over the step).
     k_steps = math.floor(eta) + 1.0 + (1.0 if orch.partial_rollout else 0.0)
     spread_grid, tail_grid = _burst_tail_table(ws.mu, ws.sigma, B, B * (1.0 / keep - 1.0), limit)
+    # under one step (k = 1) nothing is admitted while the trainer trains: the window is a chain of refills
+    chain = (_refill_chain_table(ws, keep, limit, eta * B >= ws.group_size)
+             if k_steps == 1.0 and keep < 1.0 - 1e-12 else None)
+    if chain is not None:
+        chain_s = _chain_window_s(chain, gcap, r, w_env)
     b = np.array(r.b_op, dtype=float)
     x = np.minimum(lam_paused, mu_eff) * np.ones_like(b)
     pause_s = r.t_sync
@@ -553,8 +624,11 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
             pause_s = pause
         tok_s = gcap.t0 + gcap.t1 * b
         x_prev = x
-        tail_tok = np.interp((B / x_prev) / tok_s, spread_grid, tail_grid)
-        t_tail = gcap.prefill_s + tail_tok * tok_s + w_env + (k_steps - 1.0) * pause_s
+        if chain is None:
+            tail_tok = np.interp((B / x_prev) / tok_s, spread_grid, tail_grid)
+            t_tail = gcap.prefill_s + tail_tok * tok_s + w_env + (k_steps - 1.0) * pause_s
+        else:
+            t_tail = chain_s
         # half a batch waits in the buffer on average while the next one assembles (Q = B/2)
         hold_cap = keep * staleness_throughput_cap(eta, B, w_hold, queued=B / 2.0)
         tail_cap = k_steps * B / (t_tail + r.t_trainer + r.t_sync)

@@ -19,7 +19,7 @@ __all__ = [
     "truncated_share", "useful_probability", "useful_group_fraction", "blom_z", "expected_max",
     "oversampling_cutoff", "multiturn_prefill_tokens", "cache_hit_fraction", "staleness_means",
     "intra_step_lag", "staleness_throughput_cap", "group_quantile_z", "sync_dispatch_groups",
-    "areal_admission_capacity", "verl_stale_fraction_bound", "uncapped_mean",
+    "areal_admission_capacity", "verl_stale_fraction_bound", "uncapped_mean", "refill_chain_window_tokens",
 ]
 
 Z99 = float(ndtri(0.99))  # 2.3263
@@ -121,6 +121,72 @@ def expected_max(n, mu: float, sigma: float, cap: float | None):
     """``E[max_n R] ≈ min(L, exp(μ + σ·z_n))`` (docs/rl-modeling.md §4.5; order statistics, Blom)."""
     m = np.exp(mu + sigma * blom_z(np.maximum(n, 1.0)))
     return np.minimum(m, cap) if cap is not None else m
+
+
+_CHAIN_POINTS = 1 << 13  # lattice nodes of :func:`refill_chain_window_tokens` (half of its FFT length)
+
+
+def _group_max_quantiles(mu: float, sigma: float, group_size: int, limit: float | None, n_slots: float):
+    """Point masses (values, weights) for a group's slowest member, ``D = max_G R`` [token]: ``F_D(x) = F(x)^G``
+    (capped at ``limit``), at the midpoints of its quantile intervals, the upper ones refined geometrically down to
+    a share ``10^-6/n_slots`` (where the longest of ``n_slots`` chains lives)."""
+    tail = max(min(1e-9, 1e-6 / max(n_slots, 1.0)), 1e-300)
+    edges = np.unique(np.concatenate([np.linspace(0.0, 1.0, 2049), 1.0 - np.geomspace(tail, 1.0 / 2048, 160),
+                                      [1.0]]))
+    q = 0.5 * (edges[1:] + edges[:-1])
+    values = np.exp(mu + sigma * ndtri(q ** (1.0 / group_size)))
+    if limit is not None:
+        values = np.minimum(values, limit)
+    return values, np.diff(edges)
+
+
+def refill_chain_window_tokens(mu: float, sigma: float, group_size: int, keep: float, n_slots: float,
+                               limit: float | None, offsets, *, cut: bool = False) -> np.ndarray:
+    """Expected length of the admission window of a staleness bound under one step, in decode tokens [token]
+    (docs/rl-modeling.md §5.4): ``E[max_{i ≤ n} S_i]``, ``S_i = Σ_{j ≤ N_i} (D_ij + c)``.
+
+    With ``η < 1`` (no partial rollout) the trainer may not start the next version while a trajectory admitted
+    under this one runs, so nothing is admitted while it trains: the version goes live with room for one batch,
+    ``n = B/G`` groups, and DAPO's dynamic sampling refills each dropped group as it ends. Each of the ``n`` slots
+    is a chain of attempts, every one a group whose slowest member ``D`` (``F(x)^G``, capped) ends it plus ``c``
+    tokens of prefill and environment (``offsets``, per attempt), until one is kept (probability ``keep``):
+    ``N ~ Geometric(keep)``. The window closes when the last chain does. ``S``'s law is
+    ``φ_S = keep·φ_A/(1 − (1 − keep)·φ_A)`` on a lattice (FFT; each point mass of ``A = D + c`` split between its
+    two nodes so that means are kept exactly, which holds for lattices far coarser than ``A`` when ``keep`` is
+    small), then ``E[max] = Σ (1 − F_S^n)·dx``. ``keep = 1`` is the batch's longest, ``E[max_{nG} R] + c``;
+    ``keep → 0`` tends to the exponential law (Rényi), ``E[A]/keep·H_n``. Vectorised over ``offsets``.
+
+    ``cut``: a bound in (0, 1) carries a share ``η·B`` of kept samples into the next version, so the trainer has its
+    batch before the last chain is kept and starts at the first moment nothing runs: the end of the attempt the
+    last chain runs when the others are in (a dropped attempt's refill then goes out under the next version). The
+    window is then ``min(E[max S], E[S_(n−1)] + E[A²]/(2·E[A]))``: the second-longest chain and the mean residual
+    of the last one's attempt then (renewal theory's excess at an independent time)."""
+    keep = min(max(float(keep), 1e-12), 1.0)
+    values, weights = _group_max_quantiles(mu, sigma, group_size, limit, n_slots)
+    offsets = np.atleast_1d(np.asarray(offsets, dtype=float))
+    out = np.empty_like(offsets)
+    for i, c in enumerate(offsets):
+        a = values + c
+        mean_a = float(np.dot(a, weights))
+        span = float(a[-1]) + mean_a / keep * (math.log(max(n_slots, 1.0)) + 30.0)
+        dx = span / _CHAIN_POINTS
+        pos = a / dx
+        lo = np.floor(pos).astype(int)
+        frac = pos - lo
+        pmf = (np.bincount(lo, weights * (1.0 - frac), minlength=2 * _CHAIN_POINTS + 1)
+               + np.bincount(lo + 1, weights * frac, minlength=2 * _CHAIN_POINTS + 1))[: 2 * _CHAIN_POINTS]
+        phi = np.fft.rfft(pmf)
+        pmf_s = np.clip(np.fft.irfft(keep * phi / (1.0 - (1.0 - keep) * phi), n=2 * _CHAIN_POINTS), 0.0, None)
+        survival = np.clip(np.cumsum(pmf_s[::-1])[::-1] / max(pmf_s.sum(), 1e-300), 0.0, 1.0)  # P(S >= s_k)
+        below = np.concatenate([survival[1:], [0.0]])  # P(S > s_k) = P(S >= s_{k+1}) on the lattice
+        log_f = np.log1p(-np.minimum(below, 1.0 - 1e-16))
+        longest = float(np.sum(-np.expm1(n_slots * log_f)) * dx)
+        if cut and n_slots >= 2:
+            below_two = np.exp(n_slots * log_f) + n_slots * np.exp((n_slots - 1.0) * log_f) * below
+            second = float(np.sum(np.clip(1.0 - below_two, 0.0, 1.0)) * dx)
+            longest = min(longest, second + float(np.dot(a * a, weights)) / (2.0 * mean_a))
+        out[i] = longest
+    return out
 
 
 def oversampling_cutoff(alpha: float, mu: float, sigma: float, cap: float | None) -> float:

@@ -34,9 +34,11 @@ from .sim_engine import Engine, SimParams
 from .solve import evaluate
 from .staleness import Staleness
 
-__all__ = ["simulate", "flow_from_run", "simulated_events_estimate"]
+__all__ = ["simulate", "flow_from_run", "simulated_events_estimate", "simulated_steps", "MIN_PHASE_STEPS"]
 
 DEFAULT_MAX_EVENTS = 50_000_000
+MIN_PHASE_STEPS = 5
+"""Fewest steps a phase is simulated for (its share of the steps asked for, rounded, and at least this)."""
 
 
 def simulate(scenario: Scenario, *, steps: int, seed: int = 0, max_events: int = DEFAULT_MAX_EVENTS,
@@ -83,7 +85,7 @@ def _simulate_phases(scn: Scenario, *, steps: int, seed: int, max_events: int, p
     runs = []  # (name, start, steps in the run, overrides, prepared phase scenario, steps simulated)
     for name, start, n, over in phases:
         runs.append((name, start, n, over, _prepare(phase_scenario(scn, over), calibration),
-                     max(5, round(steps * n / total))))
+                     max(MIN_PHASE_STEPS, round(steps * n / total))))
     _check_event_bound([(run[4], run[5]) for run in runs], max_events)
     bar = _PhaseProgress(progress, sum(run[5] for run in runs)) if progress is not None else None
     parts, reps, done, used = [], [], 0, 0
@@ -140,7 +142,18 @@ def simulated_events_estimate(scenario: Scenario, steps: int) -> float:
         return _estimated_events(scenario, workload_stats(scenario, over, name, start, n), steps)
     total = sum(ph[2] for ph in phases)
     return sum(_estimated_events(scenario, workload_stats(scenario, over, name, start, n),
-                                 max(5, round(steps * n / total))) for name, start, n, over in phases)
+                                 max(MIN_PHASE_STEPS, round(steps * n / total))) for name, start, n, over in phases)
+
+
+def simulated_steps(scenario: Scenario, steps: int) -> int:
+    """Steps ``simulate(scenario, steps=steps)`` runs: ``steps``, or with ``[[phases]]`` each phase's share of them,
+    at least :data:`MIN_PHASE_STEPS` each (so 12 steps of a 4,000-phase file are 20,000): what a caller bounds
+    before asking (with :func:`simulated_events_estimate`)."""
+    if not scenario.phases:
+        return int(steps)
+    phases = phase_list(scenario)
+    total = sum(ph[2] for ph in phases)
+    return sum(max(MIN_PHASE_STEPS, round(steps * n / total)) for _, _, n, _ in phases)
 
 
 def _check_event_bound(runs: list, max_events: int) -> None:

@@ -83,7 +83,10 @@ def _assess(scn: Scenario, cluster: Cluster, looser: bool = True) -> _Assessed:
                for res in results}
     limits, loose = diagnosis.binding_limits(scn, cluster, results, looser)
     details["binding_limits"] = limits
-    details["warnings"] = diagnosis.group_warnings(scn, results) + diagnosis.calibration_warnings(cluster)
+    groups = diagnosis.group_warnings(scn, results)
+    details["warnings"] = (diagnosis.outcome_warnings(scn, results, metrics, groups)
+                           + diagnosis.input_warnings(scn, cluster) + groups + diagnosis.calibration_warnings(cluster))
+    details["discards"] = diagnosis.discard_causes(results)
     details["calibration"] = calibration_status(cluster.run)
     details["trust"] = trust(cluster.run.calibrated)
     return _Assessed(metrics, _phase_table(parts, results), details, results,
@@ -141,7 +144,7 @@ def evaluate(scenario: Scenario, *, calibration=None, advice: bool = True) -> RL
     lines = [w["message"] for w in a.details["warnings"]] + words.limit_lines(scn, a.facts, solved=False)
     lines += _alternatives(scn, cluster, a.metrics)
     return RLReport(scenario=scn, metrics=a.metrics, details=a.details, phases=a.phases,
-                    advice=tuple(lines + words.general_advice(scn, a.metrics)))
+                    advice=tuple(lines + words.general_advice(scn, a.metrics, a.details["discards"])))
 
 
 def solve_split(scenario: Scenario, objective: str = "usd_per_useful_sample", *, granularity: int | None = None,
@@ -175,11 +178,22 @@ def solve_split(scenario: Scenario, objective: str = "usd_per_useful_sample", *,
     cons = (max_staleness, max_sandboxes)
     g, sw = search(scn, cluster, granularity, objective, cons)
     if not sw.ok.any():
-        if scn.orchestration.traits.shared_pool:
-            evaluate(scn, calibration=calibration)  # the typed error naming the side that cannot hold the model
-        why = "no split holds the model on both sides" if not sw.feasible.any() else "no split meets the constraints"
-        raise InfeasibleError(f"{why} with {int(sw.n_t[0] + sw.n_g[0])} GPUs ({scn.trainer.hardware} trainer, "
-                              f"{scn.generator.hardware} generator)")
+        total = int(sw.n_t[0] + sw.n_g[0])
+        if sw.feasible.any():
+            named = " and ".join(f"{k} = {v:g}" for k, v in (("max_staleness", max_staleness),
+                                                             ("max_sandboxes", max_sandboxes)) if v is not None)
+            raise InfeasibleError(f"no split of the {total} GPUs (trainer.gpus + generator.gpus) meets the constraints "
+                                  f"({named}); loosen them or add GPUs")
+        try:  # the scenario's own split names the side that cannot hold the model, and what would
+            evaluate(scn, calibration=calibration, advice=False)
+        except InfeasibleError as exc:
+            if scn.orchestration.traits.shared_pool:
+                raise
+            raise InfeasibleError(f"no split of the {total} GPUs (trainer.gpus + generator.gpus) holds the model on "
+                                  f"both sides; at {scn.trainer.gpus}:{scn.generator.gpus}, {exc}",
+                                  min_gpus=exc.min_gpus, layout=exc.layout) from None
+        raise InfeasibleError(f"no split of the {total} GPUs (trainer.gpus + generator.gpus) holds the model on both "
+                              f"sides ({scn.trainer.hardware} trainer, {scn.generator.hardware} generator)")
     scores = score(objective, sw.ok, sw.combined)
     best = int(np.argmin(scores))
     given = int(np.flatnonzero(sw.n_t == scn.trainer.gpus)[0])
@@ -203,7 +217,7 @@ def solve_split(scenario: Scenario, objective: str = "usd_per_useful_sample", *,
                  diagnosis.wider_tp_alternative(chosen_scn, cluster, a.results, a.metrics),
                  diagnosis.nvlink_alternative(chosen_scn, cluster, a.metrics)]
         advice += [words.arrangement_line(x) for x in found if x is not None]
-    advice += words.sizing_advice(sizing, a.metrics) + words.general_advice(scn, a.metrics)
+    advice += words.sizing_advice(sizing, a.metrics) + words.general_advice(scn, a.metrics, a.details["discards"])
     phases_df = a.phases
     if len(sw.results) > 1:
         wants = [int(np.argmin(score(objective, sw.ok, res.metrics))) for res in sw.results]

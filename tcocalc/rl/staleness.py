@@ -58,12 +58,19 @@ def partial_rollout_carry(scn: Scenario, ws: WorkloadStats) -> tuple[float, floa
     return share, lag
 
 
+def _longest_tokens(ws: WorkloadStats) -> float:
+    """The longest response the staleness maximum counts [token]: the cap, or (uncapped) the lognormal's p99."""
+    return ws.cap if ws.cap else math.exp(ws.mu + Z99 * ws.sigma)
+
+
 def _synchronous(scn: Scenario, ws: WorkloadStats, flow: Flow, tail_share: float, carry_lag: float):
     base = scn.orchestration.traits.fixed_lag  # one_step_off trains on data one version old
     step = flow.step_s
     s_mean = np.full_like(step, base)
     s_tok = base + np.full_like(step, carry_lag)
-    s_max = np.full_like(step, base + (1.0 if carry_lag > 0 else 0.0))
+    # partial rollout: a response of R > τ tokens spans ⌈R/τ⌉ versions, the longest ⌈L/τ⌉ (not always 2)
+    spans = math.ceil(_longest_tokens(ws) / ws.tau - 1e-9) - 1.0 if carry_lag > 0 else 0.0
+    s_max = np.full_like(step, base + max(spans, 1.0 if carry_lag > 0 else 0.0))
     env = np.full_like(step, tail_share if ws.uses_sandbox else 0.0)
     return s_mean, s_max, s_tok, env
 
@@ -81,9 +88,15 @@ def _streaming(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, flow: 
         s_tok = np.minimum(eta, lag["inflight_token"])
     else:
         s_tok = np.minimum(eta, lag["token"]) + carry_lag
-    # the longest trajectory: the cap, or (uncapped) the lognormal's p99 relative to its mean
+    # the longest trajectory: the cap, or (uncapped) the lognormal's p99 relative to its mean; before it runs it
+    # waits in the dispatch queue as every trajectory does, in_flight/(X/keep) − W_gen by Little's law (left out,
+    # the maximum fell below the mean: 2.0 against 2.64 for SemiAnalysis' run with 1.5x longer responses)
     longest = gcap.latency_s * (ws.cap / ws.response_mean if ws.cap else math.exp(Z99 * ws.sigma))
-    s_max = np.ceil(longest / step + flow.queued / B)
+    waits = np.maximum(flow.in_flight * keep / B - flow.rollout_latency_s / step, 0.0)
+    s_max = np.ceil(longest / step + waits + flow.queued / B)
+    # a mean of lags never exceeds the largest: where the estimate of the longest falls short of Little's law's
+    # mean (a group's slowest beyond the p99, §5.4), the mean's whole steps are the maximum
+    s_max = np.maximum(s_max, np.ceil(lag["sample"] - 1e-9))
     if not streamed(scn):  # a streamed step's bound only limits admission: the longest runs on (§5.6)
         s_max = np.minimum(eta, s_max)
     spans = np.minimum(1.0, flow.rollout_latency_s / step)
@@ -100,4 +113,7 @@ def staleness(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, flow: F
     else:
         s_mean, s_max, s_tok, env = _synchronous(scn, ws, flow, tail_share, carry_lag)
     lag_mean, lag_max = intra_step_lag(scn.trainer.minibatches_per_step)
+    # the token-weighted lag is a weighted mean of the samples' lags: never above the largest (its e^σ² length
+    # bias of §5.3 alone can put it there when the longest responses dominate the tokens)
+    s_tok = np.minimum(s_tok, s_max)
     return Staleness(mean=s_mean + lag_mean, max=s_max + lag_max, token=s_tok + lag_mean, env_state_stale=env)
