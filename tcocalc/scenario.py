@@ -56,6 +56,14 @@ _MULTINODE_NVLINK = ("NCCL reaches the other servers of the accelerator's NVLink
                      "between servers takes the scale-out NICs (docs/rl-modeling.md §3.7)")
 
 
+class MeasuredOn(_Section):
+    """``[trainer.mfu_measured_on]``: where a measured ``trainer.mfu_busy`` was taken (docs/scenario-schema.md,
+    "Prices and measurements follow the hardware")."""
+
+    hardware: str = Field(min_length=1, description="trainer accelerator of the measurement")
+    model: str = Field(min_length=1, description="model of the measurement")
+
+
 class TrainerSection(_Section):
     """``[trainer]``: the training pool and its per-step passes."""
 
@@ -72,6 +80,9 @@ class TrainerSection(_Section):
     mfu_busy: float | None = Field(None, ge=0.001, le=1, description="measured MFU while training, to use instead "
                                                                 "of the roofline training model "
                                                                 "(docs/rl-modeling.md §3.2)")
+    mfu_measured_on: MeasuredOn | None = Field(None, description="the trainer hardware and model mfu_busy was "
+                                               "measured on; it applies only there (default: the scenario's own; "
+                                               "written by with_values / with_cluster when either changes)")
     framework_overhead: float | None = Field(None, ge=1.0, le=10.0, description="the framework's trainer time over "
                                              "the roofline training model's, forward and backward (default: preset; "
                                              "NeMo RL 1.2)")
@@ -245,6 +256,14 @@ class Sandbox(_Section):
     retries: int = Field(2, ge=0, le=100, description="start retries before the rollout is lost")
 
 
+class PricedFor(_Section):
+    """``[economics.priced_for]``: the accelerator each pool's price was set for (docs/scenario-schema.md, "Prices
+    and measurements follow the hardware")."""
+
+    trainer: str | None = Field(None, min_length=1, description="accelerator the trainer pool's price is for")
+    generator: str | None = Field(None, min_length=1, description="accelerator the generator pool's price is for")
+
+
 class Economics(_Section):
     """``[economics]``: GPU and CPU prices (or cost-engine inputs) and the Tinker list to compare with."""
 
@@ -257,6 +276,23 @@ class Economics(_Section):
     cost_inputs: dict[str, Any] | None = Field(None, strict=False, description="ownership-cost inputs "
                                                "(tc.CostInputs fields) overriding each pool's hardware defaults; "
                                                "when given, they set the $/GPU-hour instead of usd_per_gpu_hour")
+    hardware_prices: dict[str, float] | None = Field(None, description="your price per accelerator "
+                                                     "[USD/GPU-h], e.g. {B200 = 3.2}: a pool on a listed "
+                                                     "accelerator pays it (ahead of cost_inputs and "
+                                                     "usd_per_gpu_hour; a pool's own price still wins)")
+    priced_for: PricedFor | None = Field(None, description="the accelerators the GPU prices above were set for, per "
+                                         "pool; a price applies only to its own hardware (default: the pools' "
+                                         "hardware; written by with_values / with_cluster when a pool's hardware "
+                                         "changes)")
+
+    @field_validator("hardware_prices")
+    @classmethod
+    def _prices(cls, v):
+        for name, price in (v or {}).items():
+            if not (math.isfinite(price) and 0 < price <= 1e5):
+                raise ScenarioError(f"economics.hardware_prices.{name}", f"must be a price in (0, 100000] "
+                                                                         f"USD/GPU-h, got {price!r}")
+        return v
 
 
 class Phase(_Section):
@@ -479,6 +515,7 @@ class Scenario(_Section):
                 node.pop(leaf, None)
             else:
                 node[leaf] = plain_values(value)
+        _follow_hardware(self, data, {str(p) for p in values})
         return _validated(data)  # to_dict() holds Python values only: no need to walk it for NumPy scalars
 
     def with_run_calibration(self, calibration) -> Scenario:
@@ -560,13 +597,65 @@ class Scenario(_Section):
         return text
 
 
+def _follow_hardware(old: Scenario, data: dict, paths: set[str]) -> None:
+    """Keep a price and a measured MFU with the hardware they were set for (docs/scenario-schema.md, "Prices and
+    measurements follow the hardware"), in ``data``, the edited copy of ``old`` by ``paths``.
+
+    A pool whose hardware the edit changes gets ``economics.priced_for.<pool>`` = its old hardware (unless the
+    edit writes ``priced_for`` itself, or already had one), so its old price is not taken for the new chip; an
+    edit that sets a pool's price (``economics.<pool>_usd_per_gpu_hour``, or ``economics.usd_per_gpu_hour`` for a
+    pool without its own price, or the whole ``economics`` table) sets it for the pool's hardware after the edit.
+    ``trainer.mfu_measured_on`` likewise keeps the trainer hardware and model a measured ``trainer.mfu_busy``
+    was taken on. An entry equal to the current value says nothing and is dropped."""
+    def sets(field: str) -> bool:  # the edit writes this field: by its path or a table above it
+        return any(field == p or field.startswith(p + ".") for p in paths)
+
+    def near(field: str) -> bool:  # the edit writes this field, a table above it or an entry in it
+        return sets(field) or any(p.startswith(field + ".") for p in paths)
+
+    econ, trainer = data.get("economics", {}), data.get("trainer", {})
+    if not all(isinstance(x, dict) for x in (econ, trainer, data.get("generator", {}), data.get("model", {}))):
+        return  # a section replaced by a value: validation names it
+    if not near("economics.priced_for"):
+        priced = dict(econ.get("priced_for") or {})
+        for side in ("trainer", "generator"):
+            hw = data.get(side, {}).get("hardware")
+            own = econ.get(f"{side}_usd_per_gpu_hour") is not None
+            if sets(f"economics.{side}_usd_per_gpu_hour" if own else "economics.usd_per_gpu_hour"):
+                priced.pop(side, None)  # a price set now is for the hardware after the edit
+            elif hw != getattr(old, side).hardware and side not in priced:
+                priced[side] = getattr(old, side).hardware
+            if priced.get(side) == hw:
+                priced.pop(side)
+        if priced:
+            data["economics"] = {**econ, "priced_for": priced}
+        else:
+            econ.pop("priced_for", None)
+    if trainer.get("mfu_busy") is None or sets("trainer.mfu_busy"):
+        if not near("trainer.mfu_measured_on"):
+            trainer.pop("mfu_measured_on", None)  # no measurement, or one given now: for the scenario as edited
+        return
+    if near("trainer.mfu_measured_on"):
+        return
+    now = {"hardware": trainer.get("hardware"), "model": data.get("model", {}).get("name")}
+    taken = trainer.get("mfu_measured_on") or {"hardware": old.trainer.hardware, "model": old.model.name}
+    if taken == now:
+        trainer.pop("mfu_measured_on", None)
+    else:
+        trainer["mfu_measured_on"] = taken
+
+
 def _price_note(econ: Economics) -> str:
     """What overrides ``usd_per_gpu_hour`` in a scenario card: cost inputs, or a pool's own price."""
     if econ.cost_inputs:
         return " (cost_inputs given: the TCO engine sets it)"
     own = [f"{side} {v:.4g}" for side, v in (("trainer", econ.trainer_usd_per_gpu_hour),
                                              ("generator", econ.generator_usd_per_gpu_hour)) if v]
-    return f" ({' and '.join(own)} {'overrides' if len(own) == 1 else 'override'} it)" if own else ""
+    note = f" ({' and '.join(own)} {'overrides' if len(own) == 1 else 'override'} it)" if own else ""
+    if econ.priced_for is not None:
+        was = ", ".join(f"{side} {hw}" for side, hw in econ.priced_for.model_dump(exclude_none=True).items())
+        note += f" (set for {was}: a pool on other hardware pays its ownership cost)"
+    return note
 
 
 def _whole(value: Any, field: str) -> Any:

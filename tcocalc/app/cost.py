@@ -57,7 +57,7 @@ name = st.selectbox("Scenario", list(files), key="cost_scenario")
 with st.spinner("Pricing the run…"):
     try:
         scn = ui.load_scenario(str(files[name]))
-        brt = tc.build_rent_tinker(scn)
+        brt = tc.build_rent_tinker(scn, ownership=inputs)
         sens = tc.sensitivity(scn)
         gap = tc.tinker_gap(scn)
     except tc.TcocalcError as exc:
@@ -66,6 +66,10 @@ with st.spinner("Pricing the run…"):
 st.dataframe(brt, hide_index=True)
 st.download_button("Download build/rent/Tinker (CSV)", to_csv_text(brt), "build_rent_tinker.csv", "text/csv",
                    key="dl_brt")
+if "build (ownership cost)" not in set(brt["option"]):
+    st.caption(f"The ownership cost above is for {inputs.hardware}; {scn.name} runs on {scn.trainer.hardware} "
+               f"(trainer) and {scn.generator.hardware} (generator): choose its accelerator above to price it owned "
+               "at those inputs.")
 if "Tinker" not in set(brt["option"]):
     st.caption(f"Tinker does not offer {scn.model.name}: no price is made up for it.")
 st.subheader("What moves the cost most (±20%)")

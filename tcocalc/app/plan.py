@@ -55,6 +55,19 @@ def nvlink_choice(scn) -> str:
     return NVLINK_MIXED if len(both) > 1 else NVLINK[0] if both == {True} else NVLINK[1]
 
 
+def price_edit(scn, price: float, typed_for) -> dict:
+    """The edit that sets the page's GPU price: ``economics.usd_per_gpu_hour`` for the hardware chosen when it was
+    typed (``typed_for``: trainer and generator hardware; None: the hardware shown), for each pool without a price
+    of its own (docs/scenario-schema.md, "Prices and measurements follow the hardware")."""
+    hw = dict(zip(("trainer", "generator"), typed_for or (scn.trainer.hardware, scn.generator.hardware), strict=True))
+    econ = scn.economics
+    old = econ.priced_for.model_dump(exclude_none=True) if econ.priced_for is not None else {}
+    priced = {side: (hw[side] if getattr(econ, f"{side}_usd_per_gpu_hour") is None else old.get(side))
+              for side in ("trainer", "generator")}
+    priced = {side: name for side, name in priced.items() if name and name != getattr(scn, side).hardware}
+    return {"economics.usd_per_gpu_hour": price, "economics.priced_for": priced or None}
+
+
 def limits(key: str) -> dict:
     """A number input's bounds, and its starting value on a session's first run (see :func:`initial`)."""
     _, lo, hi = NUMBERS[key]
@@ -197,6 +210,7 @@ if ss.get("_loaded") != source or any(key not in ss for key in start):
     else:  # another scenario: its values replace the widgets' (the browser's, after a reconnect, are the old one's)
         ss.update(values)
     ss["_loaded"] = source
+    ss.pop("_price_for", None)  # a price typed for the previous scenario's hardware
 if ss["_link"]:  # the URL's inputs are for an uploaded file: kept until that file is uploaded again
     st.warning(f"The inputs in the page's URL are for the uploaded file {linked}, which a reconnect does not keep: "
                f"upload it again to restore them.")
@@ -230,7 +244,10 @@ with st.expander("Cluster and workload", expanded=True):
     c1.number_input("Turns per trajectory", key="turns", **limits("turns"), help="tool calls = turns - 1")
     c2.number_input("Tool call [s]", step=1.0, key="tool_s", **limits("tool_s"))
     c3.number_input("GPU cost [USD/GPU-h]", step=0.1, key="usd_gpu_h", **limits("usd_gpu_h"),
-                    help="all-in cost per GPU-hour; the Cost page derives one from capex and opex")
+                    on_change=lambda: ss.update(_price_for=(ss["trainer_hw"], ss["generator_hw"])),
+                    help="all-in cost per GPU-hour of the hardware it was set for (the file's, or the hardware "
+                         "chosen when you type it); other hardware is priced at its ownership cost (data/"
+                         "cost_defaults.toml). The Cost page derives one from capex and opex")
     solve = c4.toggle("Find the best split", key="solve", **initial("solve"))
     c1, c2, c3, c4 = st.columns(4)
     c4.number_input("Draft tokens (speculative)", key="draft_tokens", **limits("draft_tokens"),
@@ -269,7 +286,7 @@ try:
         "orchestration.max_staleness": float(ss["max_staleness"]), "workload.prompts_per_step": int(ss["prompts"]),
         "workload.group_size": int(ss["group"]), "workload.prompt_tokens": float(ss["prompt_tokens"]),
         "workload.turns": int(ss["turns"]), "sandbox.tool_call_s": float(ss["tool_s"]),
-        "economics.usd_per_gpu_hour": float(ss["usd_gpu_h"]), "orchestration.framework": ss["framework"],
+        "orchestration.framework": ss["framework"],
         "generator.disaggregated": ss["serving"] == "disaggregated",
         **({} if ss["serving"] == "disaggregated" else {"generator.prefill_gpus": None}),
         "generator.speculative_tokens": int(ss["draft_tokens"]) or None,
@@ -279,6 +296,8 @@ try:
         .with_response_mean(float(ss["resp_mean"]))
         .with_cluster(mode=ss["mode"], trainer_hardware=ss["trainer_hw"], trainer_gpus=int(ss["trainer_gpus"]),
                       generator_hardware=ss["generator_hw"], generator_gpus=int(ss["generator_gpus"])))
+    if ss["usd_gpu_h"] != start["usd_gpu_h"] or ss.get("_price_for"):  # a price typed here: for the hardware then
+        scn = scn.with_values(price_edit(scn, float(ss["usd_gpu_h"]), ss.get("_price_for")))
 except (tc.TcocalcError, ValueError) as exc:
     ui.show_error(exc, LABELS)
     st.stop()
@@ -339,6 +358,7 @@ calibrated = report.details["calibration"]["calibrated"]
 st.subheader(("" if tc.MODES[mode].shared_pool else "Split ") + split + (" (solved)" if solve else "")
              + (", calibrated" if calibrated else ""))
 st.caption(ui.calibration_text(report.details))
+st.caption("Priced: " + "; ".join(p["text"] for p in report.details["pricing"]) + ".")
 if report.phases is not None and "prefill_gpus" in report.phases.columns:  # disaggregated: the generator's pools
     pools = report.phases.iloc[0]
     st.caption(f"Generator pools: {ui.plural(int(pools['prefill_gpus']), 'prefill GPU')} in "

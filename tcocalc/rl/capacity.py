@@ -34,7 +34,7 @@ from ..roofline.training import (
     candidate_degrees,
     training_throughput,
 )
-from .cluster import Cluster
+from .cluster import Cluster, measured_mfu
 from .decode_floor import decode_floor_seconds
 from .phases import WorkloadStats
 from .settings import engine_config, settings
@@ -587,10 +587,11 @@ def trainer_capacity(scn, cluster: Cluster, ws: WorkloadStats, n_t) -> TrainerRa
     flop_rate_per_token = m.training_flops_per_token(seq)
     f_sample = sample_flops(m, ws) * (run.training + run.logprob * extra / 3.0) * overhead
     fits = rates[:, 0] > 0
-    if t.mfu_busy is not None:  # a measured MFU replaces the training model; memory feasibility still applies
+    mfu = measured_mfu(scn, cluster)
+    if mfu is not None:  # a measured MFU replaces the training model; memory feasibility still applies
         peak = hw.peak_flops_per_s(precision)
-        return TrainerRates(np.where(fits, n_t * peak * t.mfu_busy / (f_sample / overhead), 0.0),
-                            np.where(fits, t.mfu_busy / run.training, 0.0), rates[:, 2])
+        return TrainerRates(np.where(fits, n_t * peak * mfu / (f_sample / overhead), 0.0),
+                            np.where(fits, mfu / run.training, 0.0), rates[:, 2])
     samples = rates[:, 0] * flop_rate_per_token / f_sample
     return TrainerRates(samples, rates[:, 1] / (overhead * run.training), rates[:, 2])
 

@@ -41,7 +41,7 @@ from .pipeline import phase_results
 from .report import METRIC_UNITS, combine_phases, tinker_usd_per_mtok
 
 __all__ = ["SizingOptions", "SizingResult", "size_cluster", "SIZING_TARGETS", "SIZING_MODES", "gpu_ladder",
-           "supply_prices"]
+           "supply_prices", "own_prices"]
 
 #: The targets :func:`size_cluster` accepts (exactly one): a pace, a deadline, or a budget.
 SIZING_TARGETS = ("useful_samples_per_s", "run_hours", "budget_usd")
@@ -99,14 +99,19 @@ class SizingResult:
         scn = scenario.with_cluster(mode=r["mode"], trainer_hardware=r["trainer_hardware"],
                                     trainer_gpus=int(r["trainer_gpus"]), generator_hardware=r["generator_hardware"],
                                     generator_gpus=int(r["generator_gpus"]))
+        values = {}
         if MODES[r["mode"]].streaming:
-            scn = scn.with_values({"orchestration.max_staleness": float(r["staleness_bound_steps"])})
-        return scn
+            values["orchestration.max_staleness"] = float(r["staleness_bound_steps"])
+        if r["supply"] != "own":  # a provider's prices, pinned to this hardware (own: the scenario's already)
+            values.update({"economics.trainer_usd_per_gpu_hour": float(r["trainer_usd_per_gpu_hour"]),
+                           "economics.generator_usd_per_gpu_hour": float(r["generator_usd_per_gpu_hour"])})
+        return scn.with_values(values) if values else scn
 
 
 #: Units of the candidate table's own columns (the others are contract metrics), for displays and exports.
 _CANDIDATE_UNITS = {"trainer_hardware": "", "trainer_gpus": "GPU", "generator_hardware": "", "generator_gpus": "GPU",
-                    "mode": "", "staleness_bound_steps": "step", "supply": "", "useful_samples_per_s": "sample/s",
+                    "mode": "", "staleness_bound_steps": "step", "supply": "", "trainer_usd_per_gpu_hour": "USD/GPU-h",
+                    "generator_usd_per_gpu_hour": "USD/GPU-h", "useful_samples_per_s": "sample/s",
                     "run_hours": "h", "run_usd": "USD", "usd_per_useful_sample": "USD/sample", "total_gpus": "GPU"}
 
 
@@ -141,14 +146,39 @@ def _price_table(supplies: tuple[str, ...] | None, accelerators) -> dict[str, di
     return table
 
 
-def supply_prices(hw_t: str, hw_g: str, supplies: tuple[str, ...] | None,
-                  table: dict | None = None) -> list[tuple[str, float, float]]:
+def supply_prices(hw_t: str, hw_g: str, supplies: tuple[str, ...] | None, table: dict | None = None,
+                  scenario: Scenario | None = None) -> list[tuple[str, float, float]]:
     """(supply, trainer $/GPU-h, generator $/GPU-h) for each supply that offers both accelerators: ``own``
-    (the ownership engine, where the accelerator has cost defaults) and each provider (price x goodput factor
-    of its tier), ``own`` first then providers by name."""
+    and each provider (price x goodput factor of its tier), ``own`` first then providers by name.
+
+    ``own`` without a ``scenario`` is the ownership engine on each accelerator's cost defaults; with one, it is
+    what the scenario pays for that hardware (:func:`own_prices`), so that a plan costs in the sizer what it
+    costs in :func:`~tcocalc.evaluate` (one price per plan)."""
     table = _price_table(supplies, {hw_t, hw_g}) if table is None else table
     names = sorted(table, key=lambda k: (k != "own", k))
-    return [(k, table[k][hw_t], table[k][hw_g]) for k in names if hw_t in table[k] and hw_g in table[k]]
+    found = [(k, table[k][hw_t], table[k][hw_g]) for k in names if hw_t in table[k] and hw_g in table[k]]
+    if scenario is None or (supplies is not None and "own" not in supplies):
+        return found
+    own = own_prices(scenario, hw_t, hw_g)
+    return ([("own", *own)] if own is not None else []) + [row for row in found if row[0] != "own"]
+
+
+def own_prices(scn: Scenario, hw_t: str, hw_g: str) -> tuple[float, float] | None:
+    """(trainer, generator) $/GPU-h the scenario pays on these accelerators (:func:`~tcocalc.economics.tco.
+    pool_pricing` of the scenario moved to them: its price where it was set for that hardware, your price for
+    the accelerator, else its ownership cost); None where a pool has no price (no cost defaults)."""
+    try:
+        return pool_prices(_on_hardware(scn, hw_t, hw_g))
+    except ScenarioError:
+        return None
+
+
+def _on_hardware(scn: Scenario, hw_t: str, hw_g: str) -> Scenario:
+    """The scenario moved to these accelerators as two pools (its prices and measured MFU follow the hardware)."""
+    values = {"trainer.hardware": hw_t, "generator.hardware": hw_g}
+    if scn.orchestration.traits.shared_pool:
+        values["orchestration.mode"] = SIZING_MODES[-1]
+    return scn.with_values(values)
 
 
 def _check_options(scn: Scenario, options: SizingOptions | dict | None) -> SizingOptions:
@@ -220,8 +250,9 @@ def _evaluate_pair(scn: Scenario, hw_t: str, hw_g: str, opt: SizingOptions, n_t,
         streaming = MODES[mode].streaming
         bounds = opt.staleness_bounds if streaming else (MODES[mode].fixed_lag,)
         for bound in bounds:
+            # the physics of the plan; its price is the supply's (the CPU cost is what is left of the cluster's)
             values = {"trainer.hardware": hw_t, "generator.hardware": hw_g, "orchestration.mode": mode,
-                      "trainer.gpus": int(n_t[0]), "generator.gpus": int(n_g[0])}
+                      "trainer.gpus": int(n_t[0]), "generator.gpus": int(n_g[0]), "economics.priced_for": None}
             if streaming:
                 values["orchestration.max_staleness"] = bound
             s = scn.with_values(values)
@@ -256,12 +287,13 @@ def _frame(scn: Scenario, opt: SizingOptions, kind: str, calibration=None):
     n_t, n_g = n_t[within], n_g[within]
     cols: dict[str, list] = {k: [] for k in ("trainer_hardware", "generator_hardware", "trainer_gpus",
                                              "generator_gpus", "mode", "staleness_bound_steps", "supply",
+                                             "trainer_usd_per_gpu_hour", "generator_usd_per_gpu_hour",
                                              "useful_samples_per_s", "run_hours", "usd_per_hour",
                                              "trainer_idle_fraction", "mean_staleness_steps")}
     table = _price_table(opt.supplies, set(opt.trainer_hardware) | set(opt.generator_hardware))
     for hw_t in opt.trainer_hardware:
         for hw_g in opt.generator_hardware:
-            supplies = supply_prices(hw_t, hw_g, opt.supplies, table)
+            supplies = supply_prices(hw_t, hw_g, opt.supplies, table, scenario=scn)
             if not supplies:
                 continue
             for b in _evaluate_pair(scn, hw_t, hw_g, opt, n_t.copy(), n_g.copy(), calibration):
@@ -274,6 +306,8 @@ def _frame(scn: Scenario, opt: SizingOptions, kind: str, calibration=None):
                     cols["mode"].append(np.full(m, b["mode"], dtype=object))
                     cols["staleness_bound_steps"].append(np.full(m, b["bound"]))
                     cols["supply"].append(np.full(m, supply, dtype=object))
+                    cols["trainer_usd_per_gpu_hour"].append(np.full(m, p_t))
+                    cols["generator_usd_per_gpu_hour"].append(np.full(m, p_g))
                     cols["useful_samples_per_s"].append(b["useful"])
                     cols["run_hours"].append(b["hours"])
                     cols["usd_per_hour"].append(b["n_t"] * p_t + b["n_g"] * p_g + b["cpu_usd_h"])

@@ -83,7 +83,9 @@ def _assess(scn: Scenario, cluster: Cluster, looser: bool = True) -> _Assessed:
                for res in results}
     limits, loose = diagnosis.binding_limits(scn, cluster, results, looser)
     details["binding_limits"] = limits
-    details["warnings"] = diagnosis.group_warnings(scn, results) + diagnosis.calibration_warnings(cluster)
+    details["warnings"] = (diagnosis.group_warnings(scn, results) + diagnosis.pricing_warnings(scn)
+                           + diagnosis.mfu_warnings(scn, cluster, metrics) + diagnosis.calibration_warnings(cluster))
+    details["pricing"] = diagnosis.pricing(scn)
     details["calibration"] = calibration_status(cluster.run)
     details["trust"] = trust(cluster.run.calibrated)
     return _Assessed(metrics, _phase_table(parts, results), details, results,
