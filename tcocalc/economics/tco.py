@@ -246,10 +246,11 @@ def _ownership(name: str) -> float | None:
 
 
 def amortisation_text(hardware_name: str) -> str:
-    """How an ownership cost recovers the capex: "5-year capex annuity at 4% cost of capital, calendar hours
-    charged" for the accelerator's documented defaults (``data/cost_defaults.toml``)."""
+    """How an ownership cost recovers the capex, for the accelerator's documented defaults
+    (``data/cost_defaults.toml``): "capex recovered over 5 years at 4% cost of capital with 100% of calendar hours
+    charged (data/cost_defaults.toml)"."""
     i = default_cost_inputs(hardware_name)
-    return (f"capex recovered over {i.depreciation_years:g} years at {i.cost_of_capital:.0%} cost of capital, "
+    return (f"capex recovered over {i.depreciation_years:g} years at {i.cost_of_capital:.0%} cost of capital with "
             f"{i.utilization:.0%} of calendar hours charged (data/cost_defaults.toml)")
 
 
@@ -285,7 +286,7 @@ def _pool_price(scn: Scenario, side: str) -> PoolPrice:
                                    f"data/cost_defaults.toml: give {hw} a price (this field, "
                                    f"economics.hardware_prices, or [economics.cost_inputs])")
     return PoolPrice(side, hw, p, "ownership cost", set_for=_canonical(set_for),
-                     text=f"{side} {hw} at {p:.4g} USD/GPU-h, its ownership cost ({amortisation_text(hw)}); the "
+                     text=f"{side} {hw} at {p:.4g} USD/GPU-h, its ownership cost: {amortisation_text(hw)}; the "
                           f"scenario's {old:.4g} USD/GPU-h ({which}) was set for {_canonical(set_for)}")
 
 

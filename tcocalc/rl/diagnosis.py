@@ -208,8 +208,8 @@ def pricing_warnings(scn: Scenario) -> list[dict]:
         out.append({"kind": "price_not_for_hardware", "phase": None, "sides": tuple(sides), "hardware": hw,
                     "set_for": was, "usd_per_gpu_hour": price,
                     "message": f"Price no longer applies: the scenario's GPU price was set for {was}, and {which} on "
-                               f"{hw}, priced at {hw}'s ownership cost instead: {price:.3g} USD/GPU-h "
-                               f"({amortisation_text(hw)}). Set economics.hardware_prices.{hw} to use your own."})
+                               f"{hw}, priced at {hw}'s ownership cost instead: {price:.3g} USD/GPU-h, "
+                               f"{amortisation_text(hw)}. Set economics.hardware_prices.{hw} to use your own."})
     return out
 
 
