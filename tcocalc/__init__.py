@@ -179,4 +179,5 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    """The public names and the version: not the facade's own imports, nor the subpackages importing one loads."""
+    return sorted({*__all__, "__version__"})

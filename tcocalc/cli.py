@@ -36,11 +36,16 @@ def _fmt(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
 
 
-def _metric_text(value, unit: str) -> str:
-    """A metric for the text tables: fractions (unit "1") as percentages; None as "not offered"."""
+def _metric_text(value, unit: str, key: str = "") -> str:
+    """A metric for the text tables: cost ratios as multiples (``0.60x``, as published), other fractions (unit
+    "1") as percentages to three figures; None as "not offered"."""
+    from .display import is_ratio
+
     if value is None:
         return "not offered"
-    return f"{100 * value:.4g}%" if unit == "1" else _fmt(value)
+    if unit == "1":
+        return f"{value:.2f}x" if is_ratio(key) else f"{100 * value:.3g}%"
+    return _fmt(value)
 
 
 def _unit_text(unit: str) -> str:
@@ -457,6 +462,10 @@ def _print_heading(run: dict, solved: bool) -> None:
           f"generator {met['generator_gpus']:.0f} x {scn.generator.hardware}{pools}"
           + (" (solved split)" if solved else ""))
     print(_calibration_text(run["report"].details))
+    if run["report"].details.get("pricing"):
+        from .economics.tco import pricing_text
+
+        print(f"priced: {pricing_text(run['report'].details['pricing'])}")
 
 
 def _calibration_text(details: dict) -> str:
@@ -491,9 +500,9 @@ def _print_one(run: dict, solved: bool) -> None:
               f"seed {sim.details['seed']})")
     for key, value in report.metrics.items():
         unit, meaning = METRIC_UNITS[key]
-        shown = _metric_text(value, unit)
+        shown = _metric_text(value, unit, key)
         if sim is not None:
-            print(f"  {key:40s} {shown:>14s} {_metric_text(sim.metrics[key], unit):>14s} {_unit_text(unit)}")
+            print(f"  {key:40s} {shown:>14s} {_metric_text(sim.metrics[key], unit, key):>14s} {_unit_text(unit)}")
         else:
             print(f"  {key:40s} {shown:>14s} {_unit_text(unit):12s} {meaning}")
     _print_phase_table(report.phases)
@@ -550,9 +559,9 @@ def _print_side_by_side(runs: list[dict], solved: bool) -> None:
     for key, (unit, _meaning) in METRIC_UNITS.items():
         cells = []
         for run in runs:
-            cells.append(f"{_metric_text(run['report'].metrics[key], unit):>{width}s}")
+            cells.append(f"{_metric_text(run['report'].metrics[key], unit, key):>{width}s}")
             if simulated:
-                cells.append(f"{_metric_text(run['sim'].metrics[key], unit):>{width}s}")
+                cells.append(f"{_metric_text(run['sim'].metrics[key], unit, key):>{width}s}")
         print(f"  {key:40s} " + " ".join(cells) + f" {_unit_text(unit)}")
     for run in runs:
         for line in run["report"].advice:
@@ -616,7 +625,9 @@ def _write_outputs(runs: list[dict], args) -> None:
 
             run["gap"] = tinker_gap(run["report"].scenario)
             if out is not None:
-                run["gap"].to_csv(out / "tinker_gap.csv", index=False)
+                from .reports import gap_table
+
+                gap_table(run["gap"]).to_csv(out / "tinker_gap.csv", index=False)
 
 
 def _print_runs(runs: list[dict], ok: list[dict], args) -> None:
@@ -712,8 +723,10 @@ def _cmd_size(args) -> int:
 
         out = Path(args.csv)
         out.mkdir(parents=True, exist_ok=True)
-        res.candidates.to_csv(out / "candidates.csv", index=False)
-        res.pareto.to_csv(out / "pareto.csv", index=False)
+        from .reports import candidates_table
+
+        candidates_table(res.candidates).to_csv(out / "candidates.csv", index=False)  # name [unit] headers
+        candidates_table(res.pareto).to_csv(out / "pareto.csv", index=False)
     if args.json:
         print(json.dumps({"target": dict([res.target]), "met": res.met, "message": res.message,
                           "tinker": res.tinker,

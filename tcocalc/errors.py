@@ -53,12 +53,23 @@ class InfeasibleError(TcocalcError, ValueError):
 
 
 class ScenarioError(TcocalcError, ValueError):
-    """Bad input: names the offending ``field`` (a dotted path such as ``workload.group_size``)."""
+    """Bad input: names the offending ``field`` (a dotted path such as ``workload.group_size``).
 
-    def __init__(self, field: str, message: str):
+    Input with several faults found at once (a scenario file's fields) carries all of them in ``problems``,
+    ``(field, message)`` pairs, the first being ``field`` and ``message``; the text lists them all, fields with the
+    same message together ("trainer.gpus, generator.gpus: Input should be greater than or equal to 1; ...")."""
+
+    def __init__(self, field: str, message: str, *, problems: tuple[tuple[str, str], ...] = ()):
         self.field = field
         self.message = message  # the text without the field, for re-raising under a longer path
-        super().__init__(f"{field}: {message}" if field else message)
+        self.problems = tuple(problems) or ((field, message),)
+        if len(self.problems) > 1:
+            grouped: dict[str, list[str]] = {}
+            for f, m in self.problems:
+                grouped.setdefault(m, []).append(f)
+            super().__init__("; ".join(f"{', '.join(fs)}: {m}" for m, fs in grouped.items()))
+        else:
+            super().__init__(f"{field}: {message}" if field else message)
 
 
 class MeasurementError(ScenarioError):

@@ -686,8 +686,9 @@ def scenario_from_dict(data: Any) -> Scenario:
     whole number 64, ``np.float64(1.5)`` the number 1.5, ``np.bool_(True)`` the boolean ``True``. Validation
     is as strict for them as for Python values: a boolean is never a number, a float never a whole number.
 
-    Raises :class:`ScenarioError` naming the first offending field, e.g. ``workload.group_size``, or the
-    first key path nested deeper than :data:`MAX_NESTING_DEPTH`.
+    Raises :class:`ScenarioError` naming the offending field, e.g. ``workload.group_size`` (every fault found at
+    once in ``problems``, the first as ``field``), or the first key path nested deeper than
+    :data:`MAX_NESTING_DEPTH`.
     """
     if not isinstance(data, dict):
         raise ScenarioError("", "a scenario must be a table of sections ([model], [trainer], ...)")
@@ -696,25 +697,32 @@ def scenario_from_dict(data: Any) -> Scenario:
 
 
 def _validated(data: dict) -> Scenario:
-    """:func:`scenario_from_dict` of data holding no NumPy scalars."""
+    """:func:`scenario_from_dict` of data holding no NumPy scalars. Every fault validation finds is named
+    (:attr:`ScenarioError.problems`), not only the first."""
     _check_depth(data)
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        if err["type"] == "extra_forbidden":
-            raise ScenarioError(loc, "unknown key (check the spelling; see the documented schema)") from None
-        if err["type"] == "missing":
-            raise ScenarioError(loc, "missing (required)") from None
-        inner = (err.get("ctx") or {}).get("error")
-        if isinstance(inner, ScenarioError):  # a cross-section check that names its own field
-            raise ScenarioError(inner.field, inner.message) from None
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] in ("finite_number",) or (isinstance(err.get("input"), float) and not
-                                                 math.isfinite(err["input"])):
-            msg = "must be a finite number"
-        raise ScenarioError(loc or "scenario", msg) from None
+        problems = list(dict.fromkeys(_problem(err) for err in exc.errors()))
+        field, message = problems[0]
+        raise ScenarioError(field, message, problems=tuple(problems)) from None
+
+
+def _problem(err: dict) -> tuple[str, str]:
+    """One pydantic error as (dotted field, message)."""
+    loc = ".".join(str(p) for p in err["loc"])
+    if err["type"] == "extra_forbidden":
+        return loc, "unknown key (check the spelling; see the documented schema)"
+    if err["type"] == "missing":
+        return loc, "missing (required)"
+    inner = (err.get("ctx") or {}).get("error")
+    if isinstance(inner, ScenarioError):  # a cross-section check that names its own field
+        return inner.field, inner.message
+    msg = err["msg"].removeprefix("Value error, ")
+    if err["type"] in ("finite_number",) or (isinstance(err.get("input"), float) and not
+                                             math.isfinite(err["input"])):
+        msg = "must be a finite number"
+    return loc or "scenario", msg
 
 
 def plain_values(obj: Any) -> Any:

@@ -16,6 +16,7 @@ from .economics.tco import (
     gpus_paid,
     paid_pools,
     pool_prices,
+    pricing_text,
 )
 from .errors import ScenarioError
 from .rl.solve import evaluate
@@ -62,7 +63,7 @@ def build_rent_tinker(scenario, *, ownership=None):
                 "goodput_factor": 1.0, "usd_per_mtok_trained": usd_h / tokens_per_hour * 1e6,
                 "run_usd": usd_h * m["run_hours"], "date": "", "source": source, "accounting": accounting}
 
-    rows = [owned("build (own)", pool_prices(scn), "the plan's price: " + "; ".join(p["text"] for p in pricing),
+    rows = [owned("build (own)", pool_prices(scn), f"the plan's price: {pricing_text(pricing)}",
                   "scenario economics")]
     rows[0].update(usd_per_mtok_trained=m["usd_per_mtok_trained"], run_usd=m["run_usd"])  # evaluate's, exactly
     if ownership is not None:
@@ -272,7 +273,7 @@ def tinker_gap(scenario, *, hardware: str = GAP_HARDWARE, runs: int = GAP_RUNS):
     mtok_h = m["usd_per_hour"] / c0
     rows = []
     if tinker is not None:
-        rows.append(("Tinker list price", "absolute", tinker,
+        rows.append(("Tinker list price (SemiAnalysis-style: discards not billed)", "absolute", tinker,
                      f"{scn.model.name}, list of {scn.economics.tinker_price_date}; prompt at prefill, response at "
                      "sample + train, discards not billed"))
         rows.append(("Tinker margin and what the model leaves out", "relative", ideal_final - tinker,
@@ -298,7 +299,7 @@ def tinker_gap(scenario, *, hardware: str = GAP_HARDWARE, runs: int = GAP_RUNS):
     if tinker is not None:  # close exactly: the margin bar takes the float rounding of the chain
         others = math.fsum(r[2] for r in rows[2:])
         rows[1] = (rows[1][0], "relative", (c0 - tinker) - others, rows[1][3])
-    rows.append(("scenario (usd_per_mtok_trained)", "total", c0, scn.name))
+    rows.append(("this run: cost per M trained tokens (ours)", "total", c0, scn.name))
     df = pd.DataFrame(rows, columns=["cause", "measure", "usd_per_mtok", "note"])
     cum, acc = [], 0.0
     for meas, v in zip(df["measure"], df["usd_per_mtok"], strict=True):

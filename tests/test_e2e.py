@@ -80,7 +80,7 @@ def test_bad_upload_shows_an_error(page, app_url, tmp_path):
     assert "Traceback" not in page.content()
 
 
-@pytest.mark.parametrize("name", ["Hardware", "Cost", "Compare", "Validation"])
+@pytest.mark.parametrize("name", ["Hardware", "Cost", "Compare", "Size", "Validation"])
 def test_every_page_opens(page, app_url, name):
     page.goto(app_url)
     page.get_by_text("Useful samples/s").first.wait_for()

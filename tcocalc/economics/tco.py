@@ -34,9 +34,8 @@ from ..scenario import Scenario
 
 __all__ = ["CostInputs", "CostBreakdown", "default_cost_inputs", "cost_default_hardware", "gpu_hour_cost",
            "capital_recovery_factor", "cloud_prices", "pool_prices", "pool_pricing", "PoolPrice", "PRICE_BASES",
-           "ownership_usd_per_gpu_hour", "amortisation_text", "paid_pools", "gpus_paid", "cluster_usd_per_hour",
-           "cost_lines",
-           "GOODPUT_FACTOR", "HOURS_PER_YEAR"]
+           "ownership_usd_per_gpu_hour", "amortisation_text", "pricing_text", "paid_pools", "gpus_paid",
+           "cluster_usd_per_hour", "cost_lines", "GOODPUT_FACTOR", "HOURS_PER_YEAR"]
 
 HOURS_PER_YEAR = 8760.0
 
@@ -300,6 +299,16 @@ def pool_pricing(scn: Scenario) -> tuple[PoolPrice, PoolPrice]:
     on its documented defaults; hardware without those is a :class:`ScenarioError` naming the price that no longer
     applies (a price is never taken from another chip)."""
     return _pool_price(scn, "trainer"), _pool_price(scn, "generator")
+
+
+def pricing_text(pricing) -> str:
+    """Each paid pool's price and why in one line (``report.details["pricing"]`` or :class:`PoolPrice` values),
+    pools priced alike said once: "trainer and generator H200-SXM at 1.59 USD/GPU-h, the scenario's price (...)"."""
+    items = [p.as_dict() if isinstance(p, PoolPrice) else p for p in pricing]
+    said: dict[str, list[str]] = {}
+    for p in items:
+        said.setdefault(p["text"].removeprefix(f"{p['side']} "), []).append(p["side"])
+    return "; ".join(f"{' and '.join(sides)} {text}" for text, sides in said.items())
 
 
 def pool_prices(scn: Scenario) -> tuple[float, float]:

@@ -587,7 +587,8 @@ def size_cluster(scenario: Scenario, target: dict, options: SizingOptions | dict
         message += _own_note(scenario, df, r, False) + _bound_note(df, kind, False)
     tinker = tinker_run(scenario, kind, value)
     message += (" Tinker does not list this model." if tinker is None else
-                f" On Tinker (per-token list price, run time not published): ${tinker['run_usd']:,.0f} for the "
+                f" On Tinker (our accounting: its list price for the run's token mix, discarded rollouts billed; "
+                f"run time not published): ${tinker['run_usd']:,.0f} for the "
                 f"run (${tinker['usd_per_mtok']:.2f}/M trained tokens).")
     return SizingResult(target=(kind, value), candidates=df, pareto=front, best=best, message=message, options=opt,
                         tinker=tinker)
