@@ -756,7 +756,8 @@ def _add_size_parser(sub) -> None:
     sp.add_argument("--trainer-hardware", nargs="+", help="accelerators allowed for the trainer")
     sp.add_argument("--generator-hardware", nargs="+", help="accelerators allowed for the generator")
     sp.add_argument("--modes", nargs="+", help="modes allowed (default: sync one_step_off periodic async inflight)")
-    sp.add_argument("--staleness-bounds", nargs="+", type=float, help="async/inflight bounds (default: 1 2 4)")
+    sp.add_argument("--staleness-bounds", nargs="+", type=float,
+                    help="async/inflight bounds (default: 1 2 4 and the scenario's own max_staleness)")
     sp.add_argument("--supplies", nargs="+", help="'own' and/or providers of data/cloud_prices.csv (default: all)")
     sp.add_argument("--max-gpus", type=int, default=4096, help="both pools together (default 4096)")
     sp.add_argument("--granularity", type=int, default=8, help="GPUs per step of a pool (8 a node, 72 a rack)")

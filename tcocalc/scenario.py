@@ -490,7 +490,11 @@ class Scenario(_Section):
         the field.
 
         Fields that follow a rule have their own methods: :meth:`with_response_mean` (the response
-        distribution keeps its shape) and :meth:`with_cluster` (a colocated run keeps one pool).
+        distribution keeps its shape) and :meth:`with_cluster` (a colocated run keeps one pool). Prices and a
+        measured MFU follow the hardware: an edit that moves a pool to other hardware records the hardware its price
+        was set for (``economics.priced_for``) and, for the trainer or the model, where ``trainer.mfu_busy`` was
+        measured (``trainer.mfu_measured_on``), so neither is taken for the new chip; a price or MFU set in the same
+        edit is for the new hardware (docs/scenario-schema.md, "Prices and measurements follow the hardware").
         NumPy scalars are accepted wherever numbers go (:func:`plain_values`).
 
         Example::
@@ -559,8 +563,9 @@ class Scenario(_Section):
 
         A colocated run has one pool that both trains and generates: in colocated mode (the one given,
         else the scenario's) the generator pool is the trainer's, hardware and GPUs, so
-        ``generator_hardware`` and ``generator_gpus`` are not used. Re-validated (:class:`ScenarioError`
-        naming the field).
+        ``generator_hardware`` and ``generator_gpus`` are not used. A pool moved to other hardware is no longer
+        priced at the scenario's price (it was set for the old chip) nor trained at a measured MFU taken on the old
+        chip (:meth:`with_values`). Re-validated (:class:`ScenarioError` naming the field).
 
         Example::
 

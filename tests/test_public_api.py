@@ -50,6 +50,7 @@ def test_import_is_lazy():
 APP_NAMES = {
     "InfeasibleError", "MAX_SCENARIO_BYTES", "METRIC_UNITS", "RLReport", "Scenario", "TcocalcError",
     "build_rent_tinker", "cost_default_hardware", "default_cost_inputs", "evaluate", "gpu_hour_cost", "hardware",
+    "CostInputs",
     "hardware_table", "load_scenario", "loads_scenario", "model_names", "operating_points", "ridge_table",
     "sensitivity", "simulate", "size_cluster", "solve_split", "tinker_gap", "validation_table",
     "rl_validation_table", "rl_speedup_pairs", "rl_validation_summary", "rl_refit_table",

@@ -57,7 +57,9 @@ st.dataframe(display_table(b.to_frame(), {"share": "1"}, {"usd_per_gpu_hour": "c
 st.download_button("Download cost breakdown (CSV)", to_csv_text(frame), "cost_breakdown.csv", "text/csv",
                    key="dl_cost")
 with st.expander("Where each default comes from"):
-    st.dataframe([{"input": k2, "source": v} for k2, v in inputs.sources.items()], hide_index=True)
+    fields = tc.CostInputs.model_fields  # each input by its description, not its field name
+    st.dataframe([{"input": fields[k2].description if k2 in fields else k2, "source": v}
+                  for k2, v in inputs.sources.items()], hide_index=True)
 
 st.subheader("Build vs rent vs Tinker")
 files = ui.scenario_files()
