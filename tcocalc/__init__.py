@@ -85,6 +85,8 @@ _EXPORTS: dict[str, str] = {
     "default_cost_inputs": "economics.tco",
     "cost_lines": "economics.tco",
     "cost_default_hardware": "economics.tco",
+    "pool_pricing": "economics.tco",
+    "PoolPrice": "economics.tco",
     "gpu_hour_cost": "economics.tco",
     "cloud_prices": "economics.tco",
     "build_rent_tinker": "whatif",
@@ -116,11 +118,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .economics.tco import (  # noqa: F401
         CostBreakdown,
         CostInputs,
+        PoolPrice,
         cloud_prices,
         cost_default_hardware,
         cost_lines,
         default_cost_inputs,
         gpu_hour_cost,
+        pool_pricing,
     )
     from .economics.tinker import TinkerQuote, tinker_cost  # noqa: F401
     from .errors import (  # noqa: F401
@@ -176,4 +180,5 @@ def __getattr__(name: str):
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    """The public names and the version: not the facade's own imports, nor the subpackages importing one loads."""
+    return sorted({*__all__, "__version__"})

@@ -36,11 +36,16 @@ def _fmt(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
 
 
-def _metric_text(value, unit: str) -> str:
-    """A metric for the text tables: fractions (unit "1") as percentages; None as "not offered"."""
+def _metric_text(value, unit: str, key: str = "") -> str:
+    """A metric for the text tables: cost ratios as multiples (``0.60x``, as published), other fractions (unit
+    "1") as percentages to three figures; None as "not offered"."""
+    from .display import is_ratio
+
     if value is None:
         return "not offered"
-    return f"{100 * value:.4g}%" if unit == "1" else _fmt(value)
+    if unit == "1":
+        return f"{value:.2f}x" if is_ratio(key) else f"{100 * value:.3g}%"
+    return _fmt(value)
 
 
 def _unit_text(unit: str) -> str:
@@ -463,6 +468,10 @@ def _print_heading(run: dict, solved: bool) -> None:
           f"generator {met['generator_gpus']:.0f} x {scn.generator.hardware}{pools}"
           + (" (solved split)" if solved else ""))
     print(_calibration_text(run["report"].details))
+    if run["report"].details.get("pricing"):
+        from .economics.tco import pricing_text
+
+        print(f"priced: {pricing_text(run['report'].details['pricing'])}")
 
 
 def _calibration_text(details: dict) -> str:
@@ -497,9 +506,9 @@ def _print_one(run: dict, solved: bool) -> None:
               f"seed {sim.details['seed']})")
     for key, value in report.metrics.items():
         unit, meaning = METRIC_UNITS[key]
-        shown = _metric_text(value, unit)
+        shown = _metric_text(value, unit, key)
         if sim is not None:
-            print(f"  {key:40s} {shown:>14s} {_metric_text(sim.metrics[key], unit):>14s} {_unit_text(unit)}")
+            print(f"  {key:40s} {shown:>14s} {_metric_text(sim.metrics[key], unit, key):>14s} {_unit_text(unit)}")
         else:
             print(f"  {key:40s} {shown:>14s} {_unit_text(unit):12s} {meaning}")
     _print_phase_table(report.phases)
@@ -556,9 +565,9 @@ def _print_side_by_side(runs: list[dict], solved: bool) -> None:
     for key, (unit, _meaning) in METRIC_UNITS.items():
         cells = []
         for run in runs:
-            cells.append(f"{_metric_text(run['report'].metrics[key], unit):>{width}s}")
+            cells.append(f"{_metric_text(run['report'].metrics[key], unit, key):>{width}s}")
             if simulated:
-                cells.append(f"{_metric_text(run['sim'].metrics[key], unit):>{width}s}")
+                cells.append(f"{_metric_text(run['sim'].metrics[key], unit, key):>{width}s}")
         print(f"  {key:40s} " + " ".join(cells) + f" {_unit_text(unit)}")
     for run in runs:
         for line in run["report"].advice:
@@ -622,7 +631,9 @@ def _write_outputs(runs: list[dict], args) -> None:
 
             run["gap"] = tinker_gap(run["report"].scenario)
             if out is not None:
-                run["gap"].to_csv(out / "tinker_gap.csv", index=False)
+                from .reports import gap_table
+
+                gap_table(run["gap"]).to_csv(out / "tinker_gap.csv", index=False)
 
 
 def _print_runs(runs: list[dict], ok: list[dict], args) -> None:
@@ -725,8 +736,10 @@ def _cmd_size(args) -> int:
         raise ScenarioError(flag, exc.message) from None
     top = res.candidates[SIZE_COLUMNS].head(args.top)
     if args.csv:
-        res.candidates.to_csv(out / "candidates.csv", index=False)
-        res.pareto.to_csv(out / "pareto.csv", index=False)
+        from .reports import candidates_table
+
+        candidates_table(res.candidates).to_csv(out / "candidates.csv", index=False)  # name [unit] headers
+        candidates_table(res.pareto).to_csv(out / "pareto.csv", index=False)
     if args.json:
         print(json.dumps({"target": dict([res.target]), "met": res.met, "message": res.message,
                           "tinker": res.tinker,
@@ -772,7 +785,8 @@ def _add_size_parser(sub) -> None:
     sp.add_argument("--trainer-hardware", nargs="+", help="accelerators allowed for the trainer")
     sp.add_argument("--generator-hardware", nargs="+", help="accelerators allowed for the generator")
     sp.add_argument("--modes", nargs="+", help="modes allowed (default: sync one_step_off periodic async inflight)")
-    sp.add_argument("--staleness-bounds", nargs="+", type=float, help="async/inflight bounds (default: 1 2 4)")
+    sp.add_argument("--staleness-bounds", nargs="+", type=float,
+                    help="async/inflight bounds (default: 1 2 4 and the scenario's own max_staleness)")
     sp.add_argument("--supplies", nargs="+", help="'own' and/or providers of data/cloud_prices.csv (default: all)")
     sp.add_argument("--max-gpus", type=int, default=4096, help="both pools together (default 4096)")
     sp.add_argument("--granularity", type=int, default=8, help="GPUs per step of a pool (8 a node, 72 a rack)")

@@ -67,13 +67,24 @@ class InfeasibleError(TcocalcError, ValueError):
 
 
 class ScenarioError(TcocalcError, ValueError):
-    """Bad input: names the offending ``field`` (a dotted path such as ``workload.group_size``)."""
+    """Bad input: names the offending ``field`` (a dotted path such as ``workload.group_size``).
 
-    def __init__(self, field: str, message: str):
+    Input with several faults found at once (a scenario file's fields) carries all of them in ``problems``,
+    ``(field, message)`` pairs, the first being ``field`` and ``message``; the text lists them all, fields with the
+    same message together ("trainer.gpus, generator.gpus: Input should be greater than or equal to 1; ...")."""
+
+    def __init__(self, field: str, message: str, *, problems: tuple[tuple[str, str], ...] = ()):
         self.field = field  # whole, for code; the text echoes at most ECHO_LIMIT characters of it
         self.message = message  # the text without the field, for re-raising under a longer path
-        text = shown(message, MESSAGE_LIMIT)
-        super().__init__(f"{shown(field)}: {text}" if field else text)
+        self.problems = tuple(problems) or ((field, message),)
+        if len(self.problems) > 1:
+            grouped: dict[str, list[str]] = {}
+            for f, m in self.problems:
+                grouped.setdefault(shown(m, MESSAGE_LIMIT), []).append(shown(f))
+            super().__init__(shown("; ".join(f"{', '.join(fs)}: {m}" for m, fs in grouped.items()), MESSAGE_LIMIT))
+        else:
+            text = shown(message, MESSAGE_LIMIT)
+            super().__init__(f"{shown(field)}: {text}" if field else text)
 
 
 class MeasurementError(ScenarioError):

@@ -114,8 +114,9 @@ def roofline_figure(ridge, points=None):
             fig.add_trace(go.Scatter(x=[p["intensity [FLOP/B]"]], y=[p["attained [TFLOP/s]"]], mode="markers",
                                      marker=dict(size=12, symbol=symbol), name=f"{p['phase']} on {p['accelerator']}",
                                      hovertemplate="%{x:.3g} FLOP/B, %{y:,.0f} TFLOP/s<extra></extra>"))
-    fig.update_xaxes(type="log", dtick=1, tickformat=",.0f", title_text="arithmetic intensity [FLOP/B]")
-    fig.update_yaxes(type="log", dtick=1, tickformat=",.0f", title_text="attainable [TFLOP/s]")
+    # ",~g": the decades below 1 read 0.1, not "0" (",.0f" rounded the axis' first tick away)
+    fig.update_xaxes(type="log", dtick=1, tickformat=",~g", title_text="arithmetic intensity [FLOP/B]")
+    fig.update_yaxes(type="log", dtick=1, tickformat=",~g", title_text="attainable [TFLOP/s]")
     fig.update_layout(height=480, margin=dict(t=30))
     return fig
 
@@ -194,11 +195,20 @@ def speedup_figure(pairs):
     return fig
 
 
-def compare_figure(frame, metric: str, unit: str):
-    """One bar per scenario for ``metric``."""
+def compare_figure(frame, metric: str, unit: str, label: str | None = None):
+    """One bar per scenario for ``metric``; the axis reads ``label [unit]`` (default: the metric's words,
+    :func:`tcocalc.display.header`; a share in %, a multiple as x)."""
+    from .display import header, is_ratio
+
     go = _go()
+    share = unit == "1" and not is_ratio(metric)
     fig = go.Figure(go.Bar(x=frame["scenario"], y=frame[metric]))
-    fig.update_layout(height=380, yaxis_title=f"{metric} [{unit}]", margin=dict(t=30))
+    title = label or header(metric, unit)
+    title = f"{title} [%]" if share else f"{title} [x]" if unit == "1" else (
+        f"{title} [{unit}]" if label and unit else title)
+    fig.update_layout(height=380, yaxis_title=title, margin=dict(t=30))
+    if share:
+        fig.update_yaxes(tickformat=".0%")
     return fig
 
 

@@ -7,16 +7,86 @@ the unit parses with ``tc.get_registry()``; strip `` [unit]`` to get the key bac
 
 from __future__ import annotations
 
+from .display import format_cell, header, human
+from .economics.tco import pricing_text
 from .rl.report import METRIC_UNITS
 from .workbook import COLUMN_UNITS, labelled
 
 __all__ = ["metrics_table", "sweep_table", "phases_table", "timeline_table", "cost_table", "gap_table",
-           "to_csv_text", "error_text", "TABLE_UNITS", "workbook_bytes", "XLSX_MIME"]
+           "options_table", "sensitivity_table", "candidates_table", "compare_table", "display_table",
+           "display_metrics", "human", "header", "pricing_text", "to_csv_text", "error_text", "TABLE_UNITS",
+           "workbook_bytes", "XLSX_MIME"]
 
 XLSX_MIME = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
-#: Units of every column the report tables label: the contract metrics and the split sweep's / phases' own.
-TABLE_UNITS = {**{k: unit for k, (unit, _) in METRIC_UNITS.items()}, **COLUMN_UNITS}
+#: Units of every column the report tables label: the contract metrics, the split sweep's / phases' own, the
+#: sizing candidates', build/rent/Tinker's and the sensitivity table's.
+TABLE_UNITS = {**{k: unit for k, (unit, _) in METRIC_UNITS.items()}, **COLUMN_UNITS,
+               "staleness_bound_steps": "step", "trainer_usd_per_gpu_hour": "USD/GPU-h",
+               "generator_usd_per_gpu_hour": "USD/GPU-h", "total_gpus": "GPU", "goodput_factor": "1",
+               **{k: "USD/Mtoken" for k in ("base_usd_per_mtok", "low_usd_per_mtok", "high_usd_per_mtok",
+                                            "swing_usd_per_mtok", "usd_per_mtok", "cumulative_usd_per_mtok")}}
+
+
+def display_table(frame, units: dict | None = None, labels: dict | None = None, *, exact: bool = False):
+    """A table for a reader (the app's pages): headers in words with their unit (``run cost [USD]``,
+    :func:`tcocalc.display.header`), each cell formatted by its kind (shares as %, multiples as ``0.60x``, counts
+    with separators, four significant figures; :func:`tcocalc.display.format_cell`) and empty where there is no
+    value. Columns already named ``name [unit]`` keep their header; ``labels`` names columns where the general
+    words do not fit the table; ``exact`` shows numbers as written (datasheet figures: ``1,978.9``, up to six
+    significant figures) instead of four. Text, for reading: the CSV downloads keep the numbers (``name [unit]``
+    headers)."""
+    import pandas as pd
+
+    units = {**TABLE_UNITS, **(units or {})}
+    out = {}
+    for col in frame.columns:
+        unit = units.get(col, "")
+        name = (labels or {}).get(col)
+        title = header(col, unit) if name is None else (name if unit in ("", "1") else f"{name} [{unit}]")
+        out[title] = [_exact(v) if exact and _plain_number(v) else format_cell(v, unit, col) for v in frame[col]]
+    return pd.DataFrame(out, index=frame.index)
+
+
+def _plain_number(v) -> bool:
+    import math
+
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _exact(v) -> str:
+    return f"{v:,.6g}" if abs(v) >= 1 or v == 0 else f"{v:.6g}"
+
+
+def display_metrics(rows: dict[str, dict]):
+    """Several runs' contract metrics side by side for a reader (the Compare page): one row per metric, its label
+    and unit (``step time [s]``), one column per run (``rows``: name -> metrics), cells formatted by kind and
+    empty where a run has no value (a model Tinker does not offer)."""
+    import pandas as pd
+
+    data = {name: [format_cell(m.get(k), unit, k) for k, (unit, _) in METRIC_UNITS.items()]
+            for name, m in rows.items()}
+    return pd.DataFrame(data, index=[header(k, unit) for k, (unit, _) in METRIC_UNITS.items()])
+
+
+def options_table(brt):
+    """:func:`tcocalc.build_rent_tinker` with units in the column names (``run_usd [USD]``)."""
+    return labelled(brt, TABLE_UNITS)
+
+
+def sensitivity_table(sens):
+    """:func:`tcocalc.sensitivity` with units in the column names (``swing_usd_per_mtok [USD/Mtoken]``)."""
+    return labelled(sens, TABLE_UNITS)
+
+
+def candidates_table(candidates):
+    """:func:`tcocalc.size_cluster`'s candidates (or Pareto front) with units in the column names."""
+    return labelled(candidates, TABLE_UNITS)
+
+
+def compare_table(frame):
+    """Scenarios' metrics, one row each (``scenario`` and the contract metrics), units in the column names."""
+    return labelled(frame, TABLE_UNITS)
 
 def metrics_table(report):
     """Metric, value, unit, meaning (one row per contract metric)."""
@@ -45,8 +115,7 @@ def cost_table(breakdown):
 
 def gap_table(gap):
     """The cost-gap waterfall (:func:`tcocalc.tinker_gap`) with units in the column names."""
-    return gap.rename(columns={"usd_per_mtok": "usd_per_mtok [USD/Mtoken]",
-                               "cumulative_usd_per_mtok": "cumulative [USD/Mtoken]"})
+    return labelled(gap, TABLE_UNITS)
 
 
 def workbook_bytes(report, scenario_file: str | None = None) -> bytes:

@@ -57,6 +57,14 @@ _MULTINODE_NVLINK = ("NCCL reaches the other servers of the accelerator's NVLink
                      "between servers takes the scale-out NICs (docs/rl-modeling.md §3.7)")
 
 
+class MeasuredOn(_Section):
+    """``[trainer.mfu_measured_on]``: where a measured ``trainer.mfu_busy`` was taken (docs/scenario-schema.md,
+    "Prices and measurements follow the hardware")."""
+
+    hardware: str = Field(min_length=1, description="trainer accelerator of the measurement")
+    model: str = Field(min_length=1, description="model of the measurement")
+
+
 class TrainerSection(_Section):
     """``[trainer]``: the training pool and its per-step passes."""
 
@@ -73,6 +81,9 @@ class TrainerSection(_Section):
     mfu_busy: float | None = Field(None, ge=0.001, le=1, description="measured MFU while training, to use instead "
                                                                 "of the roofline training model "
                                                                 "(docs/rl-modeling.md §3.2)")
+    mfu_measured_on: MeasuredOn | None = Field(None, description="the trainer hardware and model mfu_busy was "
+                                               "measured on; it applies only there (default: the scenario's own; "
+                                               "written by with_values / with_cluster when either changes)")
     framework_overhead: float | None = Field(None, ge=1.0, le=10.0, description="the framework's trainer time over "
                                              "the roofline training model's, forward and backward (default: preset; "
                                              "NeMo RL 1.2)")
@@ -280,6 +291,14 @@ class Sandbox(_Section):
     retries: int = Field(2, ge=0, le=100, description="start retries before the rollout is lost")
 
 
+class PricedFor(_Section):
+    """``[economics.priced_for]``: the accelerator each pool's price was set for (docs/scenario-schema.md, "Prices
+    and measurements follow the hardware")."""
+
+    trainer: str | None = Field(None, min_length=1, description="accelerator the trainer pool's price is for")
+    generator: str | None = Field(None, min_length=1, description="accelerator the generator pool's price is for")
+
+
 class Economics(_Section):
     """``[economics]``: GPU and CPU prices (or cost-engine inputs) and the Tinker list to compare with."""
 
@@ -292,6 +311,23 @@ class Economics(_Section):
     cost_inputs: dict[str, Any] | None = Field(None, strict=False, description="ownership-cost inputs "
                                                "(tc.CostInputs fields) overriding each pool's hardware defaults; "
                                                "when given, they set the $/GPU-hour instead of usd_per_gpu_hour")
+    hardware_prices: dict[str, float] | None = Field(None, description="your price per accelerator "
+                                                     "[USD/GPU-h], e.g. {B200 = 3.2}: a pool on a listed "
+                                                     "accelerator pays it (ahead of cost_inputs and "
+                                                     "usd_per_gpu_hour; a pool's own price still wins)")
+    priced_for: PricedFor | None = Field(None, description="the accelerators the GPU prices above were set for, per "
+                                         "pool; a price applies only to its own hardware (default: the pools' "
+                                         "hardware; written by with_values / with_cluster when a pool's hardware "
+                                         "changes)")
+
+    @field_validator("hardware_prices")
+    @classmethod
+    def _prices(cls, v):
+        for name, price in (v or {}).items():
+            if not (math.isfinite(price) and 0 < price <= 1e5):
+                raise ScenarioError(f"economics.hardware_prices.{name}", f"must be a price in (0, 100000] "
+                                                                         f"USD/GPU-h, got {price!r}")
+        return v
 
 
 class Phase(_Section):
@@ -525,7 +561,11 @@ class Scenario(_Section):
         the field.
 
         Fields that follow a rule have their own methods: :meth:`with_response_mean` (the response
-        distribution keeps its shape) and :meth:`with_cluster` (a colocated run keeps one pool).
+        distribution keeps its shape) and :meth:`with_cluster` (a colocated run keeps one pool). Prices and a
+        measured MFU follow the hardware: an edit that moves a pool to other hardware records the hardware its price
+        was set for (``economics.priced_for``) and, for the trainer or the model, where ``trainer.mfu_busy`` was
+        measured (``trainer.mfu_measured_on``), so neither is taken for the new chip; a price or MFU set in the same
+        edit is for the new hardware (docs/scenario-schema.md, "Prices and measurements follow the hardware").
         NumPy scalars are accepted wherever numbers go (:func:`plain_values`).
 
         Example::
@@ -550,6 +590,7 @@ class Scenario(_Section):
                 node.pop(leaf, None)
             else:
                 node[leaf] = plain_values(value)
+        _follow_hardware(self, data, {str(p) for p in values})
         return _validated(data)  # to_dict() holds Python values only: no need to walk it for NumPy scalars
 
     def with_run_calibration(self, calibration) -> Scenario:
@@ -593,8 +634,9 @@ class Scenario(_Section):
 
         A colocated run has one pool that both trains and generates: in colocated mode (the one given,
         else the scenario's) the generator pool is the trainer's, hardware and GPUs, so
-        ``generator_hardware`` and ``generator_gpus`` are not used. Re-validated (:class:`ScenarioError`
-        naming the field).
+        ``generator_hardware`` and ``generator_gpus`` are not used. A pool moved to other hardware is no longer
+        priced at the scenario's price (it was set for the old chip) nor trained at a measured MFU taken on the old
+        chip (:meth:`with_values`). Re-validated (:class:`ScenarioError` naming the field).
 
         Example::
 
@@ -631,13 +673,65 @@ class Scenario(_Section):
         return text
 
 
+def _follow_hardware(old: Scenario, data: dict, paths: set[str]) -> None:
+    """Keep a price and a measured MFU with the hardware they were set for (docs/scenario-schema.md, "Prices and
+    measurements follow the hardware"), in ``data``, the edited copy of ``old`` by ``paths``.
+
+    A pool whose hardware the edit changes gets ``economics.priced_for.<pool>`` = its old hardware (unless the
+    edit writes ``priced_for`` itself, or already had one), so its old price is not taken for the new chip; an
+    edit that sets a pool's price (``economics.<pool>_usd_per_gpu_hour``, or ``economics.usd_per_gpu_hour`` for a
+    pool without its own price, or the whole ``economics`` table) sets it for the pool's hardware after the edit.
+    ``trainer.mfu_measured_on`` likewise keeps the trainer hardware and model a measured ``trainer.mfu_busy``
+    was taken on. An entry equal to the current value says nothing and is dropped."""
+    def sets(field: str) -> bool:  # the edit writes this field: by its path or a table above it
+        return any(field == p or field.startswith(p + ".") for p in paths)
+
+    def near(field: str) -> bool:  # the edit writes this field, a table above it or an entry in it
+        return sets(field) or any(p.startswith(field + ".") for p in paths)
+
+    econ, trainer = data.get("economics", {}), data.get("trainer", {})
+    if not all(isinstance(x, dict) for x in (econ, trainer, data.get("generator", {}), data.get("model", {}))):
+        return  # a section replaced by a value: validation names it
+    if not near("economics.priced_for"):
+        priced = dict(econ.get("priced_for") or {})
+        for side in ("trainer", "generator"):
+            hw = data.get(side, {}).get("hardware")
+            own = econ.get(f"{side}_usd_per_gpu_hour") is not None
+            if sets(f"economics.{side}_usd_per_gpu_hour" if own else "economics.usd_per_gpu_hour"):
+                priced.pop(side, None)  # a price set now is for the hardware after the edit
+            elif hw != getattr(old, side).hardware and side not in priced:
+                priced[side] = getattr(old, side).hardware
+            if priced.get(side) == hw:
+                priced.pop(side)
+        if priced:
+            data["economics"] = {**econ, "priced_for": priced}
+        else:
+            econ.pop("priced_for", None)
+    if trainer.get("mfu_busy") is None or sets("trainer.mfu_busy"):
+        if not near("trainer.mfu_measured_on"):
+            trainer.pop("mfu_measured_on", None)  # no measurement, or one given now: for the scenario as edited
+        return
+    if near("trainer.mfu_measured_on"):
+        return
+    now = {"hardware": trainer.get("hardware"), "model": data.get("model", {}).get("name")}
+    taken = trainer.get("mfu_measured_on") or {"hardware": old.trainer.hardware, "model": old.model.name}
+    if taken == now:
+        trainer.pop("mfu_measured_on", None)
+    else:
+        trainer["mfu_measured_on"] = taken
+
+
 def _price_note(econ: Economics) -> str:
     """What overrides ``usd_per_gpu_hour`` in a scenario card: cost inputs, or a pool's own price."""
     if econ.cost_inputs:
         return " (cost_inputs given: the TCO engine sets it)"
     own = [f"{side} {v:.4g}" for side, v in (("trainer", econ.trainer_usd_per_gpu_hour),
                                              ("generator", econ.generator_usd_per_gpu_hour)) if v]
-    return f" ({' and '.join(own)} {'overrides' if len(own) == 1 else 'override'} it)" if own else ""
+    note = f" ({' and '.join(own)} {'overrides' if len(own) == 1 else 'override'} it)" if own else ""
+    if econ.priced_for is not None:
+        was = ", ".join(f"{side} {hw}" for side, hw in econ.priced_for.model_dump(exclude_none=True).items())
+        note += f" (set for {was}: a pool on other hardware pays its ownership cost)"
+    return note
 
 
 def _whole(value: Any, field: str) -> Any:
@@ -668,8 +762,9 @@ def scenario_from_dict(data: Any) -> Scenario:
     whole number 64, ``np.float64(1.5)`` the number 1.5, ``np.bool_(True)`` the boolean ``True``. Validation
     is as strict for them as for Python values: a boolean is never a number, a float never a whole number.
 
-    Raises :class:`ScenarioError` naming the first offending field, e.g. ``workload.group_size``, or the
-    first key path nested deeper than :data:`MAX_NESTING_DEPTH`.
+    Raises :class:`ScenarioError` naming the offending field, e.g. ``workload.group_size`` (every fault found at
+    once in ``problems``, the first as ``field``), or the first key path nested deeper than
+    :data:`MAX_NESTING_DEPTH`.
     """
     if not isinstance(data, dict):
         raise ScenarioError("", "a scenario must be a table of sections ([model], [trainer], ...)")
@@ -678,25 +773,32 @@ def scenario_from_dict(data: Any) -> Scenario:
 
 
 def _validated(data: dict) -> Scenario:
-    """:func:`scenario_from_dict` of data holding no NumPy scalars."""
+    """:func:`scenario_from_dict` of data holding no NumPy scalars. Every fault validation finds is named
+    (:attr:`ScenarioError.problems`), not only the first."""
     _check_depth(data)
     try:
         return Scenario.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        if err["type"] == "extra_forbidden":
-            raise ScenarioError(loc, "unknown key (check the spelling; see the documented schema)") from None
-        if err["type"] == "missing":
-            raise ScenarioError(loc, "missing (required)") from None
-        inner = (err.get("ctx") or {}).get("error")
-        if isinstance(inner, ScenarioError):  # a cross-section check that names its own field
-            raise ScenarioError(inner.field, inner.message) from None
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] in ("finite_number",) or (isinstance(err.get("input"), float) and not
-                                                 math.isfinite(err["input"])):
-            msg = "must be a finite number"
-        raise ScenarioError(loc or "scenario", msg) from None
+        problems = list(dict.fromkeys(_problem(err) for err in exc.errors()))
+        field, message = problems[0]
+        raise ScenarioError(field, message, problems=tuple(problems)) from None
+
+
+def _problem(err: dict) -> tuple[str, str]:
+    """One pydantic error as (dotted field, message)."""
+    loc = ".".join(str(p) for p in err["loc"])
+    if err["type"] == "extra_forbidden":
+        return loc, "unknown key (check the spelling; see the documented schema)"
+    if err["type"] == "missing":
+        return loc, "missing (required)"
+    inner = (err.get("ctx") or {}).get("error")
+    if isinstance(inner, ScenarioError):  # a cross-section check that names its own field
+        return inner.field, inner.message
+    msg = err["msg"].removeprefix("Value error, ")
+    if err["type"] in ("finite_number",) or (isinstance(err.get("input"), float) and not
+                                             math.isfinite(err["input"])):
+        msg = "must be a finite number"
+    return loc or "scenario", msg
 
 
 def plain_values(obj: Any) -> Any:

@@ -8,31 +8,77 @@ import math
 from pydantic import ValidationError
 
 from .economics.semianalysis import semianalysis_usd_per_gpu_hour
-from .economics.tco import GOODPUT_FACTOR, cloud_prices, cluster_usd_per_hour, gpus_paid, pool_prices
+from .economics.tco import (
+    GOODPUT_FACTOR,
+    cloud_prices,
+    cluster_usd_per_hour,
+    gpu_hour_cost,
+    gpus_paid,
+    paid_pools,
+    pool_prices,
+    pricing_text,
+)
 from .errors import ScenarioError
 from .rl.solve import evaluate
 
-__all__ = ["build_rent_tinker", "sensitivity", "multitenancy", "tinker_gap", "GAP_RUNS", "GAP_HARDWARE"]
+__all__ = ["build_rent_tinker", "sensitivity", "multitenancy", "tinker_gap", "GAP_RUNS", "GAP_HARDWARE",
+           "TINKER_ACCOUNTING", "SEMIANALYSIS_TINKER_ACCOUNTING"]
 
 #: Defaults of :func:`tinker_gap`: tenants sharing a generator pool, and the newer generation compared.
 GAP_RUNS = 4
 GAP_HARDWARE = "B200"
 
 
-def build_rent_tinker(scenario):
+#: How each option of :func:`build_rent_tinker` is counted (its ``accounting`` column).
+TINKER_ACCOUNTING = ("our accounting: Tinker's list price for the run's token mix, prefill, sampling and training, "
+                     "discarded rollouts billed (tinker_usd_per_mtok)")
+SEMIANALYSIS_TINKER_ACCOUNTING = ("SemiAnalysis-style: list price with the prompt at prefill and the response at "
+                                  "sample + train, discarded rollouts not billed (semianalysis_tinker_usd_per_mtok)")
+
+
+def build_rent_tinker(scenario, *, ownership=None):
     """The scenario's cost per million trained tokens and per run, owned (its economics) vs rented at each
-    listed provider (list price x the tier's goodput factor) vs Tinker's list price (DataFrame)."""
+    listed provider (list price x the tier's goodput factor) vs Tinker's list price (DataFrame).
+
+    One price per plan: ``build (own)`` is what :func:`~tcocalc.evaluate` charges (each pool's price and why:
+    ``report.details["pricing"]``, :func:`~tcocalc.economics.tco.pool_pricing`), the same figure the Plan and Size
+    pages show. ``ownership`` (a :class:`~tcocalc.economics.tco.CostInputs`, e.g. the Cost page's) adds a row
+    ``build (ownership cost)``: the pools on its accelerator at :func:`~tcocalc.economics.tco.gpu_hour_cost` of it,
+    the others at the scenario's price. ``usd_per_gpu_hour`` is the GPUs' price alone (sandbox CPUs, the same for
+    every option, are in the $/Mtok and run cost); ``accounting`` says how each option is counted."""
     import pandas as pd
 
-    base = evaluate(scenario)
+    base = evaluate(scenario, advice=False)
     m = base.metrics
     scn = scenario
     gpu_hours_per_hour = gpus_paid(scn, m["trainer_gpus"], m["generator_gpus"])
     cpu_h = m["sandbox_cpu_cores"] * scn.economics.usd_per_cpu_core_hour
     tokens_per_hour = (m["usd_per_hour"] / m["usd_per_mtok_trained"]) * 1e6
-    rows = [{"option": "build (own)", "provider": "", "tier": "", "usd_per_gpu_hour": m["usd_per_gpu_hour"],
-             "goodput_factor": 1.0, "usd_per_mtok_trained": m["usd_per_mtok_trained"], "run_usd": m["run_usd"],
-             "date": "", "source": "scenario economics"}]
+    pricing = base.details["pricing"]
+
+    def owned(option: str, prices: tuple[float, float], accounting: str, source: str) -> dict:
+        gpu_usd_h = cluster_usd_per_hour(scn, m["trainer_gpus"], m["generator_gpus"], 0.0, prices)
+        usd_h = gpu_usd_h + cpu_h
+        return {"option": option, "provider": "", "tier": "", "usd_per_gpu_hour": gpu_usd_h / gpu_hours_per_hour,
+                "goodput_factor": 1.0, "usd_per_mtok_trained": usd_h / tokens_per_hour * 1e6,
+                "run_usd": usd_h * m["run_hours"], "date": "", "source": source, "accounting": accounting}
+
+    rows = [owned("build (own)", pool_prices(scn), f"the plan's price: {pricing_text(pricing)}",
+                  "scenario economics")]
+    rows[0].update(usd_per_mtok_trained=m["usd_per_mtok_trained"], run_usd=m["run_usd"])  # evaluate's, exactly
+    if ownership is not None:
+        own = gpu_hour_cost(ownership).usd_per_gpu_hour
+        hw = normalize_hw(ownership.hardware)
+        sides = [side for side, _ in paid_pools(scn, 0, 0) if normalize_hw(getattr(scn, side).hardware) == hw]
+        if sides:
+            prices = tuple(own if normalize_hw(getattr(scn, side).hardware) == hw else p
+                           for side, p in zip(("trainer", "generator"), pool_prices(scn), strict=True))
+            rows.append(owned("build (ownership cost)", prices,
+                              f"{' and '.join(sides)} {hw} at the ownership cost {own:.4g} USD/GPU-h (capex recovered "
+                              f"over {ownership.depreciation_years:g} years at {ownership.cost_of_capital:.0%}, "
+                              f"{ownership.utilization:.0%} of calendar hours charged): you pay for the hardware's "
+                              f"life, not only for this run's {m['run_hours']:,.0f} h",
+                              "tc.gpu_hour_cost of the given inputs"))
     t_hw, g_hw = scn.trainer.hardware, scn.generator.hardware
     prices_t = cloud_prices(t_hw)
     prices_g = cloud_prices(g_hw)
@@ -47,13 +93,16 @@ def build_rent_tinker(scenario):
         rows.append({"option": "rent", "provider": r["provider"], "tier": r["tier"],
                      "usd_per_gpu_hour": gpu_usd_h / gpu_hours_per_hour, "goodput_factor": gf,
                      "usd_per_mtok_trained": usd_h / tokens_per_hour * 1e6,
-                     "run_usd": usd_h * m["run_hours"], "date": r["date"], "source": r["source"]})
+                     "run_usd": usd_h * m["run_hours"], "date": r["date"], "source": r["source"],
+                     "accounting": f"on-demand list price for the run's hours x the {r['tier']} goodput factor "
+                                   f"{gf:.2f} (SemiAnalysis ClusterMAX)"})
     if m["tinker_usd_per_mtok"] is not None:
         rows.append({"option": "Tinker", "provider": "Thinking Machines", "tier": "managed",
                      "usd_per_gpu_hour": float("nan"), "goodput_factor": 1.0,
                      "usd_per_mtok_trained": m["tinker_usd_per_mtok"],
                      "run_usd": m["tinker_usd_per_mtok"] * tokens_per_hour / 1e6 * (m["run_hours"]),
-                     "date": scn.economics.tinker_price_date, "source": "data/tinker_prices.csv"})
+                     "date": scn.economics.tinker_price_date, "source": "data/tinker_prices.csv",
+                     "accounting": TINKER_ACCOUNTING})
     df = pd.DataFrame(rows)
     df["usd_per_gpu_hour"] = df["usd_per_gpu_hour"].astype(object).where(df["usd_per_gpu_hour"].notna(), None)
     return df
@@ -224,7 +273,7 @@ def tinker_gap(scenario, *, hardware: str = GAP_HARDWARE, runs: int = GAP_RUNS):
     mtok_h = m["usd_per_hour"] / c0
     rows = []
     if tinker is not None:
-        rows.append(("Tinker list price", "absolute", tinker,
+        rows.append(("Tinker list price (SemiAnalysis-style: discards not billed)", "absolute", tinker,
                      f"{scn.model.name}, list of {scn.economics.tinker_price_date}; prompt at prefill, response at "
                      "sample + train, discards not billed"))
         rows.append(("Tinker margin and what the model leaves out", "relative", ideal_final - tinker,
@@ -250,7 +299,7 @@ def tinker_gap(scenario, *, hardware: str = GAP_HARDWARE, runs: int = GAP_RUNS):
     if tinker is not None:  # close exactly: the margin bar takes the float rounding of the chain
         others = math.fsum(r[2] for r in rows[2:])
         rows[1] = (rows[1][0], "relative", (c0 - tinker) - others, rows[1][3])
-    rows.append(("scenario (usd_per_mtok_trained)", "total", c0, scn.name))
+    rows.append(("this run: cost per M trained tokens (ours)", "total", c0, scn.name))
     df = pd.DataFrame(rows, columns=["cause", "measure", "usd_per_mtok", "note"])
     cum, acc = [], 0.0
     for meas, v in zip(df["measure"], df["usd_per_mtok"], strict=True):

@@ -70,7 +70,9 @@ def test_several_files_json_has_an_entry_for_the_failing_one(tmp_path, capsys):
     first, second = json.loads(capsys.readouterr().out)
     assert first["error"] is None and first["analytical"]["trainer_gpus"] == 8
     assert second["file"] == str(bad) and second["analytical"] is None and second["phases"] == []
-    assert second["error"] == {"type": "ScenarioError", "message": "trainer: missing (required)", "exit_code": 3}
+    # every missing section named at once (issue 29 item 4), not only the first
+    assert second["error"] == {"type": "ScenarioError", "message": "trainer, generator, workload: missing (required)",
+                               "exit_code": 3}
 
 
 def test_exit_codes_by_kind(tmp_path, capsys):

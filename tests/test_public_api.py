@@ -49,7 +49,8 @@ def test_import_is_lazy():
 # only, so each of these stays in __all__; a page that needs another name adds it to __all__ and here.
 APP_NAMES = {
     "InfeasibleError", "MAX_SCENARIO_BYTES", "METRIC_UNITS", "RLReport", "Scenario", "TcocalcError",
-    "build_rent_tinker", "cost_default_hardware", "default_cost_inputs", "evaluate", "gpu_hour_cost",
+    "build_rent_tinker", "cost_default_hardware", "default_cost_inputs", "evaluate", "gpu_hour_cost", "hardware",
+    "CostInputs",
     "hardware_table", "load_scenario", "loads_scenario", "model_names", "operating_points", "ridge_table",
     "sensitivity", "simulate", "size_cluster", "solve_split", "tinker_gap", "validation_table",
     "rl_validation_table", "rl_speedup_pairs", "rl_validation_summary", "rl_refit_table",

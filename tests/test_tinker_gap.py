@@ -95,7 +95,8 @@ def test_waterfall_closes_exactly(path):
     df = tinker_gap(scn)
     m = evaluate(scn).metrics
     start, end = df.iloc[0], df.iloc[-1]
-    assert start["cause"] == "Tinker list price" and start["usd_per_mtok"] == m["semianalysis_tinker_usd_per_mtok"]
+    assert start["cause"].startswith("Tinker list price (SemiAnalysis-style")
+    assert start["usd_per_mtok"] == m["semianalysis_tinker_usd_per_mtok"]
     assert end["measure"] == "total" and end["usd_per_mtok"] == m["usd_per_mtok_trained"]
     bars = df[df["measure"] == "relative"]["usd_per_mtok"]
     assert math.fsum(bars) == pytest.approx(end["usd_per_mtok"] - start["usd_per_mtok"], rel=0, abs=1e-12)
@@ -161,6 +162,7 @@ def test_cli_gap_flag_prints_and_writes_the_waterfall(tmp_path, capsys):
     assert "Where the gap to Tinker comes from" in out and "Tinker list price" in out
     import pandas as pd
 
-    gap = pd.read_csv(tmp_path / "tinker_gap.csv")
-    bars = gap[gap["measure"] == "relative"]["usd_per_mtok"]
-    assert math.fsum(bars) == pytest.approx(gap["usd_per_mtok"].iloc[-1] - gap["usd_per_mtok"].iloc[0], abs=1e-9)
+    gap = pd.read_csv(tmp_path / "tinker_gap.csv")  # name [unit] headers, as every CSV (issue 29 item 4)
+    col = "usd_per_mtok [USD/Mtoken]"
+    bars = gap[gap["measure"] == "relative"][col]
+    assert math.fsum(bars) == pytest.approx(gap[col].iloc[-1] - gap[col].iloc[0], abs=1e-9)

@@ -8,7 +8,7 @@ import streamlit as st
 import tcocalc as tc
 from tcocalc.app import shared as ui
 from tcocalc.figures import compare_figure
-from tcocalc.reports import to_csv_text
+from tcocalc.reports import compare_table, display_metrics, to_csv_text
 
 st.title("Compare scenarios")
 files = ui.scenario_files()
@@ -16,7 +16,7 @@ chosen = st.multiselect("Scenarios", list(files), default=list(files)[:3], key="
 if not chosen:
     st.info("Pick one or more scenarios to compare.")
     st.stop()
-rows = []
+rows, metrics = [], {}
 for name in chosen:
     try:
         report = ui.evaluate(ui.load_scenario(str(files[name])))
@@ -24,12 +24,14 @@ for name in chosen:
         ui.show_error(exc)
         continue
     rows.append({"scenario": name, **report.metrics})
+    metrics[name] = report.metrics
 frame = pd.DataFrame(rows)
-metric = st.selectbox("Metric", list(tc.METRIC_UNITS), index=list(tc.METRIC_UNITS).index("usd_per_mtok_trained"),
-                      key="compare_metric")
+keys = list(tc.METRIC_UNITS)
+metric = st.selectbox("Metric", keys, index=keys.index("usd_per_mtok_trained"), key="compare_metric",
+                      format_func=lambda k: ui.metric_label(k))
 if frame.empty:
     st.stop()
-fig = compare_figure(frame, metric, tc.METRIC_UNITS[metric][0])
+fig = compare_figure(frame, metric, tc.METRIC_UNITS[metric][0], label=ui.metric_label(metric))
 # A value a scenario does not have (Tinker does not offer its model) has no bar: say so where the bar would be.
 missing = list(frame.loc[frame[metric].isna(), "scenario"])
 for name in missing:
@@ -37,6 +39,8 @@ for name in missing:
                        font=dict(color="gray"))
 st.plotly_chart(fig, key="compare_chart")
 if missing:
-    st.caption(f"{metric}: not offered for {', '.join(missing)}, so no bar is drawn and no number is made up.")
-st.dataframe(frame.set_index("scenario").T, key="compare_table")
-st.download_button("Download comparison (CSV)", to_csv_text(frame), "compare.csv", "text/csv", key="dl_compare")
+    st.caption(f"{ui.metric_label(metric)}: not offered for {', '.join(missing)}, so no bar is drawn and no number is "
+               "made up.")
+st.dataframe(display_metrics(metrics), key="compare_table")
+st.download_button("Download comparison (CSV)", to_csv_text(compare_table(frame)), "compare.csv", "text/csv",
+                   key="dl_compare")

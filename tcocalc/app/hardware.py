@@ -8,7 +8,7 @@ import streamlit as st
 import tcocalc as tc
 from tcocalc.app import shared as ui
 from tcocalc.figures import roofline_figure
-from tcocalc.reports import to_csv_text
+from tcocalc.reports import display_table, to_csv_text
 
 st.title("Hardware")
 st.caption("Datasheet figures, dense (no sparsity), each with its source and date. A precision a chip lacks "
@@ -16,7 +16,7 @@ st.caption("Datasheet figures, dense (no sparsity), each with its source and dat
 table = ui.hardware_table()
 with_sources = st.toggle("Show sources and dates", key="sources", value=False)
 shown = table if with_sources else table[[c for c in table.columns if not c.endswith((" source", " date"))]]
-st.dataframe(shown, hide_index=True)
+st.dataframe(display_table(shown, exact=True), hide_index=True)
 st.download_button("Download accelerators (CSV)", to_csv_text(table), "hardware.csv", "text/csv", key="dl_hw")
 
 st.subheader("Roofline")
@@ -43,6 +43,6 @@ pts = pd.concat(points) if points else None
 st.plotly_chart(roofline_figure(ridge, pts), key="roofline")
 st.caption("Below its ridge point (where the roof bends) a step is memory-bound: decode sits left of it, "
            "prefill and training right. Points are the calibrated model's attained FLOP/s per GPU.")
-st.dataframe(ridge, hide_index=True)
+st.dataframe(display_table(ridge), hide_index=True)
 if pts is not None:
-    st.dataframe(pts, hide_index=True)
+    st.dataframe(display_table(pts), hide_index=True)

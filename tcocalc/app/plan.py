@@ -13,7 +13,7 @@ import streamlit as st
 import tcocalc as tc
 from tcocalc.app import shared as ui
 from tcocalc.figures import split_sweep_figure, timeline_figure
-from tcocalc.reports import XLSX_MIME, metrics_table, sweep_table, to_csv_text
+from tcocalc.reports import XLSX_MIME, display_table, metrics_table, pricing_text, sweep_table, to_csv_text
 
 OBJECTIVE = "usd_per_useful_sample"
 SIM_STEPS, SIM_SEED = 12, 0
@@ -55,6 +55,32 @@ def nvlink_choice(scn) -> str:
     return NVLINK_MIXED if len(both) > 1 else NVLINK[0] if both == {True} else NVLINK[1]
 
 
+def price_edit(scn, price: float, typed_for) -> dict:
+    """The edit that sets the page's GPU price: ``economics.usd_per_gpu_hour`` for the hardware chosen when it was
+    typed (``typed_for``: trainer and generator hardware; None: the hardware shown), for each pool without a price
+    of its own (docs/scenario-schema.md, "Prices and measurements follow the hardware")."""
+    hw = dict(zip(("trainer", "generator"), typed_for or (scn.trainer.hardware, scn.generator.hardware), strict=True))
+    econ = scn.economics
+    old = econ.priced_for.model_dump(exclude_none=True) if econ.priced_for is not None else {}
+    priced = {side: (hw[side] if getattr(econ, f"{side}_usd_per_gpu_hour") is None else old.get(side))
+              for side in ("trainer", "generator")}
+    priced = {side: name for side, name in priced.items() if name and name != getattr(scn, side).hardware}
+    return {"economics.usd_per_gpu_hour": price, "economics.priced_for": priced or None}
+
+
+def canonical(name: str) -> str:
+    """An accelerator's catalog name (``H100`` is ``H100-SXM``), or the name as written when the catalog lacks it."""
+    try:
+        return tc.hardware(name).name
+    except (tc.TcocalcError, KeyError):
+        return name
+
+
+def as_written(chosen: str, written: str) -> str:
+    """The file's own spelling when the box holds the same chip, so a scenario is not edited by a name alone."""
+    return written if canonical(written) == chosen else chosen
+
+
 def limits(key: str) -> dict:
     """A number input's bounds, and its starting value on a session's first run (see :func:`initial`)."""
     _, lo, hi = NUMBERS[key]
@@ -84,7 +110,8 @@ def from_params(params: dict[str, str], choices: dict[str, list]) -> tuple[dict,
                 value = kind(raw)
                 ok = math.isfinite(value) and lo <= value <= hi
             elif key in choices:
-                value, ok = raw, raw in choices[key]
+                value = canonical(raw) if key in ("trainer_hw", "generator_hw") else raw
+                ok = value in choices[key]
             elif key in TOGGLES:
                 value, ok = raw == "true", raw in ("true", "false")
         except ValueError:
@@ -107,6 +134,9 @@ ss = st.session_state
 # the browser sends its widgets' values with the rerun request of the edit that reconnected it, and those must
 # win over the URL (written before that edit), as a default loses to them where a session-state value would not.
 first = "_loaded" not in ss
+refill = ss.pop("_refill", None)  # a first run's inputs, but the solved split: its rerun kept no widget (see below)
+if refill and "scenario_file" in refill:
+    ss["scenario_file"] = refill.pop("scenario_file")
 if "_link" not in ss:
     ss["_link"] = st.query_params.to_dict()
 defaults: dict = {}  # a session's first run: the widgets' starting values, which the browser's own values override
@@ -151,8 +181,8 @@ except tc.TcocalcError as exc:
 # page (Streamlit drops the state of widgets a page did not draw). On a session's first run the URL's values
 # (written below on every change) replace the file's: a reconnect or a reload keeps what the user had.
 start = {
-    "model": scn0.model.name, "trainer_hw": scn0.trainer.hardware, "trainer_gpus": scn0.trainer.gpus,
-    "generator_hw": scn0.generator.hardware, "generator_gpus": scn0.generator.gpus,
+    "model": scn0.model.name, "trainer_hw": canonical(scn0.trainer.hardware), "trainer_gpus": scn0.trainer.gpus,
+    "generator_hw": canonical(scn0.generator.hardware), "generator_gpus": scn0.generator.gpus,
     "generator_precision": scn0.generator.precision, "mode": scn0.orchestration.mode,
     "max_staleness": float(scn0.orchestration.max_staleness), "prompts": scn0.workload.prompts_per_step,
     "group": scn0.workload.group_size, "prompt_tokens": float(scn0.workload.prompt_tokens),
@@ -168,8 +198,9 @@ start = {
 hw_names = list(ui.hardware_table()["name"])
 models = ui.model_names()
 choices = {
-    "trainer_hw": hw_names if scn0.trainer.hardware in hw_names else [scn0.trainer.hardware, *hw_names],
-    "generator_hw": hw_names if scn0.generator.hardware in hw_names else [scn0.generator.hardware, *hw_names],
+    # one entry per chip: the catalog's name ("H100" is "H100-SXM"); a name the catalog lacks comes first
+    "trainer_hw": hw_names if start["trainer_hw"] in hw_names else [start["trainer_hw"], *hw_names],
+    "generator_hw": hw_names if start["generator_hw"] in hw_names else [start["generator_hw"], *hw_names],
     "mode": list(tc.Scenario.choices("orchestration.mode")),
     "generator_precision": list(tc.Scenario.choices("generator.precision")),
     "framework": list(tc.Scenario.choices("orchestration.framework")),
@@ -202,8 +233,14 @@ if ss.get("_loaded") != source or any(key not in ss for key in start):
     else:  # another scenario: its values replace the widgets' (the browser's, after a reconnect, are the old one's)
         ss.update(values)
     ss["_loaded"] = source
+    ss.pop("_price_for", None)  # a price typed for the previous scenario's hardware
 if not ss["_link"]:
     ss.pop("_waiting", None)
+if refill:  # set before the widgets are drawn; a rerun of a first run keeps no widget state
+    ss.update(refill)
+if "_fill" in ss:  # Find the best split moved the split: the inputs take it (before their widgets are drawn)
+    ss["_solved_from"] = ss.pop("_fill")  # (trainer GPUs, generator GPUs, the split before solving)
+    ss["trainer_gpus"], ss["generator_gpus"] = ss["_solved_from"][:2]
 
 with st.expander("Cluster and workload", expanded=True):
     c1, c2, c3, c4 = st.columns(4)
@@ -222,19 +259,22 @@ with st.expander("Cluster and workload", expanded=True):
                     help="colocated: ignored (like the generator hardware), the trainer's pool generates")
     c3.selectbox("Generator precision", choices["generator_precision"], key="generator_precision",
                  **initial("generator_precision"))
-    c4.number_input("Max staleness [steps]", step=0.5, key="max_staleness", **limits("max_staleness"),
+    c4.number_input("Max staleness [steps]", step=0.5, key="max_staleness", format="%g", **limits("max_staleness"),
                     help="async/inflight: how many policy versions a trained sample may lag")
     c1, c2, c3, c4 = st.columns(4)
     c1.number_input("Prompts per step", key="prompts", **limits("prompts"))
     c2.number_input("Group size (samples per prompt)", key="group", **limits("group"))
-    c3.number_input("Prompt [tokens]", step=100.0, key="prompt_tokens", **limits("prompt_tokens"))
-    c4.number_input("Mean response [tokens]", step=500.0, key="resp_mean", **limits("resp_mean"),
+    c3.number_input("Prompt [tokens]", step=100.0, key="prompt_tokens", format="%g", **limits("prompt_tokens"))
+    c4.number_input("Mean response [tokens]", step=500.0, key="resp_mean", format="%g", **limits("resp_mean"),
                     help="model tokens per trajectory (all turns), before the cap")
     c1, c2, c3, c4 = st.columns(4)
     c1.number_input("Turns per trajectory", key="turns", **limits("turns"), help="tool calls = turns - 1")
-    c2.number_input("Tool call [s]", step=1.0, key="tool_s", **limits("tool_s"))
+    c2.number_input("Tool call [s]", step=1.0, key="tool_s", format="%g", **limits("tool_s"))
     c3.number_input("GPU cost [USD/GPU-h]", step=0.1, key="usd_gpu_h", **limits("usd_gpu_h"),
-                    help="all-in cost per GPU-hour; the Cost page derives one from capex and opex")
+                    on_change=lambda: ss.update(_price_for=(ss["trainer_hw"], ss["generator_hw"])),
+                    help="all-in cost per GPU-hour of the hardware it was set for (the file's, or the hardware "
+                         "chosen when you type it); other hardware is priced at its ownership cost (data/"
+                         "cost_defaults.toml). The Cost page derives one from capex and opex")
     solve = c4.toggle("Find the best split", key="solve", **initial("solve"))
     c1, c2, c3, c4 = st.columns(4)
     c4.number_input("Draft tokens (speculative)", key="draft_tokens", **limits("draft_tokens"),
@@ -289,7 +329,7 @@ try:
         "orchestration.max_staleness": float(ss["max_staleness"]), "workload.prompts_per_step": int(ss["prompts"]),
         "workload.group_size": int(ss["group"]), "workload.prompt_tokens": float(ss["prompt_tokens"]),
         "workload.turns": int(ss["turns"]), "sandbox.tool_call_s": float(ss["tool_s"]),
-        "economics.usd_per_gpu_hour": float(ss["usd_gpu_h"]), "orchestration.framework": ss["framework"],
+        "orchestration.framework": ss["framework"],
         "generator.disaggregated": ss["serving"] == "disaggregated",
         **({} if ss["serving"] == "disaggregated" else {"generator.prefill_gpus": None}),
         "generator.speculative_tokens": int(ss["draft_tokens"]) or None,
@@ -297,8 +337,12 @@ try:
         **({} if ss["nvlink"] == NVLINK_MIXED else {"trainer.multinode_nvlink": ss["nvlink"] == NVLINK[0],
                                                     "generator.multinode_nvlink": ss["nvlink"] == NVLINK[0]})})
         .with_response_mean(float(ss["resp_mean"]))
-        .with_cluster(mode=ss["mode"], trainer_hardware=ss["trainer_hw"], trainer_gpus=int(ss["trainer_gpus"]),
-                      generator_hardware=ss["generator_hw"], generator_gpus=int(ss["generator_gpus"])))
+        .with_cluster(mode=ss["mode"], trainer_hardware=as_written(ss["trainer_hw"], scn0.trainer.hardware),
+                      trainer_gpus=int(ss["trainer_gpus"]),
+                      generator_hardware=as_written(ss["generator_hw"], scn0.generator.hardware),
+                      generator_gpus=int(ss["generator_gpus"])))
+    if ss["usd_gpu_h"] != start["usd_gpu_h"] or ss.get("_price_for"):  # a price typed here: for the hardware then
+        scn = scn.with_values(price_edit(scn, float(ss["usd_gpu_h"]), ss.get("_price_for")))
 except (tc.TcocalcError, ValueError) as exc:
     ui.show_error(exc, LABELS)
     st.stop()
@@ -353,12 +397,28 @@ except (tc.TcocalcError, ValueError) as exc:
 
 # The split shown, simulated and downloaded: the solved one when solving (report.scenario), else the inputs'.
 shown, m = report.scenario, report.metrics
+if solve and (shown.trainer.gpus, shown.generator.gpus) != (scn.trainer.gpus, scn.generator.gpus) \
+        and ss.get("_filled") != shown.to_toml():  # the solved split fills the inputs, once per solution
+    ss["_filled"] = shown.to_toml()
+    fill = (shown.trainer.gpus, shown.generator.gpus, ui.split_text(
+        {"trainer_gpus": scn.trainer.gpus, "generator_gpus": scn.generator.gpus}, shown.orchestration.mode))
+    if first:  # a first run's inputs live in the widgets' defaults, which a rerun drops: run it again as a first
+        ss["_refill"] = {**{k: ss[k] for k in [*start, *TOGGLES, "scenario_file"] if k in ss},
+                         "trainer_gpus": fill[0], "generator_gpus": fill[1]}
+        ss["_solved_from"] = fill
+    else:
+        ss["_fill"] = fill
+    st.rerun()
 mode = shown.orchestration.mode
 split = ui.split_text(m, mode)
 calibrated = report.details["calibration"]["calibrated"]
 st.subheader(("" if tc.MODES[mode].shared_pool else "Split ") + split + (" (solved)" if solve else "")
              + (", calibrated" if calibrated else ""))
 st.caption(ui.calibration_text(report.details))
+moved = ss.get("_solved_from")
+if solve and moved and tuple(moved[:2]) == (scn.trainer.gpus, scn.generator.gpus):
+    st.caption(f"*Find the best split* filled the inputs with this split; before solving: {moved[2]}.")
+st.caption(f"Priced: {pricing_text(report.details['pricing'])}.")
 if report.phases is not None and "prefill_gpus" in report.phases.columns:  # disaggregated: the generator's pools
     pools = report.phases.iloc[0]
     st.caption(f"Generator pools: {ui.plural(int(pools['prefill_gpus']), 'prefill GPU')} in "
@@ -378,7 +438,7 @@ k[1].metric("vs Tinker (ours)", "not offered" if ratio is None else f"{ratio:.2f
             help="our cost per trained token over Tinker's list price for the same token mix, discards billed")
 k[2].metric("Run cost", ui.fmt(m["run_usd"], "USD"), help=ui.plural(shown.workload.steps, "step"))
 k[3].metric("Run duration", ui.fmt(m["run_hours"], "h"))
-k = st.columns(4)
+k = st.columns(2)  # wider tiles: their labels say which accounting they are, in full
 sa, sa_ratio = m["semianalysis_usd_per_mtok"], m["semianalysis_cost_ratio_vs_tinker"]
 k[0].metric("Cost per M tokens (SemiAnalysis-style)", "no rental price" if sa is None else ui.fmt(sa, "USD"),
             help="the study's accounting: GPU-hours at its rental price, prompt + response tokens of trained "
@@ -410,7 +470,7 @@ if phases is not None and len(phases) > 1:
     st.subheader("Phases")
     cols = [c for c in ("phase", "start_step", "steps", "step_time_s", "trainer_idle_fraction",
                         "useful_samples_per_s", "wants_split") if c in phases.columns]
-    st.dataframe(phases[cols], hide_index=True)
+    st.dataframe(display_table(phases[cols]), hide_index=True)
 
 def simulation_steps(scn: tc.Scenario) -> tuple[int, str | None]:
     """The steps the page simulates (:data:`SIM_STEPS`, fewer when that is estimated above :data:`SIM_MAX_EVENTS`
@@ -460,7 +520,9 @@ if st.toggle(f"Simulate {ui.plural(SIM_STEPS, 'step')}", key="simulate", **initi
 # The download is the split shown; a solved one says so in its name and description.
 saved = shown
 if solve:
-    before = ui.split_text({"trainer_gpus": scn.trainer.gpus, "generator_gpus": scn.generator.gpus}, mode)
+    filled = ss.get("_solved_from")
+    before = filled[2] if filled and tuple(filled[:2]) == (scn.trainer.gpus, scn.generator.gpus) else ui.split_text(
+        {"trainer_gpus": scn.trainer.gpus, "generator_gpus": scn.generator.gpus}, mode)
     try:
         saved = shown.with_values({
             "name": f"{scn.name[:193]}-solved",

@@ -20,7 +20,7 @@ from collections import OrderedDict
 import streamlit as st
 
 import tcocalc as tc
-from tcocalc.reports import workbook_bytes
+from tcocalc.reports import human, workbook_bytes
 
 #: The Plan page's numeric inputs: key -> the scenario field they set. Their limits are the field's own
 #: (Scenario.field_bounds): one source, so a file the library accepts is shown as it is (a 1,000-step limit once
@@ -161,6 +161,11 @@ def model_names():
     return tc.model_names()
 
 
+def metric_label(key: str) -> str:
+    """A contract metric in words (``cost per M trained tokens (ours)``), for pickers and captions."""
+    return human(key)
+
+
 def fmt(value, unit: str = "", digits: int = 3) -> str:
     """A number with its unit for st.metric (None -> 'not offered')."""
     if value is None:
@@ -201,7 +206,8 @@ def error_text(exc: Exception, labels: dict[str, str] | None = None) -> str:
             text = re.sub(rf"(?<![\w.]){re.escape(path)}(?![\w.])", f"'{labels[path]}'", text)
     if isinstance(exc, tc.InfeasibleError) and exc.min_gpus is not None:
         layout = f" ({exc.layout.label()})" if exc.layout is not None else ""
-        text = f"{text.rstrip('.')}. Smallest that fits: {exc.min_gpus:,} GPUs{layout}."
+        if f"{exc.min_gpus:,} GPUs" not in text and f"{exc.min_gpus} GPUs" not in text:  # said once, not twice
+            text = f"{text.rstrip('.')}. Smallest that fits: {exc.min_gpus:,} GPUs{layout}."
     return text
 
 

@@ -14,13 +14,16 @@ import streamlit as st
 
 import tcocalc as tc
 from tcocalc.app import shared as ui
-from tcocalc.reports import to_csv_text
+from tcocalc.reports import candidates_table, display_table, header, to_csv_text
 
+UNITS = {"run_hours": "h", "run_usd": "USD", "staleness_bound_steps": "step", "useful_samples_per_s": "sample/s",
+         "usd_per_useful_sample": "USD/sample", "trainer_gpus": "GPU", "generator_gpus": "GPU"}
 TARGETS = {"Useful samples/s": "useful_samples_per_s", "Run hours (the scenario's steps)": "run_hours",
            "Budget for the run [USD]": "budget_usd"}
 MODES = ["sync", "one_step_off", "periodic", "async", "inflight"]
-COLUMNS = ["trainer_hardware", "trainer_gpus", "generator_hardware", "generator_gpus", "mode",
-           "staleness_bound_steps", "supply", "useful_samples_per_s", "run_hours", "run_usd", "usd_per_useful_sample",
+COLUMNS = ["trainer_hardware", "trainer_gpus", "generator_hardware", "generator_gpus", "mode", "same_as_modes",
+           "staleness_bound_steps", "supply", "trainer_usd_per_gpu_hour", "generator_usd_per_gpu_hour",
+           "useful_samples_per_s", "run_hours", "run_usd", "usd_per_useful_sample",
            "trainer_idle_fraction", "meets_target"]
 
 
@@ -36,6 +39,8 @@ def _plan_link(scenario: str, row) -> str:
               "mode": row["mode"]}
     if tc.MODES[row["mode"]].streaming:
         params["max_staleness"] = float(row["staleness_bound_steps"])
+    if row["supply"] != "own":  # a provider's price (own: the scenario's, which Plan applies by itself)
+        params["usd_gpu_h"] = float(row["trainer_usd_per_gpu_hour"])
     return "/?" + urlencode(params)
 
 
@@ -47,18 +52,26 @@ files = ui.scenario_files()
 c1, c2, c3 = st.columns(3)
 name = c1.selectbox("Scenario (its workload and steps)", list(files), key="size_scenario")
 label = c2.selectbox("Target", list(TARGETS), key="size_target_kind")
-value = c3.number_input("Target value", min_value=1e-6, max_value=1e12, value=2.0, key="size_target_value")
+value = c3.number_input("Target value", min_value=1e-6, max_value=1e12, value=2.0, key="size_target_value",
+                        format="%g")
 hw_names = list(ui.hardware_table()["name"])
 scn0 = ui.load_scenario(str(files[name]))
+own_bound = float(scn0.orchestration.max_staleness)
+bound_choices = sorted({0.5, 1.0, 2.0, 4.0, 8.0, own_bound})
+# The options start from the chosen scenario (its accelerators, the default bounds and its own); choosing another
+# scenario, or coming back from another page, starts them again.
+if st.session_state.get("_size_loaded") != name or "size_trainer_hw" not in st.session_state:
+    st.session_state["_size_loaded"] = name
+    st.session_state.update(size_trainer_hw=[tc.hardware(scn0.trainer.hardware).name],
+                            size_generator_hw=[tc.hardware(scn0.generator.hardware).name],
+                            size_bounds=sorted({1.0, 2.0, 4.0, own_bound}))
 c1, c2 = st.columns(2)
-t_hw = c1.multiselect("Trainer accelerators", hw_names, default=[h for h in hw_names if h.startswith(
-    scn0.trainer.hardware.split("-")[0])][:1] or hw_names[:1], key="size_trainer_hw")
-g_hw = c2.multiselect("Generator accelerators", hw_names, default=[h for h in hw_names if h.startswith(
-    scn0.generator.hardware.split("-")[0])][:1] or hw_names[:1], key="size_generator_hw")
+t_hw = c1.multiselect("Trainer accelerators", hw_names, key="size_trainer_hw")
+g_hw = c2.multiselect("Generator accelerators", hw_names, key="size_generator_hw")
 c1, c2, c3, c4 = st.columns(4)
 modes = c1.multiselect("Modes", MODES, default=MODES, key="size_modes")
-bounds = c2.multiselect("Staleness bounds (async, inflight)", [0.5, 1.0, 2.0, 4.0, 8.0], default=[1.0, 2.0, 4.0],
-                        key="size_bounds")
+bounds = c2.multiselect("Staleness bounds (async, inflight)", bound_choices, key="size_bounds",
+                        help=f"max_staleness values tried; {scn0.name}'s own is {own_bound:g}")
 gran = c3.selectbox("Granularity [GPUs]", [1, 4, 8, 72], index=2, key="size_granularity",
                     help="8: whole nodes; 72: NVL72 racks")
 max_gpus = c4.number_input("Max GPUs (both pools)", min_value=2, max_value=100_000, value=1024, step=64,
@@ -74,17 +87,20 @@ except tc.TcocalcError as exc:
 df = res.candidates
 plot = df.assign(pair=df["trainer_hardware"] + " → " + df["generator_hardware"])
 front = res.pareto.assign(pair=res.pareto["trainer_hardware"] + " → " + res.pareto["generator_hardware"])
-fig = px.scatter(front, x="run_hours", y="run_usd", color="pair", symbol="supply",
-                 hover_data=["trainer_gpus", "generator_gpus", "mode", "staleness_bound_steps", "supply",
-                             "useful_samples_per_s", "usd_per_useful_sample"],
-                 labels={"run_hours": "run time [h]", "run_usd": "run cost [USD]"},
+HOVER = ["trainer_gpus", "generator_gpus", "mode", "staleness_bound_steps", "supply", "useful_samples_per_s",
+         "usd_per_useful_sample"]
+fig = px.scatter(front, x="run_hours", y="run_usd", color="pair", symbol="supply", hover_data=HOVER,
+                 labels={c: header(c, UNITS.get(c, "")) for c in ["run_hours", "run_usd", "pair", *HOVER]}
+                 | {"pair": "trainer → generator"},
                  title=f"Pareto front of run cost vs run time ({len(front)} of {len(plot):,} candidates)")
 st.plotly_chart(fig, key="size_chart")
 st.subheader("Best plans")
 top = df[COLUMNS].head(20)
-st.dataframe(top, hide_index=True, key="size_table")
+st.dataframe(display_table(top), hide_index=True, key="size_table")
 links = [f"[{i + 1}. {int(r['trainer_gpus'])} {r['trainer_hardware']} + {int(r['generator_gpus'])} "
          f"{r['generator_hardware']}, {r['mode']}, {r['supply']}]({_plan_link(name, r)})"
-         for i, r in top.head(5).iterrows()]
+         for i, r in top.head(5).iterrows()
+         if r["supply"] == "own" or r["trainer_usd_per_gpu_hour"] == r["generator_usd_per_gpu_hour"]]
 st.markdown("Open in Plan: " + " · ".join(links))
-st.download_button("Download all candidates (CSV)", to_csv_text(df), "candidates.csv", "text/csv", key="dl_size")
+st.download_button("Download all candidates (CSV)", to_csv_text(candidates_table(df)), "candidates.csv", "text/csv",
+                   key="dl_size")

@@ -6,7 +6,7 @@ import streamlit as st
 
 import tcocalc as tc
 from tcocalc.figures import rl_validation_figure, speedup_figure, validation_figure
-from tcocalc.reports import error_text, to_csv_text
+from tcocalc.reports import display_table, error_text, to_csv_text
 
 
 @st.cache_data(show_spinner=False)
@@ -42,7 +42,7 @@ err = table["error [%]"].abs()
 _kpis(("Cases", f"{len(table)}"), ("Median |error|", f"{err.median():.1f} %"),
       ("Within tolerance", f"{int(table['within'].sum())} of {len(table)}"))
 st.plotly_chart(validation_figure(table), key="validation_chart")
-st.dataframe(table, hide_index=True)
+st.dataframe(display_table(table), hide_index=True)
 st.download_button("Download validation (CSV)", to_csv_text(table), "validation.csv", "text/csv", key="dl_val")
 _misses(table, "Known misses")
 
@@ -61,7 +61,7 @@ lo = _long_output()
 lo_err = lo["error [%]"].dropna().abs()
 _kpis(("Rows modelled", f"{len(lo_err)} of {len(lo)}"), ("Median |error|", f"{lo_err.median():.1f} %"),
       ("Within ±25%", f"{100 * (lo_err <= 25).mean():.0f} %"))
-st.dataframe(lo, hide_index=True)
+st.dataframe(display_table(lo), hide_index=True)
 st.download_button("Download long-output validation (CSV)", to_csv_text(lo), "long_output_validation.csv",
                    "text/csv", key="dl_lo")
 
@@ -84,16 +84,16 @@ _kpis(("NeMo RL median |error|", f"{summary['nemo_median_abs_error_pct']:.1f} %"
       ("Within ±25%", f"{100 * summary['nemo_within_share']:.0f} % of {summary['nemo_rows']}"),
       ("Speed-up pairs on the right side", f"{summary['pairs_right_side']} of {summary['pairs']}"))
 st.plotly_chart(rl_validation_figure(rl_table), key="rl_validation_chart")
-st.dataframe(rl_table, hide_index=True)
+st.dataframe(display_table(rl_table), hide_index=True)
 st.download_button("Download RL validation (CSV)", to_csv_text(rl_table), "rl_validation.csv", "text/csv",
                    key="dl_rl_val")
 st.subheader("On-policy vs off-policy: which mode wins")
 st.plotly_chart(speedup_figure(pairs), key="speedup_chart")
-st.dataframe(pairs, hide_index=True)
+st.dataframe(display_table(pairs), hide_index=True)
 _misses(rl_table, "RL known misses")
 st.subheader("Weight sync and refit timings")
 st.caption("Published trainer-to-generator transfers (NeMo RL, miles, verl) and colocated refits beside the "
            "model; rows marked fit calibrated a constant, the others only check it.")
 refit = tc.rl_refit_table()
-st.dataframe(refit, hide_index=True)
+st.dataframe(display_table(refit), hide_index=True)
 _misses(refit)

@@ -21,6 +21,7 @@ layer, in :mod:`tcocalc.whatif`.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -32,9 +33,9 @@ from ..errors import MissingSpecError, ScenarioError
 from ..scenario import Scenario
 
 __all__ = ["CostInputs", "CostBreakdown", "default_cost_inputs", "cost_default_hardware", "gpu_hour_cost",
-           "capital_recovery_factor", "cloud_prices", "pool_prices", "paid_pools", "gpus_paid", "cluster_usd_per_hour",
-           "cost_lines",
-           "GOODPUT_FACTOR", "HOURS_PER_YEAR"]
+           "capital_recovery_factor", "cloud_prices", "pool_prices", "pool_pricing", "PoolPrice", "PRICE_BASES",
+           "ownership_usd_per_gpu_hour", "amortisation_text", "pricing_text", "paid_pools", "gpus_paid",
+           "cluster_usd_per_hour", "cost_lines", "GOODPUT_FACTOR", "HOURS_PER_YEAR"]
 
 HOURS_PER_YEAR = 8760.0
 
@@ -195,19 +196,127 @@ def cloud_prices(hardware_name: str | None = None):
 
 
 # ------------------------------------------------------------------------------- a scenario's pools
-def pool_prices(scn: Scenario) -> tuple[float, float]:
-    """($/GPU-hour trainer, $/GPU-hour generator): explicit per-pool prices, else this engine on
-    ``[economics.cost_inputs]`` (each pool's hardware defaults plus the overrides), else ``usd_per_gpu_hour``."""
+#: What a pool's $/GPU-hour is (:attr:`PoolPrice.basis`), in the order :func:`pool_pricing` tries them.
+PRICE_BASES = {
+    "pool price": "the pool's own price (economics.<pool>_usd_per_gpu_hour)",
+    "accelerator price": "your price for the accelerator (economics.hardware_prices)",
+    "cost inputs": "the ownership cost of its hardware on [economics.cost_inputs]",
+    "scenario price": "the scenario's price (economics.usd_per_gpu_hour)",
+    "ownership cost": "the ownership cost of its hardware (data/cost_defaults.toml), the scenario's price being "
+                      "for other hardware",
+}
+
+
+@dataclass(frozen=True)
+class PoolPrice:
+    """One pool's $/GPU-hour and why (``report.details["pricing"]``): ``side``, ``hardware`` (catalog name),
+    ``usd_per_gpu_hour``, ``basis`` (a key of :data:`PRICE_BASES`), ``set_for`` (the accelerator the scenario's
+    price was set for, where it no longer applies; else None) and ``text``, one sentence saying it."""
+
+    side: str
+    hardware: str
+    usd_per_gpu_hour: float
+    basis: str
+    set_for: str | None = None
+    text: str = ""
+
+    def as_dict(self) -> dict:
+        return {"side": self.side, "hardware": self.hardware, "usd_per_gpu_hour": self.usd_per_gpu_hour,
+                "basis": self.basis, "set_for": self.set_for, "text": self.text}
+
+
+def _canonical(name: str) -> str:
+    try:
+        return hardware(name).name
+    except KeyError:  # UnknownEntryError: compared as written
+        return name
+
+
+def ownership_usd_per_gpu_hour(hardware_name: str) -> float | None:
+    """The ownership cost of an accelerator on its documented defaults (:func:`default_cost_inputs`,
+    :func:`gpu_hour_cost`) [USD/GPU-h]; None where ``data/cost_defaults.toml`` has no row for it."""
+    return _ownership(_canonical(hardware_name))
+
+
+@functools.lru_cache(maxsize=64)
+def _ownership(name: str) -> float | None:
+    try:
+        return gpu_hour_cost(default_cost_inputs(name)).usd_per_gpu_hour
+    except (MissingSpecError, KeyError):
+        return None
+
+
+def amortisation_text(hardware_name: str) -> str:
+    """How an ownership cost recovers the capex, for the accelerator's documented defaults
+    (``data/cost_defaults.toml``): "capex recovered over 5 years at 4% cost of capital with 100% of calendar hours
+    charged (data/cost_defaults.toml)"."""
+    i = default_cost_inputs(hardware_name)
+    return (f"capex recovered over {i.depreciation_years:g} years at {i.cost_of_capital:.0%} cost of capital with "
+            f"{i.utilization:.0%} of calendar hours charged (data/cost_defaults.toml)")
+
+
+def _pool_price(scn: Scenario, side: str) -> PoolPrice:
     econ = scn.economics
-    prices = []
-    for side, explicit in (("trainer", econ.trainer_usd_per_gpu_hour), ("generator", econ.generator_usd_per_gpu_hour)):
-        if explicit is not None:
-            prices.append(explicit)
-        elif econ.cost_inputs is not None:
-            prices.append(gpu_hour_cost(_scenario_cost_inputs(scn, side)).usd_per_gpu_hour)
-        else:
-            prices.append(econ.usd_per_gpu_hour)
-    return prices[0], prices[1]
+    hw_name = getattr(scn, side).hardware
+    hw = _canonical(hw_name)
+    set_for = getattr(econ.priced_for, side, None) if econ.priced_for is not None else None
+    applies = set_for is None or _canonical(set_for) == hw
+    own = getattr(econ, f"{side}_usd_per_gpu_hour")
+    listed = {_canonical(k): v for k, v in (econ.hardware_prices or {}).items()}
+    if own is not None and applies:
+        return PoolPrice(side, hw, own, "pool price", text=f"{side} {hw} at {own:.4g} USD/GPU-h, the pool's own price "
+                                                          f"(economics.{side}_usd_per_gpu_hour)")
+    if hw in listed:
+        return PoolPrice(side, hw, float(listed[hw]), "accelerator price",
+                         text=f"{side} {hw} at {listed[hw]:.4g} USD/GPU-h, your price for {hw} "
+                              f"(economics.hardware_prices)")
+    if econ.cost_inputs is not None:
+        p = gpu_hour_cost(_scenario_cost_inputs(scn, side)).usd_per_gpu_hour
+        return PoolPrice(side, hw, p, "cost inputs", text=f"{side} {hw} at {p:.4g} USD/GPU-h, its ownership cost on "
+                                                          f"[economics.cost_inputs]")
+    if applies:
+        p = econ.usd_per_gpu_hour
+        return PoolPrice(side, hw, p, "scenario price", text=f"{side} {hw} at {p:.4g} USD/GPU-h, the scenario's price "
+                                                             f"(economics.usd_per_gpu_hour)")
+    old = own if own is not None else econ.usd_per_gpu_hour
+    which = f"economics.{side}_usd_per_gpu_hour" if own is not None else "economics.usd_per_gpu_hour"
+    p = ownership_usd_per_gpu_hour(hw)
+    if p is None:
+        raise ScenarioError(which, f"{old:.4g} USD/GPU-h is the price of {_canonical(set_for)} and the {side} pool "
+                                   f"now runs on {hw}, which has no ownership-cost defaults in "
+                                   f"data/cost_defaults.toml: give {hw} a price (this field, "
+                                   f"economics.hardware_prices, or [economics.cost_inputs])")
+    return PoolPrice(side, hw, p, "ownership cost", set_for=_canonical(set_for),
+                     text=f"{side} {hw} at {p:.4g} USD/GPU-h, its ownership cost: {amortisation_text(hw)}; the "
+                          f"scenario's {old:.4g} USD/GPU-h ({which}) was set for {_canonical(set_for)}")
+
+
+def pool_pricing(scn: Scenario) -> tuple[PoolPrice, PoolPrice]:
+    """(trainer, generator) :class:`PoolPrice`: each pool's $/GPU-hour and why (docs/rl-modeling.md §8;
+    docs/scenario-schema.md, "Prices and measurements follow the hardware"). A price is for the hardware it was
+    set for (``economics.priced_for``; a scenario as written sets it for its own pools). In order: the pool's own
+    price (``<pool>_usd_per_gpu_hour``) where it applies, your price for its accelerator
+    (``economics.hardware_prices``), this engine on ``[economics.cost_inputs]`` (each pool's hardware defaults
+    plus the overrides), ``usd_per_gpu_hour`` where it applies, else the ownership cost of the pool's hardware
+    on its documented defaults; hardware without those is a :class:`ScenarioError` naming the price that no longer
+    applies (a price is never taken from another chip)."""
+    return _pool_price(scn, "trainer"), _pool_price(scn, "generator")
+
+
+def pricing_text(pricing) -> str:
+    """Each paid pool's price and why in one line (``report.details["pricing"]`` or :class:`PoolPrice` values),
+    pools priced alike said once: "trainer and generator H200-SXM at 1.59 USD/GPU-h, the scenario's price (...)"."""
+    items = [p.as_dict() if isinstance(p, PoolPrice) else p for p in pricing]
+    said: dict[str, list[str]] = {}
+    for p in items:
+        said.setdefault(p["text"].removeprefix(f"{p['side']} "), []).append(p["side"])
+    return "; ".join(f"{' and '.join(sides)} {text}" for text, sides in said.items())
+
+
+def pool_prices(scn: Scenario) -> tuple[float, float]:
+    """($/GPU-hour trainer, $/GPU-hour generator): :func:`pool_pricing`'s figures."""
+    t, g = pool_pricing(scn)
+    return t.usd_per_gpu_hour, g.usd_per_gpu_hour
 
 
 def _scenario_cost_inputs(scn: Scenario, side: str) -> CostInputs:
@@ -256,15 +365,14 @@ def cost_lines(scn: Scenario, trainer_gpus: float, generator_gpus: float, sandbo
     econ = scn.economics
     pools = paid_pools(scn, trainer_gpus, generator_gpus)
     rows = []
-    if econ.cost_inputs is not None:
-        for side, n in pools:
+    for (side, n), price in zip(pools, pool_pricing(scn), strict=False):
+        if price.basis == "cost inputs":
             for (group, line), v in gpu_hour_cost(_scenario_cost_inputs(scn, side)).lines.items():
                 rows.append({"line": f"{side} {group}: {line}", "quantity": n, "unit": "GPU",
                              "price [USD/unit-h]": v, "cost [USD/h]": v * n})
-    else:
-        for (side, n), p in zip(pools, pool_prices(scn), strict=False):
-            rows.append({"line": f"{side} GPUs", "quantity": n, "unit": "GPU", "price [USD/unit-h]": p,
-                         "cost [USD/h]": n * p})
+        else:
+            rows.append({"line": f"{side} GPUs ({price.hardware}, {price.basis})", "quantity": n, "unit": "GPU",
+                         "price [USD/unit-h]": price.usd_per_gpu_hour, "cost [USD/h]": n * price.usd_per_gpu_hour})
     rows.append({"line": "sandbox CPU cores", "quantity": sandbox_cpu_cores, "unit": "core",
                  "price [USD/unit-h]": econ.usd_per_cpu_core_hour,
                  "cost [USD/h]": sandbox_cpu_cores * econ.usd_per_cpu_core_hour})

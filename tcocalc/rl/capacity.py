@@ -8,8 +8,9 @@ KV-bound ``b_max`` (§4.2, the "latency curve" form), interleaved prefill includ
 only the share ``φ = t_llm / (t_llm + t_env)`` of resident trajectories decodes (§4.7).
 
 Trainer (§3): training tokens/s from :func:`~tcocalc.training.training_throughput` at sequences of the
-mean trajectory length (sequence packing), for the few layout families that win at anchor sizes and
-every data-parallel width in between; per-sample FLOPs use ``E[T²]`` for causal attention.
+mean trajectory length (sequence packing), for the few layout families that win at each GPU count at the default
+batch (every layout where none of them fits the run's job), so a count's rate is the same in a sweep and alone;
+per-sample FLOPs use ``E[T²]`` for causal attention.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from ..roofline.training import (
     candidate_degrees,
     training_throughput,
 )
-from .cluster import Cluster
+from .cluster import Cluster, measured_mfu
 from .decode_floor import decode_floor_seconds
 from .phases import WorkloadStats
 from .settings import engine_config, settings
@@ -448,9 +449,9 @@ def _layout_rates(job: TrainingJob, lay: Layouts) -> np.ndarray:
     return np.stack([tps, mfu, np.where(tps > 0, state, 0.0)], axis=-1)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=4096)
 def _families(job: TrainingJob, anchors: tuple[int, ...]) -> tuple[tuple[int, int, int, int, int], ...]:
-    """(tp, pp, ep, vp, cp) families that win at the anchor GPU counts (the job at the training model's default
+    """(tp, pp, ep, vp, cp) families that win at the given GPU counts (the job at the training model's default
     batch, :data:`~tcocalc.roofline.training.DEFAULT_GLOBAL_BATCH_TOKENS`, whatever the run's)."""
     job = replace(job, global_batch_tokens=DEFAULT_GLOBAL_BATCH_TOKENS)
     fams = set()
@@ -463,6 +464,30 @@ def _families(job: TrainingJob, anchors: tuple[int, ...]) -> tuple[tuple[int, in
         for i in fit[np.argsort(-tps[fit], kind="stable")][:3]:  # the three fastest, the first of equals first
             fams.add((int(lay.tp[i]), int(lay.pp[i]), int(lay.ep[i]), int(lay.vp[i]), int(lay.cp[i])))
     return tuple(sorted(fams))
+
+
+def _count_rates(job: TrainingJob, ns) -> np.ndarray:
+    """(tokens/s, MFU, state bytes per GPU) of the trainer on each GPU count of ``ns`` (rows): the fastest member of
+    the layout families that win at that count at the default batch (:func:`_families`), or, where none fits the
+    run's job, the fastest of every layout (:func:`_any_layout_rate`). A count's rate depends on the count alone, so
+    a sweep's row is what the count gives alone (:func:`~tcocalc.evaluate`)."""
+    rates = np.array([_trainer_rates(job, [n], _families(job, (n,)))[0] for n in ns], dtype=float).reshape(-1, 3)
+    for i in np.flatnonzero(rates[:, 0] == 0):
+        rates[i] = _any_layout_rate(job, int(ns[i]))
+    return rates
+
+
+@functools.lru_cache(maxsize=1024)
+def _any_layout_rate(job: TrainingJob, n: int) -> tuple[float, float, float]:
+    """(tokens/s, MFU, state bytes per GPU) of the fastest layout of every candidate on ``n`` GPUs under the run's
+    own job: where the families that win at the default batch do not fit the run's (longer sequences, a larger
+    batch), a count is infeasible only when no layout at all fits (zeros)."""
+    lay = Layouts.of(candidate_degrees(job.m, job.acc, n, job.seq))
+    if not len(lay):
+        return (0.0, 0.0, 0.0)
+    rates = _layout_rates(job, lay)
+    best = int(np.argmax(rates[:, 0]))
+    return tuple(float(x) for x in rates[best]) if rates[best, 0] > 0 else (0.0, 0.0, 0.0)
 
 
 class _RateCache(dict):
@@ -528,7 +553,7 @@ def clear_caches() -> None:
     """Forget every generator and trainer rate computed so far (:func:`tcocalc.rl.pipeline.clear_caches` clears
     these and the step models' tables): what a cold start measures. No calibration needs it: the calibration is
     part of every key."""
-    for cache in (_generator_capacity, _families, _TRAINER_RATES, _pinned_rate, _full_search_rate):
+    for cache in (_generator_capacity, _families, _TRAINER_RATES, _pinned_rate, _any_layout_rate):
         cache.cache_clear()
 
 
@@ -569,20 +594,6 @@ def smallest_fitting_layout(scn, cluster: Cluster, ws: WorkloadStats, n: int) ->
 
 
 @functools.lru_cache(maxsize=4096)
-def _full_search_rate(job: TrainingJob, n: int) -> tuple[float, float, float]:
-    """(tokens/s, MFU, state bytes per GPU) of the fastest of every layout of ``n`` GPUs at the job's own batch;
-    zeros when none fits. The fallback of a count no family of the sweep divides or fits: the families are chosen
-    at the training model's default batch, so the three that win at ``n`` alone may all fail at the run's, while a
-    family from another count of a sweep fits: ``solve_split`` then chose a split that ``evaluate`` refused
-    (GLM-5 at 48 trainer GPUs, once a staleness bound of 16 moved the best split there)."""
-    lay = Layouts.of(candidate_degrees(job.m, job.acc, n, job.seq))
-    if not len(lay):
-        return (0.0, 0.0, 0.0)
-    rates = _layout_rates(job, lay)
-    return tuple(float(x) for x in rates[int(np.argmax(rates[:, 0]))])
-
-
-@functools.lru_cache(maxsize=4096)
 def _pinned_rate(job: TrainingJob, par: Parallelism | None) -> tuple[float, float, float]:
     """(tokens/s, MFU, state bytes per GPU) of one pinned layout; zeros when there is none or it does not fit."""
     if par is None:
@@ -618,22 +629,18 @@ def trainer_capacity(scn, cluster: Cluster, ws: WorkloadStats, n_t) -> TrainerRa
     if t.pinned_layout:
         rates = np.array([_pinned_rate(job, pinned_layout(t, m, int(n))) for n in n_t])
     else:
-        lo, hi = int(n_t.min()), int(n_t.max())
-        pow2 = [2 ** i for i in range(0, 20) if lo <= 2 ** i <= hi]
-        anchors = tuple(sorted({lo, hi, int(np.median(n_t)), *pow2}))
-        rates = _trainer_rates(job, n_t, _families(job, anchors))
-        for i in np.flatnonzero(rates[:, 0] == 0):  # no winning family divides this count: search it fully
-            rates[i] = _full_search_rate(job, int(n_t[i]))
+        rates = _count_rates(job, [int(n) for n in n_t])
     st = settings(scn, cluster)
     extra, overhead = st.extra_forward_passes, st.trainer_overhead
     run = cluster.run  # a run calibration's factors on the update and on the log-prob passes (1: none)
     flop_rate_per_token = m.training_flops_per_token(seq)
     f_sample = sample_flops(m, ws) * (run.training + run.logprob * extra / 3.0) * overhead
     fits = rates[:, 0] > 0
-    if t.mfu_busy is not None:  # a measured MFU replaces the training model; memory feasibility still applies
+    mfu = measured_mfu(scn, cluster)
+    if mfu is not None:  # a measured MFU replaces the training model; memory feasibility still applies
         peak = hw.peak_flops_per_s(precision)
-        return TrainerRates(np.where(fits, n_t * peak * t.mfu_busy / (f_sample / overhead), 0.0),
-                            np.where(fits, t.mfu_busy / run.training, 0.0), rates[:, 2])
+        return TrainerRates(np.where(fits, n_t * peak * mfu / (f_sample / overhead), 0.0),
+                            np.where(fits, mfu / run.training, 0.0), rates[:, 2])
     samples = rates[:, 0] * flop_rate_per_token / f_sample
     return TrainerRates(samples, rates[:, 1] / (overhead * run.training), rates[:, 2])
 

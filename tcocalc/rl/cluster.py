@@ -19,7 +19,7 @@ from ..scenario import Scenario
 from .run_factors import UNCALIBRATED, RunFactors, run_factors
 from .settings import settings
 
-__all__ = ["Cluster", "resolve", "single_server_domain"]
+__all__ = ["Cluster", "resolve", "single_server_domain", "measured_mfu", "mfu_measurement"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,29 @@ def _accelerator(scn: Scenario, side: str) -> Accelerator:
     except KeyError as exc:  # UnknownEntryError (a KeyError) names the closest entries
         raise ScenarioError(f"{side}.hardware", str(exc)) from None
     return acc if getattr(scn, side).multinode_nvlink else single_server_domain(acc)
+
+
+def measured_mfu(scn: Scenario, cluster: Cluster) -> float | None:
+    """``trainer.mfu_busy`` where it applies: on the trainer hardware and model it was measured on
+    (``trainer.mfu_measured_on``; a scenario as written measured it on its own). None where there is none or it was
+    taken on another chip or model: the roofline training model stands in (docs/rl-modeling.md §3.2;
+    :func:`mfu_measurement` says which)."""
+    return scn.trainer.mfu_busy if mfu_measurement(scn, cluster) == "applies" else None
+
+
+def mfu_measurement(scn: Scenario, cluster: Cluster) -> str:
+    """``"none"`` (no measured MFU), ``"applies"`` or ``"dropped"`` (measured on other hardware or another model)."""
+    t = scn.trainer
+    if t.mfu_busy is None:
+        return "none"
+    on = t.mfu_measured_on
+    if on is None:
+        return "applies"
+    try:
+        same_hw = hardware(on.hardware).name == cluster.trainer.name
+    except KeyError:  # UnknownEntryError: a name the catalog does not know is not this chip
+        same_hw = False
+    return "applies" if same_hw and on.model in (scn.model.name, cluster.model.name) else "dropped"
 
 
 def single_server_domain(acc: Accelerator) -> Accelerator:

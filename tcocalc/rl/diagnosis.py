@@ -16,18 +16,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..catalog.accelerators import hardware as catalog_hardware
+from ..economics.tco import amortisation_text, paid_pools, pool_pricing
 from ..errors import InfeasibleError, TcocalcError
 from ..scenario import Scenario
 from .capacity import pinned_layout, smallest_fitting_layout, trainer_min_gpus, trajectory_length_keys
-from .cluster import Cluster, resolve
+from .cluster import Cluster, mfu_measurement, resolve
 from .pipeline import PhaseResult, phase_results
 from .report import combine_phases
 from .search import SPLIT_TOLERANCE
 
 __all__ = ["Arrangement", "check_sides", "pinned_layout_error", "binding_limits", "group_warnings",
-           "calibration_warnings", "input_warnings", "outcome_warnings", "discard_causes", "useful_at_split",
-           "arrangement_gain", "serving_alternative", "nvlink_alternative", "wider_tp_alternative",
-           "USEFUL_GROUP_FLOOR", "CAP_ORDER", "WORLD_GDP_USD", "IMPLAUSIBLE_STEP_S", "LOW_UTILIZATION"]
+           "calibration_warnings", "pricing", "pricing_warnings", "mfu_warnings", "input_warnings",
+           "outcome_warnings", "discard_causes", "useful_at_split", "arrangement_gain", "serving_alternative",
+           "nvlink_alternative", "wider_tp_alternative", "USEFUL_GROUP_FLOOR", "CAP_ORDER", "WORLD_GDP_USD",
+           "IMPLAUSIBLE_STEP_S", "LOW_UTILIZATION"]
 
 #: A phase in which fewer groups than this share carry signal (rewards not all equal, §6) gets a warning:
 #: its step time and run cost are those of a run that discards or wastes nearly all it generates.
@@ -345,6 +347,47 @@ def arrangement_gain(scn: Scenario, other: Scenario, cluster: Cluster, metrics: 
     if alt is None or not (x0 > 0 and alt[1] > x0 * (1.0 + SPLIT_TOLERANCE)):
         return None
     return alt[0], x0, alt[1]
+
+
+def pricing(scn: Scenario) -> list[dict]:
+    """Each paid pool's $/GPU-hour and why (``report.details["pricing"]``; :func:`~tcocalc.economics.tco.pool_pricing`:
+    ``side``, ``hardware``, ``usd_per_gpu_hour``, ``basis``, ``set_for``, ``text``)."""
+    paid = {side for side, _ in paid_pools(scn, 0, 0)}
+    return [p.as_dict() for p in pool_pricing(scn) if p.side in paid]
+
+
+def pricing_warnings(scn: Scenario) -> list[dict]:
+    """Paid pools whose scenario price was set for other hardware, now priced at their own ownership cost
+    (``kind`` ``"price_not_for_hardware"``; one warning per accelerator, naming its pools)."""
+    moved: dict[tuple, list[dict]] = {}
+    for p in pricing(scn):
+        if p["basis"] == "ownership cost":
+            moved.setdefault((p["hardware"], p["set_for"]), []).append(p)
+    out = []
+    for (hw, was), pools in moved.items():
+        sides = [p["side"] for p in pools]
+        which = "the trainer and generator pools run" if len(sides) == 2 else f"the {sides[0]} pool runs"
+        price = pools[0]["usd_per_gpu_hour"]
+        out.append({"kind": "price_not_for_hardware", "phase": None, "sides": tuple(sides), "hardware": hw,
+                    "set_for": was, "usd_per_gpu_hour": price,
+                    "message": f"Price no longer applies: the scenario's GPU price was set for {was}, and {which} on "
+                               f"{hw}, priced at {hw}'s ownership cost instead: {price:.3g} USD/GPU-h, "
+                               f"{amortisation_text(hw)}. Set economics.hardware_prices.{hw} to use your own."})
+    return out
+
+
+def mfu_warnings(scn: Scenario, cluster: Cluster, metrics: dict) -> list[dict]:
+    """A measured ``trainer.mfu_busy`` taken on other trainer hardware or another model, dropped for the roofline
+    training model's (``kind`` ``"measured_mfu_dropped"``)."""
+    if mfu_measurement(scn, cluster) != "dropped":
+        return []
+    on, t = scn.trainer.mfu_measured_on, scn.trainer
+    return [{"kind": "measured_mfu_dropped", "phase": None, "mfu_busy": t.mfu_busy, "measured_on": on.hardware,
+             "measured_model": on.model,
+             "message": f"Measured MFU no longer applies: trainer.mfu_busy {t.mfu_busy:.3g} was measured on "
+                        f"{on.hardware} with {on.model}, and the trainer now runs {cluster.trainer.name} with "
+                        f"{scn.model.name}, so the roofline training model's MFU ({metrics['trainer_mfu_busy']:.1%} "
+                        f"while busy) is used. Measure it there and set trainer.mfu_busy to use yours."}]
 
 
 def calibration_warnings(cluster: Cluster) -> list[dict]:

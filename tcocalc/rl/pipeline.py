@@ -9,6 +9,7 @@ metric builder.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,27 +50,61 @@ def evaluate_splits(cluster: Cluster, scn: Scenario, ws: WorkloadStats, n_t, n_g
     """All stages for splits ``(n_t[i], n_g[i])`` of one phase; infeasible splits are flagged, never NaN.
 
     The generator's instance is the steady-state throughput-best one unless an alternative on the same GPUs
-    (:func:`~tcocalc.rl.capacity.generator_capacities`) trains more samples/s through this run's flow at the
-    best of these splits (useful samples are a fixed share of them): the instance a planner would pick for this
-    run (docs/rl-modeling.md §4.4)."""
+    (:func:`~tcocalc.rl.capacity.generator_capacities`) trains more samples/s through this run's flow at that
+    split: the instance a planner would pick for this run on that split (docs/rl-modeling.md §4.4), chosen split by
+    split, so every split of a sweep gets what :func:`~tcocalc.evaluate` gives it alone. Where splits choose
+    different instances, every stage's arrays hold each split's own and ``generator`` is the first split's."""
     step_model = STEP_MODELS[scn.orchestration.mode]
     # max_gpus: a pool too small for the usual instance gets the best that fits
     gcap, *alternatives = generator_capacities(scn, cluster, ws, max_gpus=int(np.max(n_g)))
     rates = pool_rates(cluster, scn, ws, gcap, n_t, n_g)
     flow = step_model(scn, ws, gcap, rates)
+    result = _stages(scn, ws, gcap, rates, flow)
     for alt in alternatives:
         alt_rates = pool_rates(cluster, scn, ws, alt, n_t, n_g)
-        if _ceiling(alt_rates) <= _best(rates, flow.trained_per_s):
+        if not np.any(alt_rates.feasible & (_ceiling(alt_rates) > result.flow.trained_per_s)):
             continue  # neither pool would let it train faster than the flow already does: its flow cannot win
         alt_flow = step_model(scn, ws, alt, alt_rates)
-        if _best(alt_rates, alt_flow.trained_per_s) > _best(rates, flow.trained_per_s):
-            gcap, rates, flow = alt, alt_rates, alt_flow
+        wins = alt_rates.feasible & (alt_flow.trained_per_s > result.flow.trained_per_s)
+        if wins.all():
+            result = _stages(scn, ws, alt, alt_rates, alt_flow)
+        elif wins.any():
+            result = _merged(wins, _stages(scn, ws, alt, alt_rates, alt_flow), result)
+    return result
+
+
+def _stages(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, rates: Rates, flow: Flow) -> PhaseResult:
+    """Staleness, sandbox load, cluster cost and the contract metrics of one instance's flow."""
     stale = staleness(scn, ws, gcap, flow)
     live = sandbox_load(scn, ws, flow)
     usd_h = cluster_usd_per_hour(scn, rates.n_t, rates.n_g, live * scn.sandbox.cpu_cores)
     metrics = contract_metrics(scn, ws, rates, flow, stale, live, usd_h)
     return PhaseResult(workload=ws, generator=gcap, rates=rates, flow=flow, staleness=stale, sandboxes=live,
                        usd_per_hour=usd_h, metrics=metrics)
+
+
+def _pick(mask: np.ndarray, a, b):
+    """``a`` where ``mask``, else ``b``, for one stage value: arrays and numbers split by split (equal numbers stay
+    numbers), dicts key by key (a key only one side has is no limit on the other: infinite), frozen stage results
+    field by field."""
+    if dataclasses.is_dataclass(a):
+        return dataclasses.replace(a, **{f.name: _pick(mask, getattr(a, f.name), getattr(b, f.name))
+                                         for f in dataclasses.fields(a)})
+    if isinstance(a, dict):
+        return {k: _pick(mask, a.get(k, np.inf), b.get(k, np.inf)) for k in {**a, **b}}
+    if np.ndim(a) == 0 and np.ndim(b) == 0 and a == b:
+        return a
+    return np.where(mask, a, b)
+
+
+def _merged(mask: np.ndarray, a: PhaseResult, b: PhaseResult) -> PhaseResult:
+    """Split by split, ``a``'s stages where ``mask``, else ``b``'s (the first split's instance as ``generator``)."""
+    return PhaseResult(workload=b.workload, generator=a.generator if mask.reshape(-1)[0] else b.generator,
+                       rates=_pick(mask, a.rates, b.rates), flow=_pick(mask, a.flow, b.flow),
+                       staleness=_pick(mask, a.staleness, b.staleness),
+                       sandboxes=_pick(mask, a.sandboxes, b.sandboxes), usd_per_hour=_pick(mask, a.usd_per_hour,
+                                                                                             b.usd_per_hour),
+                       metrics=_pick(mask, a.metrics, b.metrics))
 
 
 def phase_results(scn: Scenario, cluster: Cluster, n_t, n_g) -> list[PhaseResult]:

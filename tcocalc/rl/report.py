@@ -57,13 +57,15 @@ METRIC_UNITS: dict[str, tuple[str, str]] = {
     "usd_per_gpu_hour": ("USD/GPU-h", "cluster cost per GPU-hour, sandbox CPUs included"),
     "usd_per_step": ("USD", "cost of one optimizer step"),
     "usd_per_mtok_trained": ("USD/Mtoken", "cost per million tokens the trainer learns from"),
-    "tinker_usd_per_mtok": ("USD/Mtoken", "Tinker list price for the same token mix (None: not offered)"),
+    "tinker_usd_per_mtok": ("USD/Mtoken", "our accounting of Tinker's list price: the same token mix, discarded "
+                            "rollouts billed (None: not offered)"),
     "cost_ratio_vs_tinker": ("1", "our cost per trained token over Tinker's (None: not offered)"),
     "run_hours": ("h", "the whole run of workload.steps steps, sandbox start-up ramp included"),
     "run_usd": ("USD", "cost of the whole run"),
     "semianalysis_usd_per_mtok": ("USD/Mtoken", "SemiAnalysis-style: GPU-hours at the study's rental price per "
                                   "trained Mtoken (None: no such price for the hardware)"),
-    "semianalysis_tinker_usd_per_mtok": ("USD/Mtoken", "SemiAnalysis-style Tinker list price: prompt at prefill, "
+    "semianalysis_tinker_usd_per_mtok": ("USD/Mtoken", "SemiAnalysis-style accounting of Tinker's list price: "
+                                         "prompt at prefill, "
                                          "response at sample + train, discards not billed (None: not offered)"),
     "semianalysis_cost_ratio_vs_tinker": ("1", "SemiAnalysis-style cost over SemiAnalysis-style Tinker "
                                           "(None: either is None)"),

@@ -85,8 +85,10 @@ def _assess(scn: Scenario, cluster: Cluster, looser: bool = True) -> _Assessed:
     details["binding_limits"] = limits
     groups = diagnosis.group_warnings(scn, results)
     details["warnings"] = (diagnosis.outcome_warnings(scn, results, metrics, groups)
-                           + diagnosis.input_warnings(scn, cluster) + groups + diagnosis.calibration_warnings(cluster))
+                           + diagnosis.input_warnings(scn, cluster) + groups + diagnosis.pricing_warnings(scn)
+                           + diagnosis.mfu_warnings(scn, cluster, metrics) + diagnosis.calibration_warnings(cluster))
     details["discards"] = diagnosis.discard_causes(results)
+    details["pricing"] = diagnosis.pricing(scn)
     details["calibration"] = calibration_status(cluster.run)
     details["trust"] = trust(cluster.run.calibrated)
     return _Assessed(metrics, _phase_table(parts, results), details, results,
