@@ -90,6 +90,8 @@ _EXPORTS: dict[str, str] = {
     "gpu_hour_cost": "economics.tco",
     "cloud_prices": "economics.tco",
     "build_rent_tinker": "whatif",
+    "calibration_of": "whatif",
+    "calibration_line": "rl.advice",
     # calibration from a measured run
     "calibrate": "studies.calibrate",
     "RunCalibration": "studies.calibrate",
@@ -137,6 +139,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         UnknownEntryError,
     )
     from .modes import MODES, ModeTraits  # noqa: F401
+    from .rl.advice import calibration_line  # noqa: F401
     from .rl.report import METRIC_UNITS, RLReport, metric_quantities  # noqa: F401
     from .rl.simulate import simulate, simulated_events_estimate, simulated_steps  # noqa: F401
     from .rl.solve import evaluate, solve_split  # noqa: F401
@@ -166,7 +169,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .studies.calibrate import RunCalibration, calibrate  # noqa: F401
     from .sweeps import SweepResult, sweep  # noqa: F401
     from .units import Q_, get_registry  # noqa: F401
-    from .whatif import build_rent_tinker, multitenancy, sensitivity, tinker_gap  # noqa: F401
+    from .whatif import build_rent_tinker, calibration_of, multitenancy, sensitivity, tinker_gap  # noqa: F401
 
 
 def __getattr__(name: str):

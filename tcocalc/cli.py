@@ -476,16 +476,10 @@ def _print_heading(run: dict, solved: bool) -> None:
 
 def _calibration_text(details: dict) -> str:
     """One line: calibrated (from what, which factors, which dropped) or not, and the typical step-time error that
-    goes with it (report.details["calibration"] and ["trust"])."""
-    cal, trust = details.get("calibration") or {}, details.get("trust") or {}
-    err = (f"typical step-time error ±{100 * trust['typical_error']:.0f}% (so also samples/s, $/Mtok and the run's "
-           f"time and cost)") if trust else ""
-    if not cal.get("calibrated"):
-        return f"uncalibrated; {err}" if err else "uncalibrated"
-    factors = ", ".join(f"{k} {v:,.3g} s" if k == "step_overhead_s" else f"{k} x{v:.3g}"
-                        for k, v in cal["factors"].items())
-    dropped = f"; dropped: {', '.join(cal['dropped'])}" if cal.get("dropped") else ""
-    return f"calibrated from {cal['source']} ({factors}{dropped}); {err}"
+    goes with it (report.details["calibration"] and ["trust"]; :func:`tcocalc.rl.advice.calibration_line`)."""
+    from .rl.advice import calibration_line
+
+    return calibration_line(details.get("calibration") or {}, details.get("trust"))
 
 
 def _steps_text(run: dict) -> str:
@@ -742,7 +736,7 @@ def _cmd_size(args) -> int:
         candidates_table(res.pareto).to_csv(out / "pareto.csv", index=False)
     if args.json:
         print(json.dumps({"target": dict([res.target]), "met": res.met, "message": res.message,
-                          "tinker": res.tinker,
+                          "tinker": res.tinker, "calibration": res.calibration, "trust": res.trust,
                           "best": None if res.best is None else {k: _json_value(v) for k, v in res.best.items()},
                           "top": [{k: _json_value(v) for k, v in r.items()} for r in top.to_dict("records")],
                           "pareto": [{k: _json_value(v) for k, v in r.items()}

@@ -19,9 +19,11 @@ from .economics.tco import (
     pricing_text,
 )
 from .errors import ScenarioError
-from .rl.solve import evaluate
+from .rl.cluster import resolve
+from .rl.solve import calibration_status, evaluate, trust_of
 
-__all__ = ["build_rent_tinker", "sensitivity", "multitenancy", "tinker_gap", "GAP_RUNS", "GAP_HARDWARE",
+__all__ = ["calibration_of", "build_rent_tinker", "sensitivity", "multitenancy", "tinker_gap", "GAP_RUNS",
+           "GAP_HARDWARE",
            "TINKER_ACCOUNTING", "SEMIANALYSIS_TINKER_ACCOUNTING"]
 
 #: Defaults of :func:`tinker_gap`: tenants sharing a generator pool, and the newer generation compared.
@@ -34,6 +36,14 @@ TINKER_ACCOUNTING = ("our accounting: Tinker's list price for the run's token mi
                      "discarded rollouts billed (tinker_usd_per_mtok)")
 SEMIANALYSIS_TINKER_ACCOUNTING = ("SemiAnalysis-style: list price with the prompt at prefill and the response at "
                                   "sample + train, discarded rollouts not billed (semianalysis_tinker_usd_per_mtok)")
+
+
+def calibration_of(scenario) -> dict:
+    """Whether a study's figures are calibrated: ``{"calibration": ..., "trust": ...}`` as an evaluation's
+    ``report.details`` gives them (:func:`~tcocalc.rl.solve.calibration_status`, :func:`~tcocalc.rl.solve.trust`).
+    Every study here carries it: a DataFrame in ``df.attrs``, :func:`multitenancy`'s dict as keys."""
+    run = resolve(scenario).run
+    return {"calibration": calibration_status(run), "trust": trust_of(run)}
 
 
 def build_rent_tinker(scenario, *, ownership=None):
@@ -105,11 +115,13 @@ def build_rent_tinker(scenario, *, ownership=None):
                      "accounting": TINKER_ACCOUNTING})
     df = pd.DataFrame(rows)
     df["usd_per_gpu_hour"] = df["usd_per_gpu_hour"].astype(object).where(df["usd_per_gpu_hour"].notna(), None)
+    df.attrs.update(calibration_of(scenario))
     return df
 
 
 def sensitivity(scenario, *, delta: float = 0.2):
-    """Change in $/M trained tokens for ±``delta`` on each cost and workload input (tornado data)."""
+    """Change in $/M trained tokens for ±``delta`` on each cost and workload input (tornado data); whether the
+    figures are calibrated in ``df.attrs`` (:func:`calibration_of`)."""
     import pandas as pd
 
     base = evaluate(scenario).metrics["usd_per_mtok_trained"]
@@ -150,8 +162,10 @@ def sensitivity(scenario, *, delta: float = 0.2):
         rows.append({"input": label, "field": f"{section}.{field}", "base_usd_per_mtok": base,
                      "low_usd_per_mtok": out["low"], "high_usd_per_mtok": out["high"],
                      "swing_usd_per_mtok": (abs(out["high"] - out["low"]) if None not in out.values() else None)})
-    df = pd.DataFrame(rows)
-    return df.sort_values("swing_usd_per_mtok", ascending=False, na_position="last").reset_index(drop=True)
+    df = pd.DataFrame(rows).sort_values("swing_usd_per_mtok", ascending=False, na_position="last")
+    df = df.reset_index(drop=True)
+    df.attrs.update(calibration_of(scenario))
+    return df
 
 
 def multitenancy(scenario, runs: int):
@@ -177,7 +191,7 @@ def multitenancy(scenario, runs: int):
         "runs": runs, "generator_gpus_separate": runs * n_g, "generator_gpus_shared": shared,
         "generator_busy_fraction": busy, "usd_per_hour_per_run": per_run_usd_h,
         "usd_per_mtok_trained": m["usd_per_mtok_trained"] * per_run_usd_h / m["usd_per_hour"],
-        "usd_per_mtok_trained_alone": m["usd_per_mtok_trained"],
+        "usd_per_mtok_trained_alone": m["usd_per_mtok_trained"], **calibration_of(scenario),
     }
 
 
@@ -307,6 +321,7 @@ def tinker_gap(scenario, *, hardware: str = GAP_HARDWARE, runs: int = GAP_RUNS):
         cum.append(acc)
     df.insert(3, "cumulative_usd_per_mtok", cum)
     df.attrs["note"] = "; ".join(notes)
+    df.attrs.update(calibration_of(scenario))
     return df
 
 

@@ -233,7 +233,7 @@ def test_the_command_line_calibrates_writes_and_plans(tmp_path, capsys):
         tc.calibrate(tc.load_scenario(SCN / "verl_fully_async_qwen25_7b_h20.toml"),
                      tc.load_measurements(log, steps="3:4")).factor("training"), rel=1e-6)
     assert main(["run", str(out), "--solve"]) == 0
-    assert "calibrated from" in capsys.readouterr().out
+    assert "Calibrated from" in capsys.readouterr().out
     assert main(["calibrate", "default", "--measured", "step_time_s=fast"]) == 2
     assert "--measured" in capsys.readouterr().err
     assert main(["calibrate", "default", "--measured", "step_time_s=-4"]) == 3

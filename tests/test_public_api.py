@@ -55,7 +55,7 @@ APP_NAMES = {
     "sensitivity", "simulate", "size_cluster", "solve_split", "tinker_gap", "validation_table",
     "rl_validation_table", "rl_speedup_pairs", "rl_validation_summary", "rl_refit_table",
     "long_output_table", "DEEPSEEK_V3_MTP_ACCEPTANCE", "scenarios", "MODES", "RunCalibration", "calibrate",
-    "load_measurements", "simulated_events_estimate", "simulated_steps",
+    "load_measurements", "simulated_events_estimate", "simulated_steps", "calibration_line",
 }
 # Besides `import tcocalc as tc`, pages import only these library modules (figure and table builders, and the
 # app's own helper module, tcocalc.app.shared).

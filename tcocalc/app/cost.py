@@ -75,6 +75,7 @@ with st.spinner("Pricing the run…"):
         st.stop()
 st.dataframe(display_table(brt, labels={"usd_per_gpu_hour": "GPU price", "usd_per_mtok_trained":
                                        "per M trained tokens", "run_usd": "run cost"}), hide_index=True)
+st.caption(ui.calibration_text(brt.attrs))  # whether the run's figures are calibrated (tc.calibration_of)
 st.caption("The two Tinker prices are counted differently: this table's (our accounting) bills the run's token mix "
            "with its discarded rollouts; the waterfall below starts from the SemiAnalysis-style list price (prompt at "
            "prefill, response at sample + train, discarded rollouts not billed).")

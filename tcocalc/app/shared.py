@@ -118,16 +118,8 @@ def calibrate(scn: tc.Scenario, log, framework: str | None, steps: str | None, t
 
 def calibration_text(details: dict) -> str:
     """Whether a report is calibrated (from what, which factors, which dropped) and the typical step-time error
-    that goes with it (report.details["calibration"] and ["trust"])."""
-    cal, trust = details.get("calibration") or {}, details.get("trust") or {}
-    err = (f"typical step-time error ±{100 * trust['typical_error']:.0f}% (samples/s, $/Mtok and the run's time "
-           f"and cost follow it)") if trust else ""
-    if not cal.get("calibrated"):
-        return "Uncalibrated model" + (f": {err}." if err else ".")
-    factors = ", ".join(f"{k} {v:,.3g} s" if k == "step_overhead_s" else f"{k} x{v:.3g}"
-                        for k, v in cal["factors"].items())
-    dropped = f"; dropped here: {', '.join(cal['dropped'])}" if cal.get("dropped") else ""
-    return f"Calibrated from {cal['source']} ({factors}{dropped}); {err}."
+    that goes with it (report.details["calibration"] and ["trust"]; tc.calibration_line)."""
+    return tc.calibration_line(details.get("calibration") or {}, details.get("trust"))
 
 
 def simulate_takes_progress() -> bool:

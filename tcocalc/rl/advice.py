@@ -16,7 +16,7 @@ from .pipeline import PhaseResult
 from .search import OBJECTIVE_LABEL, SIDE_MAX, SPLIT_TOLERANCE, Sweep, gain, objective_values
 
 __all__ = ["Facts", "limit_lines", "arrangement_line", "general_advice", "split_line", "infeasible_side",
-           "neighbour_line", "sizing_advice"]
+           "neighbour_line", "sizing_advice", "calibration_line"]
 
 
 @dataclass(frozen=True)
@@ -243,3 +243,21 @@ def _pct(share: float) -> str:
 
 def _per_useful(usd_per_hour: float, useful: float) -> str:
     return f"{usd_per_hour / 3600 / useful:.3g}" if useful > 0 else "n/a"
+
+
+def calibration_line(calibration: dict, trust: dict | None = None) -> str:
+    """One sentence: whether a plan is calibrated, from what run, with which factors (and which did not carry over
+    to this stack), and the typical step-time error that goes with it. ``calibration`` is
+    ``report.details["calibration"]`` (:func:`~tcocalc.rl.solve.calibration_status`), ``trust``
+    ``report.details["trust"]`` (:func:`~tcocalc.rl.solve.trust`: the median |error| of the validation rows)."""
+    err = (f"typical step-time error ±{100 * trust['typical_error']:.0f}% (samples/s, $/Mtok and the run's time "
+           f"and cost follow it)") if trust else ""
+    dropped = (f"; not carried over to this stack: {', '.join(calibration['dropped'])}"
+               if calibration.get("dropped") else "")
+    if not calibration.get("calibrated"):
+        text = "Uncalibrated model" + (f" (a run calibration from {calibration['source']} does not apply{dropped})"
+                                       if calibration.get("source") else "")
+        return text + (f": {err}." if err else ".")
+    factors = ", ".join(f"{k} {v:,.3g} s" if k == "step_overhead_s" else f"{k} x{v:.3g}"
+                        for k, v in calibration["factors"].items())
+    return f"Calibrated from {calibration['source']} ({factors}{dropped})" + (f"; {err}." if err else ".")

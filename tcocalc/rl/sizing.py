@@ -43,11 +43,12 @@ from ..errors import MissingSpecError, ScenarioError, TcocalcError
 from ..modes import MODES
 from ..scenario import Scenario
 from ..workbook import label
+from .advice import calibration_line
 from .cluster import resolve
 from .phases import phase_list, workload_stats
 from .pipeline import phase_results
 from .report import METRIC_UNITS, combine_phases, tinker_usd_per_mtok
-from .solve import evaluate
+from .solve import calibration_status, evaluate, trust_of
 
 __all__ = ["SizingOptions", "SizingResult", "size_cluster", "SIZING_TARGETS", "SIZING_MODES", "gpu_ladder",
            "supply_prices", "own_prices", "DEFAULT_STALENESS_BOUNDS"]
@@ -79,7 +80,10 @@ class SizingOptions:
 class SizingResult:
     """Every feasible candidate (``candidates``: meeting the target first, best first), the Pareto front of
     run cost against run time (``pareto``), the best plan meeting the target (``best``, None when none does)
-    and a one-paragraph ``message`` (what was found, or what limited the closest candidate)."""
+    and a one-paragraph ``message`` (what was found, or what limited the closest candidate, and whether the figures
+    are calibrated). ``calibration`` and ``trust`` are what ``report.details`` gives for the scenario as given: the
+    run calibration and where it came from, the typical error of the figures; a candidate's ``calibrated`` column
+    says whether the measured run's factors carry over to its hardware."""
 
     target: tuple[str, float]
     candidates: object   # pandas.DataFrame
@@ -88,6 +92,8 @@ class SizingResult:
     message: str
     options: SizingOptions = field(default_factory=SizingOptions)
     tinker: dict | None = None  # the run on Tinker: usd_per_mtok, trained_mtok, run_usd, meets_target; None: not listed
+    calibration: dict = field(default_factory=dict)  # the run calibration on the scenario's hardware (as evaluate's)
+    trust: dict = field(default_factory=dict)  # the typical error of its figures (as report.details["trust"])
 
     @property
     def met(self) -> bool:
@@ -103,7 +109,8 @@ class SizingResult:
                            tuple(label(c, units.get(c)) for c in shown)) if shown else ""
         name, value = self.target
         return metrics_card(f"Sizing: {name} {format_value(value)}", self.best or {}, units,
-                            subtitle=f"{'met' if self.met else 'not met'}; {len(self.candidates):,} candidates",
+                            subtitle=f"{'met' if self.met else 'not met'}; {len(self.candidates):,} candidates; "
+                                     f"{'calibrated' if self.calibration.get('calibrated') else 'uncalibrated'}",
                             highlight=self.message, extra_html=extra)
 
     def scenario_for(self, scenario: Scenario, row: int = 0) -> Scenario:
@@ -275,16 +282,17 @@ def _evaluate_pair(scn: Scenario, hw_t: str, hw_g: str, opt: SizingOptions, n_t,
             if streaming:
                 values["orchestration.max_staleness"] = bound
             s = scn.with_values(values)
+            cluster = resolve(s, calibration)
             if keep is None:
-                res = phase_results(s, resolve(s, calibration), n_t, n_g)
+                res = phase_results(s, cluster, n_t, n_g)
                 keep = np.logical_and.reduce([r.feasible for r in res])
                 if not keep.any():
                     return []
                 n_t, n_g = n_t[keep], n_g[keep]
                 if not keep.all():
-                    res = phase_results(s, resolve(s, calibration), n_t, n_g)
+                    res = phase_results(s, cluster, n_t, n_g)
             else:
-                res = phase_results(s, resolve(s, calibration), n_t, n_g)
+                res = phase_results(s, cluster, n_t, n_g)
             c = combine_phases(s, [(r.workload, r.metrics) for r in res])
             p_t, p_g = pool_prices(s)
             blocks.append({"mode": mode, "bound": bound, "n_t": n_t, "n_g": n_g,
@@ -292,7 +300,9 @@ def _evaluate_pair(scn: Scenario, hw_t: str, hw_g: str, opt: SizingOptions, n_t,
                            "hours": np.asarray(c["run_hours"], float) * np.ones(n_t.shape),
                            "cpu_usd_h": np.asarray(c["usd_per_hour"], float) - (n_t * p_t + n_g * p_g),
                            "idle": np.asarray(c["trainer_idle_fraction"], float) * np.ones(n_t.shape),
-                           "stale": np.asarray(c["mean_staleness_steps"], float) * np.ones(n_t.shape)})
+                           "stale": np.asarray(c["mean_staleness_steps"], float) * np.ones(n_t.shape),
+                           "calibrated": cluster.run.calibrated,
+                           "dropped": ", ".join(name for name, _ in cluster.run.dropped)})
     return blocks
 
 
@@ -308,7 +318,8 @@ def _frame(scn: Scenario, opt: SizingOptions, kind: str, calibration=None):
                                              "generator_gpus", "mode", "staleness_bound_steps", "supply",
                                              "trainer_usd_per_gpu_hour", "generator_usd_per_gpu_hour",
                                              "useful_samples_per_s", "run_hours", "usd_per_hour",
-                                             "trainer_idle_fraction", "mean_staleness_steps")}
+                                             "trainer_idle_fraction", "mean_staleness_steps", "calibrated",
+                                             "calibration_dropped")}
     table = _price_table(opt.supplies, set(opt.trainer_hardware) | set(opt.generator_hardware))
     for hw_t in opt.trainer_hardware:
         for hw_g in opt.generator_hardware:
@@ -332,6 +343,8 @@ def _frame(scn: Scenario, opt: SizingOptions, kind: str, calibration=None):
                     cols["usd_per_hour"].append(b["n_t"] * p_t + b["n_g"] * p_g + b["cpu_usd_h"])
                     cols["trainer_idle_fraction"].append(b["idle"])
                     cols["mean_staleness_steps"].append(b["stale"])
+                    cols["calibrated"].append(np.full(m, b["calibrated"], dtype=bool))
+                    cols["calibration_dropped"].append(np.full(m, b["dropped"], dtype=object))
     if not cols["mode"]:
         return pd.DataFrame({k: [] for k in cols})
     df = pd.DataFrame({k: np.concatenate(v) for k, v in cols.items()})
@@ -543,7 +556,9 @@ def size_cluster(scenario: Scenario, target: dict, options: SizingOptions | dict
     ``staleness_bound_steps`` (0 sync/periodic, 1 one_step_off, max_staleness for async/inflight), ``supply``,
     ``trainer_usd_per_gpu_hour``, ``generator_usd_per_gpu_hour`` (the supply's effective prices),
     ``useful_samples_per_s``, ``run_hours``, ``run_usd``, ``usd_per_hour``, ``usd_per_useful_sample``,
-    ``trainer_idle_fraction``, ``mean_staleness_steps``, ``total_gpus``, ``same_as_modes`` (other modes giving
+    ``trainer_idle_fraction``, ``mean_staleness_steps``, ``calibrated`` (a factor of the scenario's run calibration
+    applies on this hardware pair), ``calibration_dropped`` (its factors that do not carry over to this pair,
+    comma-separated), ``total_gpus``, ``same_as_modes`` (other modes giving
     exactly this row, merged into it), ``meets_target``), those meeting the target first, each group best first:
     cheapest run for a pace or a deadline, fastest run for a budget (when none meets it: closest to the target
     first). ``own`` is what the scenario pays on that hardware (:func:`own_prices`). The staleness bounds default
@@ -585,10 +600,31 @@ def size_cluster(scenario: Scenario, target: dict, options: SizingOptions | dict
         message = (f"no candidate meets {goal_text} within the options ({len(df):,} candidates); the closest is "
                    f"{_plan_line(r)}. What limited it: {why}.")
         message += _own_note(scenario, df, r, False) + _bound_note(df, kind, False)
+    status, trusted, note = _calibration_note(scenario, df, calibration)
+    message += note
     tinker = tinker_run(scenario, kind, value)
     message += (" Tinker does not list this model." if tinker is None else
                 f" On Tinker (our accounting: its list price for the run's token mix, discarded rollouts billed; "
                 f"run time not published): ${tinker['run_usd']:,.0f} for the "
                 f"run (${tinker['usd_per_mtok']:.2f}/M trained tokens).")
     return SizingResult(target=(kind, value), candidates=df, pareto=front, best=best, message=message, options=opt,
-                        tinker=tinker)
+                        tinker=tinker, calibration=status, trust=trusted)
+
+
+def _calibration_note(scn: Scenario, df, calibration) -> tuple[dict, dict, str]:
+    """Whether the sizing is calibrated: the run calibration's status on the scenario's own hardware
+    (:func:`~tcocalc.rl.solve.calibration_status`), the typical error that goes with it
+    (:func:`~tcocalc.rl.solve.trust_of`)
+    and the message's sentence, naming the hardware pairs where the measured run's factors do not carry over (those
+    candidates' ``calibration_dropped`` column; the transfer rule of docs/calibration.md)."""
+    run = resolve(scn, calibration).run
+    status, own = calibration_status(run), trust_of(run)
+    text = " " + calibration_line(status, own)
+    if status["source"] is not None:
+        mine = set(status["dropped"])
+        pairs = df.loc[:, ["trainer_hardware", "generator_hardware", "calibration_dropped"]].drop_duplicates()
+        for t, g, dropped in pairs.itertuples(index=False):
+            if dropped and set(dropped.split(", ")) != mine:
+                text += (f" On {t} + {g} the measured run's {dropped} factors do not carry over (column "
+                         f"calibration_dropped).")
+    return status, own, text

@@ -30,7 +30,7 @@ from .pipeline import PhaseResult, phase_results
 from .report import OBJECTIVES, RLReport, assert_finite, combine_phases, scalar_metrics
 from .search import MAX_CANDIDATES, SIZING_SHARE, SPLIT_TOLERANCE, gain, score, search, smallest_total, sweep_frame
 
-__all__ = ["evaluate", "solve_split", "phase_results", "calibration_status", "trust", "TRUST_METRICS",
+__all__ = ["evaluate", "solve_split", "phase_results", "calibration_status", "trust", "trust_of", "TRUST_METRICS",
            "SPLIT_TOLERANCE", "USEFUL_GROUP_FLOOR", "SIZING_SHARE", "MAX_CANDIDATES"]
 
 TRUST_METRICS = ("step_time_s", "useful_samples_per_s", "usd_per_mtok_trained", "run_hours", "run_usd")
@@ -90,7 +90,7 @@ def _assess(scn: Scenario, cluster: Cluster, looser: bool = True) -> _Assessed:
     details["discards"] = diagnosis.discard_causes(results)
     details["pricing"] = diagnosis.pricing(scn)
     details["calibration"] = calibration_status(cluster.run)
-    details["trust"] = trust(cluster.run.calibrated)
+    details["trust"] = trust_of(cluster.run)
     return _Assessed(metrics, _phase_table(parts, results), details, results,
                      words.Facts(metrics, results[0], limits, loose))
 
@@ -104,6 +104,14 @@ def trust(calibrated: bool) -> dict:
     e = prediction_errors()[kind]
     return {"basis": kind, "typical_error": e["median_abs_error"], "within_25pct": e["within_25pct"],
             "rows": e["rows"], "source": e["source"], "metrics": TRUST_METRICS}
+
+
+def trust_of(run) -> dict:
+    """:func:`trust` of a resolved run calibration: the calibrated figure only where the calibration applies whole.
+    The validation's calibrated rows share the measured run's model, hardware and framework, so no factor of theirs
+    was dropped; a calibration that carries only some factors to this stack (another chip: the stage factors drop,
+    the fixed per-step cost stays) is as good as the uncalibrated model on the stages it lost."""
+    return trust(run.calibrated and not run.dropped)
 
 
 def calibration_status(run) -> dict:
