@@ -133,6 +133,7 @@ class Engine:
         self.now = 0.0
         self.replicas = Replicas(p.n_rep, p.t0, p.t1, self._push_decode, p.kv_pool_tokens)
         self.pending = [deque() for _ in range(p.n_rep)]  # LRU: back from a tool, waiting for a slot on its replica
+        self.n_pending = 0  # their number (most events find none: the replicas' queues are not scanned)
         self.returns = self.hits = 0  # LRU: returns from a tool, and those that found their history cached
         self.waiting, self.start_queue = deque(), deque()
         self.timers: dict = {}  # trajectories in a tool call; insertion-ordered so aborts are reproducible
@@ -250,6 +251,7 @@ class Engine:
         r, reps = tr.replica, self.replicas
         if not self._fits(r, self._turn_need(tr)):
             self.pending[r].append(tr)
+            self.n_pending += 1
             return
         tr.holds = True
         reps.resident[r] += 1
@@ -373,10 +375,11 @@ class Engine:
     def _pump(self) -> None:
         """Start sandboxes within the limits, then place waiting trajectories on free replica slots."""
         p, reps = self.p, self.replicas
-        if p.kv_lru and not reps.paused:  # returns from a tool first, on their own replica
+        if self.n_pending and not reps.paused:  # LRU: returns from a tool first, on their own replica
             for r, queue in enumerate(self.pending):
                 while queue and (queue[0].dead or self._fits(r, self._turn_need(queue[0]))):
                     tr = queue.popleft()
+                    self.n_pending -= 1
                     if not tr.dead:
                         self._resume(tr)
         if not self.waiting and not self.start_queue:
@@ -482,6 +485,7 @@ class Engine:
                 self.aborted += 1
                 self._release(tr, False)
         self.timers.clear()
+        self.n_pending = 0
         for q in (self.waiting, self.start_queue, *self.pending):
             while q:
                 tr = q.popleft()

@@ -48,8 +48,11 @@ class Replicas:
     def advance(self, r: int, now: float) -> None:
         """Bring replica ``r``'s virtual clock to ``now``."""
         if not self.paused and self.decoding[r] > 0:
-            self.V[r] += max(now - max(self.t_last[r], self.busy_until[r]), 0.0) / (self.t0 + self.t1 *
-                                                                                  self.decoding[r])
+            start, busy = self.t_last[r], self.busy_until[r]
+            if busy > start:
+                start = busy
+            if now > start:  # (no max(): this runs once per event and replica touched)
+                self.V[r] += (now - start) / (self.t0 + self.t1 * self.decoding[r])
         self.t_last[r] = now
 
     def stall(self, r: int, now: float, seconds: float) -> None:
@@ -119,7 +122,8 @@ class Replicas:
             while h and h[0][2].dead:
                 heapq.heappop(h)
             if h and not self.paused and self.decoding[r] > 0:
-                self.schedule(max(now, self.busy_until[r]) + max(h[0][0] - self.V[r], 0.0)
+                start, left = self.busy_until[r], h[0][0] - self.V[r]
+                self.schedule((now if now > start else start) + (left if left > 0.0 else 0.0)
                               * (self.t0 + self.t1 * self.decoding[r]), r, self.version[r])
         self.dirty.clear()
 
