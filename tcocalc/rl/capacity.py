@@ -449,31 +449,51 @@ def _layout_rates(job: TrainingJob, lay: Layouts) -> np.ndarray:
     return np.stack([tps, mfu, np.where(tps > 0, state, 0.0)], axis=-1)
 
 
-@functools.lru_cache(maxsize=4096)
-def _families(job: TrainingJob, anchors: tuple[int, ...]) -> tuple[tuple[int, int, int, int, int], ...]:
-    """(tp, pp, ep, vp, cp) families that win at the given GPU counts (the job at the training model's default
-    batch, :data:`~tcocalc.roofline.training.DEFAULT_GLOBAL_BATCH_TOKENS`, whatever the run's)."""
-    job = replace(job, global_batch_tokens=DEFAULT_GLOBAL_BATCH_TOKENS)
-    fams = set()
-    for n in anchors:
-        lay = Layouts.of(job.candidates(n))
-        if not len(lay):
-            continue
-        tps = _layout_rates(job, lay)[:, 0]
-        fit = np.flatnonzero(tps > 0)
-        for i in fit[np.argsort(-tps[fit], kind="stable")][:3]:  # the three fastest, the first of equals first
-            fams.add((int(lay.tp[i]), int(lay.pp[i]), int(lay.ep[i]), int(lay.vp[i]), int(lay.cp[i])))
-    return tuple(sorted(fams))
+def _families(job: TrainingJob, ns: list[int]) -> list[tuple[tuple[int, int, int, int, int], ...]]:
+    """The (tp, pp, ep, vp, cp) families that win at each GPU count of ``ns``: the three fastest layouts at that
+    count (the first of equals first) for the job at the training model's default batch
+    (:data:`~tcocalc.roofline.training.DEFAULT_GLOBAL_BATCH_TOKENS`, whatever the run's). The counts not cached yet
+    are searched in one vectorised call (every count's candidates scored together: the same rows as alone)."""
+    known = _COUNT_FAMILIES.get(job)
+    todo = sorted({n for n in ns if known is None or n not in known})
+    if todo:
+        if _COUNT_FAMILIES.size + len(todo) > MAX_CACHED_COUNTS:
+            _COUNT_FAMILIES.cache_clear()
+            todo = sorted(set(ns))
+        known = _COUNT_FAMILIES.setdefault(job, {})
+        base = replace(job, global_batch_tokens=DEFAULT_GLOBAL_BATCH_TOKENS)
+        cands = [base.candidates(n) for n in todo]
+        every = [c for cs in cands for c in cs]
+        lay = Layouts.of(every) if every else None
+        tps = _layout_rates(base, lay)[:, 0] if every else np.zeros(0)
+        start = 0
+        for n, cs in zip(todo, cands, strict=True):
+            mine = tps[start:start + len(cs)]
+            fit = np.flatnonzero(mine > 0)
+            fams = {(int(lay.tp[i]), int(lay.pp[i]), int(lay.ep[i]), int(lay.vp[i]), int(lay.cp[i]))
+                    for i in start + fit[np.argsort(-mine[fit], kind="stable")][:3]}
+            known[n] = tuple(sorted(fams))
+            start += len(cs)
+        _COUNT_FAMILIES.size += len(todo)
+    return [known[n] for n in ns]
 
 
-def _count_rates(job: TrainingJob, ns) -> np.ndarray:
+@functools.lru_cache(maxsize=1024)
+def _count_rates(job: TrainingJob, ns: tuple[int, ...]) -> np.ndarray:
     """(tokens/s, MFU, state bytes per GPU) of the trainer on each GPU count of ``ns`` (rows): the fastest member of
     the layout families that win at that count at the default batch (:func:`_families`), or, where none fits the
     run's job, the fastest of every layout (:func:`_any_layout_rate`). A count's rate depends on the count alone, so
-    a sweep's row is what the count gives alone (:func:`~tcocalc.evaluate`)."""
-    rates = np.array([_trainer_rates(job, [n], _families(job, (n,)))[0] for n in ns], dtype=float).reshape(-1, 3)
+    a sweep's row is what the count gives alone (:func:`~tcocalc.evaluate`); counts that share their families are
+    scored in one call. Cached per (job, counts): the array is read-only."""
+    rates = np.zeros((len(ns), 3))
+    groups: dict[tuple, list[int]] = {}
+    for i, fams in enumerate(_families(job, ns)):
+        groups.setdefault(fams, []).append(i)
+    for fams, idx in groups.items():
+        rates[idx] = _trainer_rates(job, [ns[i] for i in idx], fams)
     for i in np.flatnonzero(rates[:, 0] == 0):
-        rates[i] = _any_layout_rate(job, int(ns[i]))
+        rates[i] = _any_layout_rate(job, ns[i])
+    rates.flags.writeable = False
     return rates
 
 
@@ -503,6 +523,7 @@ class _RateCache(dict):
 
 MAX_CACHED_COUNTS = 4096
 _TRAINER_RATES = _RateCache()
+_COUNT_FAMILIES = _RateCache()  # the winning families per (training job) and GPU count (:func:`_families`)
 
 
 def _trainer_rates(job: TrainingJob, ns, fams) -> np.ndarray:
@@ -553,7 +574,7 @@ def clear_caches() -> None:
     """Forget every generator and trainer rate computed so far (:func:`tcocalc.rl.pipeline.clear_caches` clears
     these and the step models' tables): what a cold start measures. No calibration needs it: the calibration is
     part of every key."""
-    for cache in (_generator_capacity, _families, _TRAINER_RATES, _pinned_rate, _any_layout_rate):
+    for cache in (_generator_capacity, _COUNT_FAMILIES, _TRAINER_RATES, _count_rates, _pinned_rate, _any_layout_rate):
         cache.cache_clear()
 
 
@@ -629,7 +650,7 @@ def trainer_capacity(scn, cluster: Cluster, ws: WorkloadStats, n_t) -> TrainerRa
     if t.pinned_layout:
         rates = np.array([_pinned_rate(job, pinned_layout(t, m, int(n))) for n in n_t])
     else:
-        rates = _count_rates(job, [int(n) for n in n_t])
+        rates = _count_rates(job, tuple(int(n) for n in n_t))
     st = settings(scn, cluster)
     extra, overhead = st.extra_forward_passes, st.trainer_overhead
     run = cluster.run  # a run calibration's factors on the update and on the log-prob passes (1: none)

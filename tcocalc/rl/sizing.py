@@ -387,10 +387,13 @@ def _merged(df):
     rank = df["mode"].map({m: i for i, m in enumerate(SIZING_MODES)})
     df = df.assign(_rank=rank).sort_values("_rank", kind="stable").drop(columns="_rank")
     group = df.groupby([c for c in df.columns if c != "mode"], sort=False, dropna=False).ngroup()
-    modes = df["mode"].groupby(group.to_numpy()).agg(lambda m: ", ".join(m.iloc[1:]))
     first = ~group.duplicated().to_numpy()
+    gid = group.to_numpy()
+    same = [""] * (int(gid.max()) + 1)
+    for g, mode in zip(gid[~first].tolist(), df["mode"].to_numpy()[~first].tolist(), strict=True):
+        same[g] = f"{same[g]}, {mode}" if same[g] else mode  # a Python loop over the merged rows only
     out = df[first].copy()
-    out["same_as_modes"] = modes.loc[group[first].to_numpy()].to_numpy()
+    out["same_as_modes"] = [same[g] for g in gid[first].tolist()]
     return out.sort_index().reset_index(drop=True)
 
 
