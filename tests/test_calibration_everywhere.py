@@ -85,3 +85,17 @@ def test_calibration_line_names_the_run_the_factors_and_what_did_not_carry_over(
     none = {"calibrated": False, "source": SOURCE, "factors": {}, "dropped": {"generation": ["generator_hardware"]}}
     assert tc.calibration_line(none).startswith(f"Uncalibrated model (a run calibration from {SOURCE} does not apply")
     assert tc.calibration_line({"calibrated": False}) == "Uncalibrated model."
+
+
+def test_the_cost_page_says_whether_its_run_is_calibrated():
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    root = Path(__file__).resolve().parents[1]
+    while not (root / "tcocalc" / "app" / "cost.py").is_file():  # the repository root, wherever this file sits
+        root = root.parent
+    at = AppTest.from_file(str(root / "tcocalc" / "app" / "cost.py"), default_timeout=180).run()
+    assert not at.exception
+    lines = [c.value for c in at.caption if "calibrated" in c.value.lower()]
+    assert lines and lines[0].startswith("Uncalibrated model: typical step-time error ±"), lines
