@@ -7,7 +7,7 @@ Layers, lowest first; a module may import only from its own layer or a lower one
     2 roofline      tcocalc.roofline.*
     3 economics     tcocalc.economics.*
     4 rl            tcocalc.rl.*
-    5 studies       tcocalc.whatif, sweeps, tcocalc.studies.*
+    5 studies       tcocalc.sweeps, tcocalc.studies.*   (sizing, rl_validation, whatif, calibrate, ...)
     6 presentation  tcocalc.figures, reports, cli, __main__, app.*
 
 ``tcocalc/__init__.py`` is a lazy facade (``_EXPORTS`` resolved with importlib) and is not checked as an
@@ -32,7 +32,7 @@ PKG = ROOT / "tcocalc"
 TOP = "tcocalc"
 
 MAX_FUNCTION_LINES = 100
-SUBPACKAGES = ("catalog", "roofline", "economics", "rl", "studies")
+SUBPACKAGES = ("catalog", "roofline", "economics", "rl", "rl/sim", "studies")
 
 # second component of the dotted module name -> layer
 LAYERS: dict[str, int] = {
@@ -49,7 +49,6 @@ LAYERS: dict[str, int] = {
     "roofline": 2,
     "economics": 3,
     "rl": 4,
-    "whatif": 5,
     "studies": 5,
     "sweeps": 5,
     "figures": 6,

@@ -218,7 +218,7 @@ def test_max_events_refuses_a_long_run_before_it_starts(capsys):
 
 def test_max_events_default_is_the_library_default():
     from tcocalc.cli import DEFAULT_MAX_EVENTS
-    from tcocalc.rl.simulate import DEFAULT_MAX_EVENTS as LIBRARY
+    from tcocalc.rl.sim.simulate import DEFAULT_MAX_EVENTS as LIBRARY
 
     assert DEFAULT_MAX_EVENTS == LIBRARY
 

@@ -88,3 +88,11 @@ def test_public_names_survive_importing_every_module():
             "assert callable(tc.sweep) and callable(tc.scenarios)\n")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert res.returncode == 0, res.stderr[-2000:]
+
+
+def test_every_subpackage_is_listed():
+    """A subpackage missing from the explicit package list would be left out of the wheel (tcocalc.rl.sim)."""
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "tcocalc").rglob("__init__.py")
+             if "__pycache__" not in p.parts}
+    listed = set(PYPROJECT["tool"]["setuptools"]["packages"])
+    assert found <= listed, found - listed

@@ -19,11 +19,11 @@ from tcocalc.errors import DataFileError, InfeasibleError, ScenarioError
 from tcocalc.rl.decode_floor import allreduce_latency, decode_floor_seconds
 from tcocalc.rl.settings import settings
 from tcocalc.rl.switching import checkpoint_tensors, colocated_switch_seconds
-from tcocalc.rl.validation import fit_ipc_refit, rl_refit_table
 from tcocalc.rl.weight_sync import weight_sync_seconds
 from tcocalc.roofline.parallel import Parallelism
 from tcocalc.roofline.training import training_step
 from tcocalc.scenario import Orchestration
+from tcocalc.studies.rl_validation import fit_ipc_refit, rl_refit_table
 
 H100, GB200 = hardware("H100"), hardware("GB200-NVL72")
 
@@ -399,7 +399,7 @@ def test_nemo_gb200_rows_that_cross_a_tray_are_the_ones_full_nvlink_predicts_fas
     across the rack, every GB200 row whose trainer or generator layout spans more than a 4-GPU tray is predicted
     fast (median 32%), every row inside a tray is not (within 20%)."""
     from tcocalc.catalog.rl_cases import nemo_rl_cases
-    from tcocalc.rl.validation import nemo_case_scenario
+    from tcocalc.studies.rl_validation import nemo_case_scenario
 
     crossing, inside = [], []
     for case in nemo_rl_cases():
@@ -422,7 +422,7 @@ def test_advice_says_what_multinode_nvlink_would_be_worth():
     with the figure evaluate gives with the keys set; no line where it gains nothing (the GB300 agentic scenario is
     held by its sandboxes) or where a server is the whole domain (H100)."""
     from tcocalc.catalog.rl_cases import nemo_rl_cases
-    from tcocalc.rl.validation import nemo_case_scenario
+    from tcocalc.studies.rl_validation import nemo_case_scenario
 
     scn = nemo_case_scenario(next(c for c in nemo_rl_cases() if c["id"] == "NEMO-29"))
     off = tc.evaluate(scn)

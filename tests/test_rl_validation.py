@@ -10,7 +10,7 @@ import pytest
 
 import tcocalc as tc
 from tcocalc.catalog.rl_cases import nemo_rl_cases
-from tcocalc.rl.validation import RL_TOLERANCE, nemo_case_scenario
+from tcocalc.studies.rl_validation import RL_TOLERANCE, nemo_case_scenario
 
 
 @pytest.fixture(scope="module")

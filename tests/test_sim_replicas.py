@@ -2,7 +2,7 @@
 
 import pytest
 
-from tcocalc.rl.sim_replicas import Replicas
+from tcocalc.rl.sim.replicas import Replicas
 
 
 class _Seq:

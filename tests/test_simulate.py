@@ -128,7 +128,7 @@ def test_event_bound_names_the_limit():
 
 
 def _refuse_to_run(monkeypatch):
-    from tcocalc.rl import sim_engine
+    from tcocalc.rl.sim import engine as sim_engine
 
     def run(*_a, **_k):
         raise AssertionError("the engine ran")
@@ -148,7 +148,7 @@ def test_event_bound_is_checked_before_running(monkeypatch, name, steps):
 
 
 def test_event_estimate_is_within_a_factor_of_two_of_the_run():
-    from tcocalc.rl.simulate import _estimated_events, _prepare
+    from tcocalc.rl.sim.simulate import _estimated_events, _prepare
 
     for args in (("async", 0.3, 0.0, False), ("sync", 1.2, 0.5, True), ("one_step_off", 0.3, 0.0, True)):
         scn = grid_scenario(*args)
@@ -158,7 +158,7 @@ def test_event_estimate_is_within_a_factor_of_two_of_the_run():
 
 
 def test_event_bound_still_holds_while_running(monkeypatch):
-    from tcocalc.rl import simulate as sim_module
+    from tcocalc.rl.sim import simulate as sim_module
 
     monkeypatch.setattr(sim_module, "_estimated_events", lambda *_a: 0.0)  # an estimate that is far too low
     with pytest.raises(tc.InfeasibleError, match="exceeded the event bound of 1,000 events after 1 of 50 steps"):

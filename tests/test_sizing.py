@@ -9,7 +9,7 @@ import pytest
 import tcocalc as tc
 from tcocalc.economics.tco import GOODPUT_FACTOR, cloud_prices, default_cost_inputs, gpu_hour_cost
 from tcocalc.errors import ScenarioError
-from tcocalc.rl.sizing import gpu_ladder, pareto_front, supply_prices
+from tcocalc.studies.sizing import gpu_ladder, pareto_front, supply_prices
 
 SMALL = {"trainer_hardware": ["H100"], "generator_hardware": ["H100", "H200"], "max_gpus": 128,
          "modes": ["sync", "periodic", "async"], "staleness_bounds": [1, 2], "supplies": ["own", "Lambda", "RunPod"]}

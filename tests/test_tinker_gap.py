@@ -85,11 +85,11 @@ def test_not_offered_model_gets_none():
     assert m["semianalysis_usd_per_mtok"] is not None
 
 
-# --- cost-gap waterfall (tcocalc.whatif.tinker_gap) ---------------------------------------------------------
+# --- cost-gap waterfall (tcocalc.studies.whatif.tinker_gap) ---------------------------------------------------------
 
 @pytest.mark.parametrize("path", [PRIME, SLIME])
 def test_waterfall_closes_exactly(path):
-    from tcocalc.whatif import tinker_gap
+    from tcocalc.studies.whatif import tinker_gap
 
     scn = tc.load_scenario(path)
     df = tinker_gap(scn)
@@ -110,7 +110,7 @@ def test_waterfall_closes_exactly(path):
 
 def test_waterfall_bars_hand_derived():
     """Each bar is N·p·share / (Mtok per hour) at the rental price (rl-modeling §8), checked by hand."""
-    from tcocalc.whatif import tinker_gap
+    from tcocalc.studies.whatif import tinker_gap
 
     scn = tc.load_scenario(PRIME)
     m = evaluate(scn).metrics
@@ -127,7 +127,7 @@ def test_waterfall_bars_hand_derived():
 
 
 def test_waterfall_model_not_on_tinker_has_no_tinker_bar():
-    from tcocalc.whatif import tinker_gap
+    from tcocalc.studies.whatif import tinker_gap
 
     scn = tc.load_scenario(PRIME).with_values({"model.name": "GLM-4.5", "workload.response_tokens_mean": 4000,
                                                "workload.response_tokens_p99": 8000,
@@ -148,7 +148,7 @@ def test_cost_page_shows_the_gap_waterfall_and_its_csv():
     assert any(s.value == "Where the gap to Tinker comes from" for s in at.subheader)
     assert "Download cost gap (CSV)" in str(at)
     from tcocalc.reports import gap_table
-    from tcocalc.whatif import tinker_gap
+    from tcocalc.studies.whatif import tinker_gap
 
     frame = gap_table(tinker_gap(tc.load_scenario(PRIME)))
     assert "usd_per_mtok [USD/Mtoken]" in frame.columns

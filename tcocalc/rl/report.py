@@ -5,7 +5,7 @@
 metrics (docs/metrics.md, generated; units in :data:`METRIC_UNITS`). :func:`combine_phases` weights
 phases by their wall time and adds the run-level figures (Tinker's price for the same token mix, run hours
 with the sandbox start-up ramp, run cost). The analytical model (:mod:`tcocalc.rl.solve`) and the simulator
-(:mod:`tcocalc.rl.simulate`) both go through these two functions, so their figures mean the same thing.
+(:mod:`tcocalc.rl.sim.simulate`) both go through these two functions, so their figures mean the same thing.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """A seeded discrete-event simulation of the RL pipeline, to cross-check the analytical model.
 
 Engine choice: a heap-based event loop in plain Python over *trajectory-level* events
-(:mod:`tcocalc.rl.sim_engine`), with each generator replica modelled as a fluid continuous-batching server
-(:mod:`tcocalc.rl.sim_replicas`). Per-token stepping would cost about 10⁴ events per trajectory; a vectorised
+(:mod:`tcocalc.rl.sim.engine`), with each generator replica modelled as a fluid continuous-batching server
+(:mod:`tcocalc.rl.sim.replicas`). Per-token stepping would cost about 10⁴ events per trajectory; a vectorised
 numpy loop cannot express the staleness admission rule and tool-call re-entry; a DES library adds a
 dependency and ~10 µs per event. Measured on this machine (2 cores): a few µs of loop work per trajectory
 event, which puts 1,000 steps x 1,024 samples on 256 GPUs at a few seconds (benchmarks/run.py).
@@ -21,18 +21,18 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..economics.tco import cluster_usd_per_hour
-from ..errors import InfeasibleError, ScenarioError
-from ..scenario import Scenario
-from .capacity import sample_flops, trajectory_flops_coefficients
-from .flow import Flow, Rates, lru_retention, sandbox_attempts, streamed, turn_shape
-from .phases import phase_list, phase_scenario, workload_stats
-from .report import RLReport, combine_phases, contract_metrics, scalar_metrics
-from .rollouts import intra_step_lag
-from .settings import settings
-from .sim_engine import Engine, SimParams
-from .solve import evaluate
-from .staleness import Staleness
+from ...economics.tco import cluster_usd_per_hour
+from ...errors import InfeasibleError, ScenarioError
+from ...scenario import Scenario
+from ..capacity import sample_flops, trajectory_flops_coefficients
+from ..flow import Flow, Rates, lru_retention, sandbox_attempts, streamed, turn_shape
+from ..phases import phase_list, phase_scenario, workload_stats
+from ..report import RLReport, combine_phases, contract_metrics, scalar_metrics
+from ..rollouts import intra_step_lag
+from ..settings import settings
+from ..solve import evaluate
+from ..staleness import Staleness
+from .engine import Engine, SimParams
 
 __all__ = ["simulate", "flow_from_run", "simulated_events_estimate", "simulated_steps", "MIN_PHASE_STEPS"]
 

@@ -41,13 +41,13 @@ from ..economics.tco import (
 )
 from ..errors import MissingSpecError, ScenarioError, TcocalcError
 from ..modes import MODES
+from ..rl.cluster import resolve
+from ..rl.phases import phase_list, workload_stats
+from ..rl.pipeline import phase_results
+from ..rl.report import METRIC_UNITS, combine_phases, tinker_usd_per_mtok
+from ..rl.solve import evaluate
 from ..scenario import Scenario
 from ..workbook import label
-from .cluster import resolve
-from .phases import phase_list, workload_stats
-from .pipeline import phase_results
-from .report import METRIC_UNITS, combine_phases, tinker_usd_per_mtok
-from .solve import evaluate
 
 __all__ = ["SizingOptions", "SizingResult", "size_cluster", "SIZING_TARGETS", "SIZING_MODES", "gpu_ladder",
            "supply_prices", "own_prices", "DEFAULT_STALENESS_BOUNDS"]

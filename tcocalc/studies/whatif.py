@@ -7,8 +7,8 @@ import math
 
 from pydantic import ValidationError
 
-from .economics.semianalysis import semianalysis_usd_per_gpu_hour
-from .economics.tco import (
+from ..economics.semianalysis import semianalysis_usd_per_gpu_hour
+from ..economics.tco import (
     GOODPUT_FACTOR,
     cloud_prices,
     cluster_usd_per_hour,
@@ -18,8 +18,8 @@ from .economics.tco import (
     pool_prices,
     pricing_text,
 )
-from .errors import ScenarioError
-from .rl.solve import evaluate
+from ..errors import ScenarioError
+from ..rl.solve import evaluate
 
 __all__ = ["build_rent_tinker", "sensitivity", "multitenancy", "tinker_gap", "GAP_RUNS", "GAP_HARDWARE",
            "TINKER_ACCOUNTING", "SEMIANALYSIS_TINKER_ACCOUNTING"]
@@ -312,8 +312,8 @@ def tinker_gap(scenario, *, hardware: str = GAP_HARDWARE, runs: int = GAP_RUNS):
 
 def normalize_hw(name: str) -> str:
     """Canonical accelerator name (catalog), or the name as given."""
-    from .catalog.accelerators import hardware
-    from .errors import UnknownEntryError
+    from ..catalog.accelerators import hardware
+    from ..errors import UnknownEntryError
 
     try:
         return hardware(name).name

@@ -28,11 +28,11 @@ from ..catalog.models import model
 from ..catalog.rl_cases import nemo_rl_cases, refit_cases, verl_rl_cases
 from ..errors import TcocalcError
 from ..modes import MODES
+from ..rl import rollouts as wl
+from ..rl.solve import evaluate
+from ..rl.switching import checkpoint_tensors, per_tensor_seconds
+from ..rl.weight_sync import weight_sync_seconds
 from ..scenario import Scenario, loads_scenario, scenario_from_dict
-from . import rollouts as wl
-from .solve import evaluate
-from .switching import checkpoint_tensors, per_tensor_seconds
-from .weight_sync import weight_sync_seconds
 
 __all__ = ["RL_TOLERANCE", "nemo_case_scenario", "verl_case_scenario", "rl_validation_table", "rl_speedup_pairs",
            "rl_validation_summary", "rl_refit_table", "fit_ipc_refit"]

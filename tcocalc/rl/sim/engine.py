@@ -26,10 +26,10 @@ from enum import IntEnum
 
 import numpy as np
 
-from ..errors import InfeasibleError
-from ..modes import ModeTraits
-from .rollouts import areal_admission_capacity, sync_dispatch_groups
-from .sim_replicas import Replicas
+from ...errors import InfeasibleError
+from ...modes import ModeTraits
+from ..rollouts import areal_admission_capacity, sync_dispatch_groups
+from .replicas import Replicas
 
 __all__ = ["Ev", "SimParams", "Engine"]
 
