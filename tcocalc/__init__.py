@@ -1,6 +1,6 @@
 """tcocalc: plan RL post-training clusters (trainer/generator split, throughput, staleness, cost).
 
-Import as ``import tcocalc as tc``. The public names (pinned by tests/test_public_api.py) are listed in
+Import as ``import tcocalc as tc``. The public names (pinned by tests/unit/core/test_public_api.py) are listed in
 ``__all__`` and resolved lazily, so ``import tcocalc`` costs almost nothing until a name is used.
 """
 
