@@ -410,7 +410,7 @@ def _line_names(line: str) -> bool:
     body = line.split("error:", 1)[1].strip()
     return bool(PATH.search(body) or re.search(r"--[a-z]", body) or re.search(r"\[\d+\] .*: error: ", line)
                 or re.match(r"^(trainer|generator|path|toml|name|description|log|target|unrecognized arguments)\b",
-                            body) or body.split(":")[0].split(".")[0] in SECTIONS)
+                            body) or all(part.split(".")[0] in SECTIONS for part in body.split(":")[0].split(", ")))
 
 
 CLI_FLAGS = [["run", "default", "--sim-steps", "0", "--simulate"], ["run", "default", "--sim-steps", "5"],
