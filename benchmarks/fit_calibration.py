@@ -67,8 +67,8 @@ import tcocalc as tc
 from tcocalc.catalog.calibration import CalibrationSet, shipped_calibration
 from tcocalc.catalog.cases import long_output_cases
 from tcocalc.catalog.rl_cases import nemo_rl_cases
-from tcocalc.rl.validation import nemo_case_scenario
 from tcocalc.roofline.validation import LONG_OUTPUT_TOLERANCE, predict_case, predict_long_output, validation_cases
+from tcocalc.studies.rl_validation import nemo_case_scenario
 
 PARAMS = ("gemm_half_dim", "inference_runtime_efficiency", "training_runtime_efficiency", "alltoall_latency_scaleup_s")
 LOWER = (1.0, 0.2, 0.2, 0.0)

@@ -7,7 +7,7 @@ Each generated block sits between two marker comments::
     <!-- END GENERATED name -->
 
 and everything outside the markers is hand-written. ``python docs/generate.py --check`` rewrites nothing and
-exits 1 naming the stale pages; ``tests/test_docs_generated.py`` runs the same check, so a model change that
+exits 1 naming the stale pages; ``tests/docs/test_docs_generated.py`` runs the same check, so a model change that
 moves a published figure fails until the pages are regenerated (in the same commit as the change).
 
 Blocks (what prints them):
@@ -94,7 +94,7 @@ def _rl():
 
 def accuracy_summary() -> dict:
     """The headline accuracy figures, from the same functions as ``tcocalc validate`` (README and
-    docs/validation.md quote them; tests/test_readme_figures.py checks the README's copy)."""
+    docs/validation.md quote them; tests/docs/test_readme_figures.py checks the README's copy)."""
     import tcocalc as tc
 
     val = tc.validation_table()
@@ -313,7 +313,7 @@ def scenario_presets() -> str:
 # --------------------------------------------------------------------------------------------- docs/metrics.md
 
 #: metric -> (functions that compute it, in the order the value is built; derivation section of
-#: docs/rl-modeling.md). Dotted paths from ``tcocalc``; tests/test_docs_generated.py checks that each resolves.
+#: docs/rl-modeling.md). Dotted paths from ``tcocalc``; tests/docs/test_docs_generated.py checks that each resolves.
 METRIC_SOURCES: dict[str, tuple[tuple[str, ...], str]] = {
     "trainer_gpus": (("rl.flow.pool_rates",), "§5.1"),
     "generator_gpus": (("rl.flow.pool_rates",), "§5.1"),

@@ -2,7 +2,7 @@
 
 Starts the app (``streamlit run app.py``) on a free local port, opens it in Debian's Chromium through Playwright
 (``/usr/bin/chromium``, or ``$CHROMIUM_PATH``; never ``playwright install``), solves the default scenario's split
-and writes a full-page PNG to ``docs/plan.png``. ``tests/test_e2e.py`` takes the same picture with
+and writes a full-page PNG to ``docs/plan.png``. ``tests/e2e/test_e2e.py`` takes the same picture with
 :func:`plan_screenshot` into ``test-artifacts/`` on every run, so a change to the page shows there first.
 """
 

@@ -1,6 +1,6 @@
 """tcocalc: plan RL post-training clusters (trainer/generator split, throughput, staleness, cost).
 
-Import as ``import tcocalc as tc``. The public names (pinned by tests/test_public_api.py) are listed in
+Import as ``import tcocalc as tc``. The public names (pinned by tests/unit/core/test_public_api.py) are listed in
 ``__all__`` and resolved lazily, so ``import tcocalc`` costs almost nothing until a name is used.
 """
 
@@ -64,16 +64,16 @@ _EXPORTS: dict[str, str] = {
     "RLReport": "rl.report",
     "evaluate": "rl.solve",
     "solve_split": "rl.solve",
-    "size_cluster": "rl.sizing",
-    "SizingOptions": "rl.sizing",
-    "SizingResult": "rl.sizing",
-    "simulate": "rl.simulate",
-    "simulated_events_estimate": "rl.simulate",
-    "simulated_steps": "rl.simulate",
-    "rl_validation_table": "rl.validation",
-    "rl_speedup_pairs": "rl.validation",
-    "rl_validation_summary": "rl.validation",
-    "rl_refit_table": "rl.validation",
+    "size_cluster": "studies.sizing",
+    "SizingOptions": "studies.sizing",
+    "SizingResult": "studies.sizing",
+    "simulate": "rl.sim.simulate",
+    "simulated_events_estimate": "rl.sim.simulate",
+    "simulated_steps": "rl.sim.simulate",
+    "rl_validation_table": "studies.rl_validation",
+    "rl_speedup_pairs": "studies.rl_validation",
+    "rl_validation_summary": "studies.rl_validation",
+    "rl_refit_table": "studies.rl_validation",
     "framework_presets": "catalog.frameworks",
     # calibration (the factors every model run reads, as one value)
     "Calibration": "catalog.calibration",
@@ -89,15 +89,15 @@ _EXPORTS: dict[str, str] = {
     "PoolPrice": "economics.tco",
     "gpu_hour_cost": "economics.tco",
     "cloud_prices": "economics.tco",
-    "build_rent_tinker": "whatif",
-    "calibration_of": "whatif",
+    "build_rent_tinker": "studies.whatif",
+    "calibration_of": "studies.whatif",
     "calibration_line": "rl.advice",
     # calibration from a measured run
     "calibrate": "studies.calibrate",
     "RunCalibration": "studies.calibrate",
-    "sensitivity": "whatif",
-    "multitenancy": "whatif",
-    "tinker_gap": "whatif",
+    "sensitivity": "studies.whatif",
+    "multitenancy": "studies.whatif",
+    "tinker_gap": "studies.whatif",
     "sweep": "sweeps",  # not a module named sweep: importing it would shadow tc.sweep
     "SweepResult": "sweeps",
     "metric_quantities": "rl.report",
@@ -141,14 +141,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .modes import MODES, ModeTraits  # noqa: F401
     from .rl.advice import calibration_line  # noqa: F401
     from .rl.report import METRIC_UNITS, RLReport, metric_quantities  # noqa: F401
-    from .rl.simulate import simulate, simulated_events_estimate, simulated_steps  # noqa: F401
+    from .rl.sim.simulate import simulate, simulated_events_estimate, simulated_steps  # noqa: F401
     from .rl.solve import evaluate, solve_split  # noqa: F401
-    from .rl.validation import (  # noqa: F401
-        rl_refit_table,
-        rl_speedup_pairs,
-        rl_validation_summary,
-        rl_validation_table,
-    )
     from .roofline.charts import attainable_flops_per_s, operating_points, ridge_table  # noqa: F401
     from .roofline.disaggregated import DisaggregatedEstimate, disaggregated_throughput  # noqa: F401
     from .roofline.forward import KernelTime, decode, prefill  # noqa: F401
@@ -167,9 +161,15 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         scenarios,
     )
     from .studies.calibrate import RunCalibration, calibrate  # noqa: F401
+    from .studies.rl_validation import (  # noqa: F401
+        rl_refit_table,
+        rl_speedup_pairs,
+        rl_validation_summary,
+        rl_validation_table,
+    )
+    from .studies.whatif import build_rent_tinker, calibration_of, multitenancy, sensitivity, tinker_gap  # noqa: F401
     from .sweeps import SweepResult, sweep  # noqa: F401
     from .units import Q_, get_registry  # noqa: F401
-    from .whatif import build_rent_tinker, calibration_of, multitenancy, sensitivity, tinker_gap  # noqa: F401
 
 
 def __getattr__(name: str):

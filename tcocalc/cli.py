@@ -621,7 +621,7 @@ def _write_outputs(runs: list[dict], args) -> None:
             _write_xlsx(run, book)
             run["xlsx"] = book
         if getattr(args, "gap", False):
-            from .whatif import tinker_gap
+            from .studies.whatif import tinker_gap
 
             run["gap"] = tinker_gap(run["report"].scenario)
             if out is not None:

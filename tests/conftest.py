@@ -15,6 +15,25 @@ CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
 
 
+#: tests/<folder>/ -> the marker every test under it carries (no file needs a decorator)
+FOLDER_MARKERS = {"unit": "unit", "golden": "golden", "app": "app", "e2e": "e2e", "docs": "docs"}
+#: unit test files that take over 30 s on two cores (``--durations``): marked ``slow``, left out of the fast run
+SLOW_FILES = frozenset({"unit/rl/sim/test_simulate.py", "unit/core/test_properties.py", "unit/core/test_fuzz.py",
+                        "unit/core/test_fuzz_corpus.py"})
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark each test by its folder (tests/unit/... is ``unit``, tests/golden/ ``golden`` and so on), and the
+    unit files of SLOW_FILES ``slow``: ``pytest -m "unit and not slow"`` is the fast run."""
+    for item in items:
+        rel = item.path.resolve().relative_to(ROOT / "tests")
+        marker = FOLDER_MARKERS.get(rel.parts[0]) if len(rel.parts) > 1 else None
+        if marker:
+            item.add_marker(marker)
+        if rel.as_posix() in SLOW_FILES:
+            item.add_marker("slow")
+
+
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT

@@ -1,6 +1,7 @@
 """Golden numbers of every shipped scenario: what a refactoring must keep.
 
-``python -m tests.golden`` (from the repository root) rewrites the files under tests/data/golden/;
+``python tests/golden.py`` or ``python -m tests.golden`` (from the repository root) rewrites the files under
+tests/data/golden/, which tests/golden/test_golden.py checks;
 do that only in a commit that changes numbers on purpose, and say why in its message.
 """
 

@@ -46,7 +46,7 @@ def semianalysis_tinker_usd_per_mtok(model_name: str, prompt_tokens: float, resp
     ``(P·prefill + R·(sample + train)) / (P + R)``: prompt tokens pay prefill only, response tokens are
     sampled and trained, discarded rollouts are not billed. Published check: Qwen3-235B (Jan 2026 list
     0.68/1.70/2.04) gives $3.43 at a 10.1% prompt share and $3.34 (= 16.23/4.86) at 13.1%; our 1k + 15.5k
-    mix (6.1%) gives $3.555 (tests/test_tinker_gap.py).
+    mix (6.1%) gives $3.555 (tests/unit/studies/test_tinker_gap.py).
     """
     try:
         row = price_row(model_name, price_date)

@@ -16,7 +16,7 @@ A scenario's pools (docs/rl-modeling.md §8): each pool's $/GPU-hour is its expl
 on ``[economics.cost_inputs]``, else ``usd_per_gpu_hour`` (:func:`pool_prices`); a colocated run pays one
 pool (:func:`gpus_paid`); sandbox CPU cores are paid per core-hour (:func:`cluster_usd_per_hour`). The
 what-if studies over whole scenarios (build/rent/Tinker, sensitivity, multi-tenancy) live above the RL
-layer, in :mod:`tcocalc.whatif`.
+layer, in :mod:`tcocalc.studies.whatif`.
 """
 
 from __future__ import annotations

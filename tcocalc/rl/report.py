@@ -5,7 +5,7 @@
 metrics (docs/metrics.md, generated; units in :data:`METRIC_UNITS`). :func:`combine_phases` weights
 phases by their wall time and adds the run-level figures (Tinker's price for the same token mix, run hours
 with the sandbox start-up ramp, run cost). The analytical model (:mod:`tcocalc.rl.solve`) and the simulator
-(:mod:`tcocalc.rl.simulate`) both go through these two functions, so their figures mean the same thing.
+(:mod:`tcocalc.rl.sim.simulate`) both go through these two functions, so their figures mean the same thing.
 """
 
 from __future__ import annotations
@@ -247,7 +247,7 @@ def semianalysis_metrics(scn: Scenario, parts: list[tuple[WorkloadStats, dict]],
     numbers next to SemiAnalysis'"): the same GPU-hours and trained tokens as ``usd_per_mtok_trained``, each
     pool at the study's rental $/GPU-hour, sandbox CPUs as in the scenario; Tinker at list price for the
     trained tokens (prompt and observations at prefill, response at sample + train), weighted by trained tokens.
-    Reproduces Prime RL $6.90 / 2.01x and slime $16.23 / 4.86x within 10% (tests/test_tinker_gap.py).
+    Reproduces Prime RL $6.90 / 2.01x and slime $16.23 / 4.86x within 10% (tests/unit/studies/test_tinker_gap.py).
     """
     r_t = semianalysis_usd_per_gpu_hour(scn.trainer.hardware)
     r_g = semianalysis_usd_per_gpu_hour(scn.generator.hardware)

@@ -1,7 +1,7 @@
 """Workload statistics for RL rollouts: length distribution, useful groups, tails, multi-turn, staleness.
 
 Pure, vectorisable functions; each cites its formula in docs/rl-modeling.md (§ numbers
-below) and is reproduced by a test (tests/test_workload.py, validation ID-*, TAIL-*, MT-*).
+below) and is reproduced by a test (tests/unit/rl/test_rollouts.py, validation ID-*, TAIL-*, MT-*).
 """
 
 from __future__ import annotations

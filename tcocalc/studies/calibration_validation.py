@@ -20,8 +20,8 @@ import numpy as np
 from ..catalog.rl_cases import nemo_rl_cases, verl_rl_cases
 from ..errors import TcocalcError
 from ..rl.solve import evaluate
-from ..rl.validation import RL_TOLERANCE, nemo_case_scenario, verl_case_scenario
 from .calibrate import calibrate
+from .rl_validation import RL_TOLERANCE, nemo_case_scenario, verl_case_scenario
 
 __all__ = ["calibration_pairs_table", "calibration_validation_summary", "CALIBRATED_TARGET"]
 

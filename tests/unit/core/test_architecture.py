@@ -1,0 +1,526 @@
+"""Architecture rules of the tcocalc package, checked statically on its source (``ast``; nothing is imported).
+
+Layers, lowest first; a module may import only from its own layer or a lower one:
+
+    0 base          tcocalc.errors, units, _names, _data, _version, modes, scenario, display, workbook
+    1 catalog       tcocalc.catalog.*     (every read of a data file)
+    2 roofline      tcocalc.roofline.*
+    3 economics     tcocalc.economics.*
+    4 rl            tcocalc.rl.*
+    5 studies       tcocalc.sweeps, tcocalc.studies.*   (sizing, rl_validation, whatif, calibrate, ...)
+    6 presentation  tcocalc.figures, reports, cli, __main__, app.*
+
+``tcocalc/__init__.py`` is a lazy facade (``_EXPORTS`` resolved with importlib) and is not checked as an
+importer; imported from inside the package it counts as the top layer, since it can hand out any name.
+Imports under ``if TYPE_CHECKING:`` do not run and do not count for cycles or layers; they do count for the
+private-name rule (a private name is private to its module whatever the import is for).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import deque
+from dataclasses import dataclass
+from functools import cache
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+PKG = ROOT / "tcocalc"
+TOP = "tcocalc"
+
+MAX_FUNCTION_LINES = 100
+SUBPACKAGES = ("catalog", "roofline", "economics", "rl", "rl/sim", "studies")
+
+# second component of the dotted module name -> layer
+LAYERS: dict[str, int] = {
+    "errors": 0,
+    "units": 0,
+    "_names": 0,
+    "_data": 0,
+    "modes": 0,
+    "scenario": 0,
+    "_version": 0,
+    "display": 0,
+    "workbook": 0,
+    "catalog": 1,
+    "roofline": 2,
+    "economics": 3,
+    "rl": 4,
+    "studies": 5,
+    "sweeps": 5,
+    "figures": 6,
+    "reports": 6,
+    "cli": 6,
+    "cli_calibrate": 6,
+    "__main__": 6,
+    "app": 6,
+}
+FACADE_LAYER = max(LAYERS.values())
+
+
+def fail_if(lines: list[str], header: str) -> None:
+    """Fail with ``header`` and one finding a line (no assertion rewriting noise)."""
+    if lines:
+        pytest.fail(f"{header}\n" + "\n".join(lines), pytrace=False)
+
+
+# ---------------------------------------------------------------- source model
+
+
+@dataclass(frozen=True)
+class Module:
+    name: str  # dotted, e.g. "tcocalc.catalog.models"; a package __init__ is "tcocalc.catalog"
+    path: Path
+    tree: ast.Module
+
+    @property
+    def package(self) -> str:
+        """The package that relative imports in this module are relative to."""
+        return self.name if self.path.name == "__init__.py" else self.name.rpartition(".")[0]
+
+    def where(self, node: ast.AST) -> str:
+        return f"{self.path.relative_to(ROOT)}:{node.lineno}"
+
+
+@dataclass(frozen=True)
+class Edge:
+    importer: str
+    imported: str
+    where: str
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+@cache
+def modules() -> dict[str, Module]:
+    found = {}
+    for path in sorted(PKG.rglob("*.py")):
+        if "__pycache__" not in path.parts:
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+            found[_module_name(path)] = Module(_module_name(path), path, tree)
+    return found
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def runtime_nodes(tree: ast.AST):
+    """Every node at any depth (function bodies included), except the body of ``if TYPE_CHECKING:``."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            stack.extend(node.orelse)
+        else:
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def from_base(module: Module, node: ast.ImportFrom) -> str | None:
+    """The absolute dotted module of a ``from X import ...`` (relative levels resolved)."""
+    if node.level == 0:
+        return node.module
+    parts = module.package.split(".")
+    if node.level - 1 >= len(parts):
+        return None
+    base = ".".join(parts[: len(parts) - (node.level - 1)])
+    return f"{base}.{node.module}" if node.module else base
+
+
+def _is_ours(dotted: str | None) -> bool:
+    return dotted is not None and (dotted == TOP or dotted.startswith(TOP + "."))
+
+
+def imported_modules(module: Module, node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The tcocalc modules one import statement loads (names that resolve to no module are left out)."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name in modules()]
+    base = from_base(module, node)
+    found = []
+    for alias in node.names:
+        submodule = f"{base}.{alias.name}"  # `from .pkg import name` loads pkg/name.py when there is one
+        if submodule in modules():
+            found.append(submodule)
+        elif base in modules():
+            found.append(base)
+    return found
+
+
+def edges() -> list[Edge]:
+    """Every runtime import between two different tcocalc modules, at any depth."""
+    found = []
+    for module in modules().values():
+        for node in runtime_nodes(module.tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                for target in imported_modules(module, node):
+                    if target != module.name:
+                        found.append(Edge(module.name, target, module.where(node)))
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {name: set() for name in modules()}
+    for edge in edges():
+        graph[edge.importer].add(edge.imported)
+    return graph
+
+
+# ---------------------------------------------------------------- cycles
+
+
+def strongly_connected(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components, each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            components.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return components
+
+
+def shortest_cycle_through(start: str, graph: dict[str, set[str]], within: set[str]) -> list[str]:
+    """A shortest path start -> ... -> start inside ``within`` (breadth first)."""
+    came_from: dict[str, str] = {}
+    queue = deque([start])
+    while queue:
+        node = queue.popleft()
+        for nxt in sorted(graph.get(node, ()) & within):
+            if nxt == start:
+                path = [node]
+                while path[-1] != start:
+                    path.append(came_from[path[-1]])
+                return [*reversed(path), start]
+            if nxt not in came_from:
+                came_from[nxt] = node
+                queue.append(nxt)
+    return []
+
+
+def _rotated(cycle: list[str]) -> tuple[str, ...]:
+    """A cycle a -> b -> c -> a written from its smallest node, so rotations of one cycle compare equal."""
+    ring = cycle[:-1]
+    start = ring.index(min(ring))
+    return (*ring[start:], *ring[:start], ring[start])
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Cycles as chains a -> b -> a: in each strongly connected component, a shortest one through each member."""
+    cycles: dict[tuple[str, ...], None] = {}
+    for component in strongly_connected(graph):
+        if len(component) > 1 or component[0] in graph.get(component[0], ()):
+            for member in component:
+                cycles[_rotated(shortest_cycle_through(member, graph, set(component)))] = None
+    return [list(cycle) for cycle in cycles]
+
+
+def test_cycle_finder_on_a_hand_made_graph():
+    assert find_cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b", "a"]]
+    assert find_cycles({"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set()}) == [["a", "b", "c", "a"]]
+    assert find_cycles({"a": {"a"}}) == [["a", "a"]]
+    assert find_cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+    assert len(find_cycles({"a": {"b"}, "b": {"a"}, "x": {"y"}, "y": {"x"}})) == 2
+    # two cycles sharing a node form one component; both are reported
+    assert find_cycles({"a": {"b", "c"}, "b": {"a"}, "c": {"a"}}) == [["a", "b", "a"], ["a", "c", "a"]]
+
+
+def test_no_import_cycle():
+    graph = import_graph()
+    where = {(e.importer, e.imported): e.where for e in edges()}
+    lines = []
+    for cycle in find_cycles(graph):
+        hops = ", ".join(where[(a, b)] for a, b in pairwise(cycle))
+        lines.append(f"  {' -> '.join(cycle)}   ({hops})")
+    fail_if(lines, "import cycles (function-local imports included; file:line of each hop):")
+
+
+# ---------------------------------------------------------------- layers
+
+
+def layer_of(module: str) -> int | None:
+    if module == TOP:
+        return FACADE_LAYER
+    return LAYERS.get(module.split(".")[1])
+
+
+def test_layers_import_downward_only():
+    upward = []
+    for edge in edges():
+        low, high = layer_of(edge.importer), layer_of(edge.imported)
+        if edge.importer != TOP and low is not None and high is not None and high > low:
+            upward.append(f"  {edge.importer} ({low}) -> {edge.imported} ({high}) at {edge.where}")
+    unknown = [f"  {m}: needs a layer (add its top-level name to LAYERS)" for m in modules() if layer_of(m) is None]
+    fail_if(sorted(unknown) + sorted(upward), "layer violations (a module may import only its own layer or lower):")
+
+
+# ---------------------------------------------------------------- private names
+
+
+def is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def module_aliases(module: Module) -> dict[str, str]:
+    """Local name -> tcocalc module, for names bound to a module by an import anywhere in the file."""
+    aliases = {}
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in modules():
+                    # `import tcocalc.x as y` is used as `y._z`; `import tcocalc.x` as `tcocalc.x._z`
+                    aliases[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.ImportFrom):
+            base = from_base(module, node)
+            for alias in node.names:
+                if f"{base}.{alias.name}" in modules():
+                    aliases[alias.asname or alias.name] = f"{base}.{alias.name}"
+    return aliases
+
+
+def _dotted(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        head = _dotted(node.value)
+        return f"{head}.{node.attr}" if head else None
+    return None
+
+
+def private_imports(module: Module) -> list[str]:
+    found = []
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.ImportFrom) and _is_ours(base := from_base(module, node)) and base != module.name:
+            for alias in node.names:
+                # a private *module* (`from . import _data`) is fine; a private name defined in one is not
+                if is_private(alias.name) and f"{base}.{alias.name}" not in modules():
+                    found.append(f"  {module.where(node)}: from {base} import {alias.name}")
+    return found
+
+
+def private_attributes(module: Module) -> list[str]:
+    aliases = module_aliases(module)
+    found = []
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Attribute) and is_private(node.attr):
+            owner = _dotted(node.value)
+            target = aliases.get(owner) if owner else None
+            if target and target != module.name:
+                found.append(f"  {module.where(node)}: {owner}.{node.attr}  ({owner} is {target})")
+    return found
+
+
+def test_no_private_name_imported_across_modules():
+    found = []
+    for module in modules().values():
+        found += private_imports(module) + private_attributes(module)
+    fail_if(sorted(found), "private names used from another tcocalc module (make them public or move them):")
+
+
+# ---------------------------------------------------------------- function length
+
+
+def functions(tree: ast.AST, prefix: str = ""):
+    """(qualified name, node) of every function and method, nested ones included."""
+    for child in ast.iter_child_nodes(tree):
+        if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            name = f"{prefix}{child.name}"
+            if not isinstance(child, ast.ClassDef):
+                yield name, child
+            yield from functions(child, f"{name}.")
+        else:
+            yield from functions(child, prefix)
+
+
+def test_no_function_longer_than_100_lines():
+    too_long = []
+    for module in modules().values():
+        for name, node in functions(module.tree):
+            length = node.end_lineno - node.lineno + 1  # from the `def` line, decorators excluded
+            if length > MAX_FUNCTION_LINES:
+                too_long.append((length, f"{module.path.relative_to(ROOT)}:{node.lineno}:{name}"))
+    lines = [f"  {where}: {length} lines" for length, where in sorted(too_long, key=lambda t: (-t[0], t[1]))]
+    fail_if(lines, f"functions longer than {MAX_FUNCTION_LINES} lines (longest first):")
+
+
+# ---------------------------------------------------------------- subpackage __init__ files
+
+
+def _init_problems(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    where = path.relative_to(ROOT)
+    problems = [] if ast.get_docstring(tree) else [f"  {where}: no module docstring"]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom) and not (
+            isinstance(node, ast.ImportFrom) and node.module == "__future__"
+        ):
+            problems.append(f"  {where}:{node.lineno}: import statement ({ast.unparse(node)})")
+    return problems
+
+
+def test_subpackage_inits_import_nothing():
+    problems = [
+        f"  tcocalc/{name}/__init__.py: missing" for name in SUBPACKAGES if not (PKG / name / "__init__.py").is_file()
+    ]
+    for path in sorted(PKG.rglob("__init__.py")):
+        if path != PKG / "__init__.py" and "__pycache__" not in path.parts:
+            problems += _init_problems(path)
+    fail_if(problems, "subpackage __init__.py files must hold a docstring and no imports:")
+
+
+# ---------------------------------------------------------------- values, not argument lists
+
+MAX_PRIVATE_PARAMETERS = 8
+"""No private function in ``roofline/`` or ``rl/`` takes more than this many parameters: settings travel as frozen
+values (EngineConfig, Lengths, TrainingJob, ServingSetup, the Cluster with its calibrations), not as argument
+lists; ``*args`` and ``**kwargs`` count as one each, so a dict or tuple of arguments narrows nothing."""
+
+
+def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    a = node.args
+    names = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+    if names and names[0] in ("self", "cls"):
+        names = names[1:]
+    return len(names) + (a.vararg is not None) + (a.kwarg is not None)
+
+
+def test_no_private_function_in_the_model_takes_more_than_8_parameters():
+    wide = []
+    for module in modules().values():
+        if module.name.split(".")[1:2] not in (["roofline"], ["rl"]):
+            continue
+        for name, node in functions(module.tree):
+            leaf = name.rsplit(".", 1)[-1]
+            if is_private(leaf) and (n := _parameters(node)) > MAX_PRIVATE_PARAMETERS:
+                wide.append(f"  {module.path.relative_to(ROOT)}:{node.lineno}:{name}: {n} parameters")
+    fail_if(sorted(wide), f"private functions with more than {MAX_PRIVATE_PARAMETERS} parameters (pass a value):")
+
+
+def _assigned_private_attributes(tree: ast.AST) -> list[ast.Attribute]:
+    """``x._name = ...`` (also augmented and annotated assignments, and ``setattr(x, "_name", ...)``) anywhere."""
+    found = []
+    for node in ast.walk(tree):
+        targets = (node.targets if isinstance(node, ast.Assign) else
+                   [node.target] if isinstance(node, ast.AugAssign | ast.AnnAssign) else [])
+        found += [t for t in targets if isinstance(t, ast.Attribute) and is_private(t.attr)]
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
+                and isinstance(node.args[1].value, str) and is_private(node.args[1].value)):
+            found.append(ast.Attribute(value=node.args[0], attr=node.args[1].value, lineno=node.lineno))
+    return found
+
+
+def test_no_private_name_is_assigned_from_outside_its_module():
+    """A module's private names are its own: nothing assigns ``module._name`` from another file (the fit script
+    used to install a trial calibration that way; it now passes a CalibrationSet). An object's own private
+    attributes (``self._x``, ``object.__setattr__(self, "_x", ...)`` in a frozen value) are not module names."""
+    found = []
+    scripts = sorted((ROOT / "benchmarks").glob("*.py"))
+    sources = [(m.path, m.tree, module_aliases(m)) for m in modules().values()]
+    for path in scripts:
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        names = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.update({(a.asname or a.name): a.name for a in node.names if _is_ours(a.name)})
+            elif isinstance(node, ast.ImportFrom) and _is_ours(node.module):
+                names.update({(a.asname or a.name): f"{node.module}.{a.name}" for a in node.names})
+        sources.append((path, tree, names))
+    for path, tree, aliases in sources:
+        for target in _assigned_private_attributes(tree):
+            owner = _dotted(target.value)
+            if owner in aliases or (owner or "").split(".")[0] == TOP:
+                found.append(f"  {path.relative_to(ROOT)}:{target.lineno}: {owner}.{target.attr} = ...")
+    fail_if(found, "private module names assigned from outside their module:")
+
+
+# ---------------------------------------------------------------- the orchestration mode, interpreted once
+
+_MODE_NAMES = {"colocated", "sync", "one_step_off", "async", "inflight", "periodic"}
+MODE_HOMES = {"tcocalc.modes"}
+"""Where a mode's name may be compared: its traits table. (The step-model table ``rl/flow.py:STEP_MODELS`` is keyed
+by the name, a dict, not a comparison.)"""
+DATA_READERS = {"tcocalc.catalog.rl_cases"}
+"""Data-file readers check a file's ``mode`` column against the values the file may hold (a check of the data,
+not an interpretation of a mode)."""
+
+
+def _reads_a_mode(node: ast.expr) -> bool:
+    """An expression that reads an orchestration mode: ``scn.orchestration.mode``, ``p.mode``, ``mode``,
+    ``row["mode"]``, or names a collection of modes (``SYNC_MODES``)."""
+    if isinstance(node, ast.Name):
+        return node.id == "mode" or node.id == "SYNC_MODES"
+    if isinstance(node, ast.Attribute):
+        return node.attr == "mode" or node.attr == "SYNC_MODES"
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.slice, ast.Constant) and node.slice.value == "mode"
+    return False
+
+
+def _lists_modes(node: ast.expr) -> bool:
+    """A tuple, list or set of two or more mode names (``("async", "inflight")``)."""
+    return (isinstance(node, ast.Tuple | ast.List | ast.Set) and len(node.elts) > 1
+            and all(isinstance(e, ast.Constant) and e.value in _MODE_NAMES for e in node.elts))
+
+
+def mode_comparisons(tree: ast.AST) -> list[ast.Compare]:
+    """Comparisons (``==``, ``!=``, ``in``, ``not in``) of a mode with anything, or of anything with a list of
+    modes; ``is None`` checks are not comparisons of a mode."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and not all(isinstance(op, ast.Is | ast.IsNot) for op in node.ops):
+            sides = (node.left, *node.comparators)
+            if any(_reads_a_mode(x) or _lists_modes(x) for x in sides):
+                found.append(node)
+    return found
+
+
+def test_mode_finder_on_hand_made_code():
+    found = mode_comparisons(ast.parse(
+        'a = scn.orchestration.mode == "colocated"\nb = p.mode in ("async", "inflight")\nc = x in SYNC_MODES\n'
+        'd = row["mode"] != "async"\ne = t.streaming and n == 3\nf = kind == "trainer"\ng = mode is None\n'
+        'h = c["transport"] == "colocated"\ni = m in ("colocated", "sync")'))
+    assert [n.lineno for n in found] == [1, 2, 3, 4, 9]
+
+
+def test_the_mode_is_interpreted_in_one_place():
+    """``mode ==`` and ``mode in`` appear only in tcocalc/modes.py (the traits table); every other stage reads
+    ``MODES[mode]`` / ``scn.orchestration.traits``."""
+    found = []
+    for module in modules().values():
+        if module.name in MODE_HOMES | DATA_READERS:
+            continue
+        found += [f"  {module.where(n)}: {ast.unparse(n)}" for n in mode_comparisons(module.tree)]
+    fail_if(found, "the orchestration mode compared outside tcocalc/modes.py (read its traits instead):")

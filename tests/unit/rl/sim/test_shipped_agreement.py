@@ -1,0 +1,69 @@
+"""Issue 16 item 4: the simulator and the closed form agree on every shipped scenario, within the grid's
+tolerances (useful samples/s within 10%, trainer idle within 5 points; live sandboxes within 10%), and a
+simulated run never exceeds its staleness bound. The figures are the golden ones (tests/data/golden/:
+evaluate() and simulate(steps=50, seed=0)), which tests/golden/test_golden.py keeps current, so this walk costs
+nothing. Known disagreements are strict xfails naming their cause: a fix makes them fail and be noticed."""
+
+import math
+
+import pandas as pd
+import pytest
+
+import tcocalc as tc
+from tcocalc.rl.flow import streamed
+from tests.golden import SCENARIOS, golden_path
+
+KNOWN: dict = {}  # (scenario stem, check) -> why the two models disagree; empty since the group hold below
+# GLM-5 agrees since the closed form counts a finished trajectory against the staleness bound until its group's
+# slowest member finishes, as the simulator and AReaL do (docs/rl-modeling.md §5.4): it was 13% fast with 638
+# live sandboxes against 406 simulated
+# verl 64:64 (fractional bound with partial rollout) agrees since its trainer streams mini-batches in both models
+# (docs/rl-modeling.md §5.6): the simulator's trainer used to wait for every trajectory dispatched before the
+# current version, the closed form let the tail run (eta + 1) steps; verl does neither
+# verl 64:64's resumed-lag overrun and default's bound overrun are gone since issue 12's admission fix
+# (finished members waiting for their group's slowest now count against AReaL's admission bound in the
+# simulator; they were counted nowhere, so admission leaked)
+
+
+def _pair(path):
+    def read(kind):
+        return pd.read_csv(golden_path(path, kind)).set_index("metric")["value"]
+
+    return read("evaluate"), read("simulate")
+
+
+def _cases(check):
+    return [pytest.param(p, id=p.stem, marks=pytest.mark.xfail(strict=True, reason=KNOWN[(p.stem, check)]))
+            if (p.stem, check) in KNOWN else pytest.param(p, id=p.stem) for p in SCENARIOS]
+
+
+@pytest.mark.parametrize("path", _cases("flow"))
+def test_useful_samples_and_trainer_idle_agree(path):
+    a, s = _pair(path)
+    assert s["useful_samples_per_s"] == pytest.approx(a["useful_samples_per_s"], rel=0.10)
+    assert abs(s["trainer_idle_fraction"] - a["trainer_idle_fraction"]) <= 0.05
+
+
+@pytest.mark.parametrize("path", _cases("sandboxes"))
+def test_live_sandboxes_and_stale_environments_agree(path):
+    a, s = _pair(path)
+    assert s["sandbox_concurrency"] == pytest.approx(a["sandbox_concurrency"], rel=0.10, abs=1.0)
+    assert abs(s["env_state_stale_fraction"] - a["env_state_stale_fraction"]) <= 0.05
+
+
+@pytest.mark.parametrize("path", _cases("bound"))
+def test_simulated_staleness_never_exceeds_the_bound(path):
+    """Streaming modes bound the policy lag by max_staleness, plus g - 1 from g optimizer updates per step; a
+    streamed step with partial rollout bounds the share of samples an older version started."""
+    scn = tc.load_scenario(path)
+    if scn.orchestration.mode not in ("async", "inflight"):
+        pytest.skip("synchronous modes have no staleness bound to keep")
+    if streamed(scn):
+        # verl: the bound only limits admission, (eta + 1)·B per version, so at most eta·B of a step's B samples
+        # were started by an older version (§5.6); a long trajectory itself runs on across pushes
+        lags = tc.simulate(scn, steps=20, seed=0).details["staleness"]
+        assert lags[lags.index >= 1].sum() / lags.sum() <= min(scn.orchestration.max_staleness, 1.0)
+        return
+    _, s = _pair(path)
+    bound = scn.orchestration.max_staleness + scn.trainer.minibatches_per_step - 1
+    assert s["max_staleness_steps"] <= math.ceil(bound)
