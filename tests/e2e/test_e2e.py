@@ -38,6 +38,13 @@ def _kpi(page, label):
     return box.locator('[data-testid="stMetricValue"]').inner_text()
 
 
+def _idle(page):
+    """Wait until the page's script run is over (Streamlit's running indicator gone): a file set on the uploader
+    while the first run still draws the page can land on a widget that is then replaced, and is lost."""
+    page.locator('[data-testid="stStatusWidget"]').wait_for(state="hidden")
+    page.wait_for_timeout(300)
+
+
 def _toggle(page, label):
     """A toggle by its label (a bare get_by_text can also match the caption's *Find the best split*)."""
     return page.get_by_test_id("stCheckbox").filter(has=page.get_by_role("switch", name=label))
@@ -71,6 +78,7 @@ def test_plan_page_change_gpus_download_csv_and_screenshot(page, app_url):
 def test_bad_upload_shows_an_error(page, app_url, tmp_path):
     page.goto(app_url)
     page.get_by_text("Useful samples/s").first.wait_for()
+    _idle(page)
     bad = tmp_path / "bad.toml"
     bad.write_text("[model]\nname = 'Qwen3-8B'\n[trainer]\nhardware = 'H100'\ngpus = -4\n")
     page.locator('input[type="file"]').first.set_input_files(str(bad))  # the scenario's (the log's is second)
@@ -94,6 +102,7 @@ def test_every_page_opens(page, app_url, name):
 def test_oversized_upload_is_refused(page, app_url, tmp_path):
     page.goto(app_url)
     page.get_by_text("Useful samples/s").first.wait_for()
+    _idle(page)
     big = tmp_path / "big.toml"
     big.write_text("# " + "x" * 300_000 + "\n")
     page.locator('input[type="file"]').first.set_input_files(str(big))
