@@ -381,20 +381,47 @@ def _plan_line(r) -> str:
 def _merged(df):
     """Plans that differ only in their mode and give the same figures in every column (async and inflight often
     do) as one row: the first mode in :data:`SIZING_MODES` order in ``mode``, the others in ``same_as_modes``
-    (comma-separated; empty when none)."""
+    (comma-separated; empty when none). Rows keep their order; the work is on index arrays, the frame is taken
+    once."""
+    import pandas as pd
+
     if df.empty:
         return df.assign(same_as_modes=[])
-    rank = df["mode"].map({m: i for i, m in enumerate(SIZING_MODES)})
-    df = df.assign(_rank=rank).sort_values("_rank", kind="stable").drop(columns="_rank")
-    group = df.groupby([c for c in df.columns if c != "mode"], sort=False, dropna=False).ngroup()
-    first = ~group.duplicated().to_numpy()
-    gid = group.to_numpy()
+    codes, names = pd.factorize(df["mode"])
+    rank = np.array([SIZING_MODES.index(m) for m in names])[codes]
+    order = np.argsort(rank, kind="stable")  # by mode rank, then row
+    gid = _row_groups(df, [c for c in df.columns if c != "mode"])[order]
+    first = ~pd.Series(gid).duplicated().to_numpy()
     same = [""] * (int(gid.max()) + 1)
-    for g, mode in zip(gid[~first].tolist(), df["mode"].to_numpy()[~first].tolist(), strict=True):
+    modes = np.asarray(names, dtype=object)[codes[order]]
+    for g, mode in zip(gid[~first].tolist(), modes[~first].tolist(), strict=True):
         same[g] = f"{same[g]}, {mode}" if same[g] else mode  # a Python loop over the merged rows only
-    out = df[first].copy()
-    out["same_as_modes"] = [same[g] for g in gid[first].tolist()]
-    return out.sort_index().reset_index(drop=True)
+    out = df.iloc[np.sort(order[first])].reset_index(drop=True)
+    out["same_as_modes"] = _first_modes(order[first], gid[first], same)
+    return out
+
+
+def _first_modes(rows: np.ndarray, groups: np.ndarray, same: list[str]) -> list[str]:
+    """``same[group]`` of each kept row, in row order (``rows`` and ``groups`` paired, in mode-rank order)."""
+    return [same[g] for g in groups[np.argsort(rows, kind="stable")].tolist()]
+
+
+def _row_groups(df, columns: list[str]) -> np.ndarray:
+    """A group number per row: rows equal in every one of ``columns`` (NaN equal to NaN) share it. Each column's
+    values are numbered (pandas.factorize) and the numbers folded into one mixed-radix key, renumbered only when
+    the next fold could overflow: exact equality, a fraction of a groupby over the columns."""
+    import pandas as pd
+
+    key, radix = np.zeros(len(df), dtype=np.int64), 1
+    for c in columns:
+        codes, uniques = pd.factorize(df[c], use_na_sentinel=False)
+        base = len(uniques) + 1
+        if radix * base >= 2 ** 62:
+            key, firsts = pd.factorize(key)
+            radix = len(firsts) + 1
+        key = key * base + codes
+        radix *= base
+    return pd.factorize(key)[0]
 
 
 def _plan_of(scn: Scenario, r) -> Scenario:
