@@ -454,13 +454,8 @@ def _families(job: TrainingJob, ns: list[int]) -> list[tuple[tuple[int, int, int
     count (the first of equals first) for the job at the training model's default batch
     (:data:`~tcocalc.roofline.training.DEFAULT_GLOBAL_BATCH_TOKENS`, whatever the run's). The counts not cached yet
     are searched in one vectorised call (every count's candidates scored together: the same rows as alone)."""
-    known = _COUNT_FAMILIES.get(job)
-    todo = sorted({n for n in ns if known is None or n not in known})
+    known, todo = _COUNT_FAMILIES.missing(job, ns)
     if todo:
-        if _COUNT_FAMILIES.size + len(todo) > MAX_CACHED_COUNTS:
-            _COUNT_FAMILIES.cache_clear()
-            todo = sorted(set(ns))
-        known = _COUNT_FAMILIES.setdefault(job, {})
         base = replace(job, global_batch_tokens=DEFAULT_GLOBAL_BATCH_TOKENS)
         cands = [base.candidates(n) for n in todo]
         every = [c for cs in cands for c in cs]
@@ -474,7 +469,6 @@ def _families(job: TrainingJob, ns: list[int]) -> list[tuple[tuple[int, int, int
                     for i in start + fit[np.argsort(-mine[fit], kind="stable")][:3]}
             known[n] = tuple(sorted(fams))
             start += len(cs)
-        _COUNT_FAMILIES.size += len(todo)
     return [known[n] for n in ns]
 
 
@@ -511,14 +505,26 @@ def _any_layout_rate(job: TrainingJob, n: int) -> tuple[float, float, float]:
 
 
 class _RateCache(dict):
-    """Trainer rates per (training job, families), each a dict by GPU count, filled a sweep at a time
-    (:func:`_trainer_rates`); emptied when it would hold more than :data:`MAX_CACHED_COUNTS` counts."""
+    """Figures per key (a training job, with its families for the rates), each a dict by GPU count, filled a sweep
+    at a time (:func:`_trainer_rates`, :func:`_families`); emptied when it would hold more than
+    :data:`MAX_CACHED_COUNTS` counts."""
 
     size = 0
 
     def cache_clear(self) -> None:
         self.clear()
         self.size = 0
+
+    def missing(self, key, ns) -> tuple[dict, list[int]]:
+        """(the key's dict by count, the counts of ``ns`` it lacks, sorted): the caller fills those. When they would
+        not fit, the cache is emptied first and every count of ``ns`` is missing (none of them is left behind)."""
+        known = self.get(key)
+        todo = sorted({n for n in ns if known is None or n not in known})
+        if todo and self.size + len(todo) > MAX_CACHED_COUNTS:
+            self.cache_clear()
+            todo = sorted(set(ns))
+        self.size += len(todo)
+        return self.setdefault(key, {}), todo
 
 
 MAX_CACHED_COUNTS = 4096
@@ -531,17 +537,10 @@ def _trainer_rates(job: TrainingJob, ns, fams) -> np.ndarray:
     where nothing fits. The counts not cached yet are scored in one vectorised call; when the cache must be emptied
     to make room, every count of ``ns`` is scored again (none of them is left behind)."""
     ns = [int(n) for n in ns]
-    key = (job, fams)
-    known = _TRAINER_RATES.get(key)
-    todo = sorted({n for n in ns if known is None or n not in known})
+    known, todo = _TRAINER_RATES.missing((job, fams), ns)
     if todo:
-        if _TRAINER_RATES.size + len(todo) > MAX_CACHED_COUNTS:
-            _TRAINER_RATES.cache_clear()
-            todo = sorted(set(ns))
-        known = _TRAINER_RATES.setdefault(key, {})
         for n, best in zip(todo, _score_counts(job, todo, fams), strict=True):
             known[n] = best
-        _TRAINER_RATES.size += len(todo)
     return np.array([known[n] for n in ns], dtype=float).reshape(-1, 3)
 
 
