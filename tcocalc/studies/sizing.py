@@ -644,17 +644,25 @@ def size_cluster(scenario: Scenario, target: dict, options: SizingOptions | dict
 def _calibration_note(scn: Scenario, df, calibration) -> tuple[dict, dict, str]:
     """Whether the sizing is calibrated: the run calibration's status on the scenario's own hardware
     (:func:`~tcocalc.rl.solve.calibration_status`), the typical error that goes with it
-    (:func:`~tcocalc.rl.solve.trust_of`)
-    and the message's sentence, naming the hardware pairs where the measured run's factors do not carry over (those
-    candidates' ``calibration_dropped`` column; the transfer rule of docs/calibration.md)."""
+    (:func:`~tcocalc.rl.solve.trust_of`) and the message's sentences, one per set of factors that do not carry over
+    to some hardware pairs, naming up to :data:`PAIRS_NAMED` of them (every candidate's in its
+    ``calibration_dropped`` column; the transfer rule of docs/calibration.md)."""
     run = resolve(scn, calibration).run
     status, own = calibration_status(run), trust_of(run)
     text = " " + calibration_line(status, own)
     if status["source"] is not None:
-        mine = set(status["dropped"])
+        mine, lost = set(status["dropped"]), {}
         pairs = df.loc[:, ["trainer_hardware", "generator_hardware", "calibration_dropped"]].drop_duplicates()
         for t, g, dropped in pairs.itertuples(index=False):
             if dropped and set(dropped.split(", ")) != mine:
-                text += (f" On {t} + {g} the measured run's {dropped} factors do not carry over (column "
-                         f"calibration_dropped).")
+                lost.setdefault(dropped, []).append(f"{t} + {g}")
+        for dropped, where in lost.items():
+            named = ", ".join(where[:PAIRS_NAMED]) + (f" and {len(where) - PAIRS_NAMED} more" if len(where) >
+                                                       PAIRS_NAMED else "")
+            text += (f" On {named} the measured run's {dropped} factors do not carry over (column "
+                     f"calibration_dropped).")
     return status, own, text
+
+
+#: Hardware pairs a sizing message names for one set of factors that do not carry over (the rest are counted).
+PAIRS_NAMED = 3
