@@ -467,19 +467,14 @@ def _print_heading(run: dict, solved: bool) -> None:
     print(f"mode {mode}; trainer {met['trainer_gpus']:.0f} x {scn.trainer.hardware}, "
           f"generator {met['generator_gpus']:.0f} x {scn.generator.hardware}{pools}"
           + (" (solved split)" if solved else ""))
-    print(_calibration_text(run["report"].details))
+    from .rl.advice import calibration_line
+
+    details = run["report"].details
+    print(calibration_line(details.get("calibration") or {}, details.get("trust")))
     if run["report"].details.get("pricing"):
         from .economics.tco import pricing_text
 
         print(f"priced: {pricing_text(run['report'].details['pricing'])}")
-
-
-def _calibration_text(details: dict) -> str:
-    """One line: calibrated (from what, which factors, which dropped) or not, and the typical step-time error that
-    goes with it (report.details["calibration"] and ["trust"]; :func:`tcocalc.rl.advice.calibration_line`)."""
-    from .rl.advice import calibration_line
-
-    return calibration_line(details.get("calibration") or {}, details.get("trust"))
 
 
 def _steps_text(run: dict) -> str:

@@ -46,6 +46,11 @@ def calibration_of(scenario) -> dict:
     return {"calibration": calibration_status(run), "trust": trust_of(run)}
 
 
+def _calibration_in(report) -> dict:
+    """:func:`calibration_of` as an evaluation of the scenario already gives it (no second resolve)."""
+    return {"calibration": report.details["calibration"], "trust": report.details["trust"]}
+
+
 def build_rent_tinker(scenario, *, ownership=None):
     """The scenario's cost per million trained tokens and per run, owned (its economics) vs rented at each
     listed provider (list price x the tier's goodput factor) vs Tinker's list price (DataFrame).
@@ -115,7 +120,7 @@ def build_rent_tinker(scenario, *, ownership=None):
                      "accounting": TINKER_ACCOUNTING})
     df = pd.DataFrame(rows)
     df["usd_per_gpu_hour"] = df["usd_per_gpu_hour"].astype(object).where(df["usd_per_gpu_hour"].notna(), None)
-    df.attrs.update(calibration_of(scenario))
+    df.attrs.update(_calibration_in(base))
     return df
 
 
@@ -124,7 +129,8 @@ def sensitivity(scenario, *, delta: float = 0.2):
     figures are calibrated in ``df.attrs`` (:func:`calibration_of`)."""
     import pandas as pd
 
-    base = evaluate(scenario).metrics["usd_per_mtok_trained"]
+    report = evaluate(scenario, advice=False)  # metrics only: no advice is read here
+    base = report.metrics["usd_per_mtok_trained"]
     scn = scenario
     w, e = scn.workload, scn.economics
 
@@ -156,7 +162,7 @@ def sensitivity(scenario, *, delta: float = 0.2):
         out = {}
         for sign, f in (("low", 1 - delta), ("high", 1 + delta)):
             try:
-                out[sign] = evaluate(vary(section, field, f)).metrics["usd_per_mtok_trained"]
+                out[sign] = evaluate(vary(section, field, f), advice=False).metrics["usd_per_mtok_trained"]
             except (ScenarioError, ValidationError, ValueError):
                 out[sign] = None
         rows.append({"input": label, "field": f"{section}.{field}", "base_usd_per_mtok": base,
@@ -164,7 +170,7 @@ def sensitivity(scenario, *, delta: float = 0.2):
                      "swing_usd_per_mtok": (abs(out["high"] - out["low"]) if None not in out.values() else None)})
     df = pd.DataFrame(rows).sort_values("swing_usd_per_mtok", ascending=False, na_position="last")
     df = df.reset_index(drop=True)
-    df.attrs.update(calibration_of(scenario))
+    df.attrs.update(_calibration_in(report))
     return df
 
 
@@ -178,7 +184,8 @@ def multitenancy(scenario, runs: int):
     """
     if not isinstance(runs, int) or runs < 1:
         raise ScenarioError("runs", f"must be a whole number >= 1, got {runs!r}")
-    m = evaluate(scenario).metrics
+    report = evaluate(scenario, advice=False)
+    m = report.metrics
     if scenario.orchestration.traits.shared_pool:
         raise ScenarioError("orchestration.mode", "colocated runs have no separate generator pool to share")
     busy = 1.0 - m["generator_idle_fraction"]
@@ -191,7 +198,7 @@ def multitenancy(scenario, runs: int):
         "runs": runs, "generator_gpus_separate": runs * n_g, "generator_gpus_shared": shared,
         "generator_busy_fraction": busy, "usd_per_hour_per_run": per_run_usd_h,
         "usd_per_mtok_trained": m["usd_per_mtok_trained"] * per_run_usd_h / m["usd_per_hour"],
-        "usd_per_mtok_trained_alone": m["usd_per_mtok_trained"], **calibration_of(scenario),
+        "usd_per_mtok_trained_alone": m["usd_per_mtok_trained"], **_calibration_in(report),
     }
 
 
@@ -227,7 +234,7 @@ def _ideal_savings(scn, m: dict, r_t: float, r_g: float, best_mfu: float, runs: 
 
 def _ideal(scn, runs: int):
     """(metrics, rental prices, best MFU, savings, ideal $/Mtok, notes) of one scenario (see :func:`tinker_gap`)."""
-    m = evaluate(scn).metrics
+    m = evaluate(scn, advice=False).metrics
     notes = []
     p_t, p_g = pool_prices(scn)
     r_t = semianalysis_usd_per_gpu_hour(scn.trainer.hardware)
@@ -238,7 +245,8 @@ def _ideal(scn, runs: int):
         r_t, r_g = (p_t if r_t is None else r_t), (p_g if r_g is None else r_g)
     best = m["trainer_mfu_busy"]
     if scn.trainer.mfu_busy is not None:  # a measured MFU: the roofline training model's is the trainer's best
-        best = max(best, evaluate(scn.with_values({"trainer.mfu_busy": None})).metrics["trainer_mfu_busy"])
+        roofline = evaluate(scn.with_values({"trainer.mfu_busy": None}), advice=False)
+        best = max(best, roofline.metrics["trainer_mfu_busy"])
     mtok_h = m["usd_per_hour"] / m["usd_per_mtok_trained"]
     rent_h = cluster_usd_per_hour(scn, m["trainer_gpus"], m["generator_gpus"], m["sandbox_cpu_cores"], (r_t, r_g))
     savings = _ideal_savings(scn, m, r_t, r_g, best, runs)
