@@ -10,7 +10,6 @@ metric builder.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -22,28 +21,11 @@ from .cluster import Cluster
 from .flow import STEP_MODELS, Flow, Rates, clear_tail_tables, pool_rates
 from .phases import WorkloadStats, phase_list, workload_stats
 from .report import contract_metrics
+from .results import PhaseResult
 from .sandboxes import sandbox_load
-from .staleness import Staleness, staleness
+from .staleness import staleness
 
 __all__ = ["PhaseResult", "evaluate_splits", "phase_results", "clear_caches"]
-
-
-@dataclass(frozen=True)
-class PhaseResult:
-    """Every stage's result for one phase over the candidate splits."""
-
-    workload: WorkloadStats
-    generator: GeneratorCapacity
-    rates: Rates
-    flow: Flow
-    staleness: Staleness
-    sandboxes: np.ndarray      # live sandboxes [sandbox]
-    usd_per_hour: np.ndarray   # cluster cost [USD/h]
-    metrics: dict              # contract metrics of the phase (arrays over splits)
-
-    @property
-    def feasible(self) -> np.ndarray:
-        return self.rates.feasible
 
 
 def evaluate_splits(cluster: Cluster, scn: Scenario, ws: WorkloadStats, n_t, n_g) -> PhaseResult:
