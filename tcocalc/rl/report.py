@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 
-from ..economics.semianalysis import semianalysis_tinker_usd_per_mtok, semianalysis_usd_per_gpu_hour
-from ..economics.tco import cluster_usd_per_hour, gpus_paid
+from ..economics.semianalysis import semianalysis_cluster_usd_per_hour, semianalysis_tinker_usd_per_mtok
+from ..economics.tco import gpus_paid
 from ..economics.tinker import price_row
 from ..errors import InfeasibleError, MissingSpecError
 from ..scenario import Scenario
@@ -193,15 +193,13 @@ def semianalysis_metrics(scn: Scenario, parts: list[tuple[WorkloadStats, dict]],
     trained tokens (prompt and observations at prefill, response at sample + train), weighted by trained tokens.
     Reproduces Prime RL $6.90 / 2.01x and slime $16.23 / 4.86x within 10% (tests/unit/studies/test_tinker_gap.py).
     """
-    r_t = semianalysis_usd_per_gpu_hour(scn.trainer.hardware)
-    r_g = semianalysis_usd_per_gpu_hour(scn.generator.hardware)
-    if r_t is None or (r_g is None and not scn.orchestration.traits.shared_pool):
+    usd_hs = [semianalysis_cluster_usd_per_hour(scn, met["trainer_gpus"], met["generator_gpus"],
+                                                met["sandbox_cpu_cores"]) for _, met in parts]
+    if any(usd_h is None for usd_h in usd_hs):
         usd = None
     else:
         run = 0.0
-        for (_, met), d in zip(parts, durations, strict=True):
-            usd_h = cluster_usd_per_hour(scn, met["trainer_gpus"], met["generator_gpus"], met["sandbox_cpu_cores"],
-                                         (r_t, r_g))
+        for usd_h, d in zip(usd_hs, durations, strict=True):
             run = run + usd_h * d / 3600.0
         usd = run / (trained_tok / 1e6)
     tinker = [semianalysis_tinker_usd_per_mtok(scn.model.name, ws.traj_tokens - ws.response_mean, ws.response_mean,

@@ -21,13 +21,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...economics.tco import cluster_usd_per_hour
 from ...errors import InfeasibleError, ScenarioError
 from ...scenario import Scenario
 from ..capacity import sample_flops, trajectory_flops_coefficients
 from ..flow import Flow, Rates, lru_retention, sandbox_attempts, streamed, turn_shape
 from ..phases import phase_list, phase_scenario, workload_stats
-from ..report import combine_phases, contract_metrics, scalar_metrics
+from ..pipeline import finish
+from ..report import combine_phases, scalar_metrics
 from ..results import PhaseResult, RLReport, SimulationRun
 from ..rollouts import intra_step_lag
 from ..settings import settings
@@ -286,10 +286,7 @@ def _simulate_one(prepared: _Prepared, *, steps: int, seed: int, max_events: int
     n_events = eng.run(steps, max_events, progress)
     warm = max(1, steps // 5) if steps >= 5 else 0
     flow, stale, live = flow_from_run(eng, p, gcap, res.flow, scn.trainer.minibatches_per_step, warm)
-    live = live * np.ones(1)
-    usd_h = cluster_usd_per_hour(scn, rates.n_t, rates.n_g, live * scn.sandbox.cpu_cores)
-    measured = PhaseResult(workload=ws, generator=gcap, rates=rates, flow=flow, staleness=stale, sandboxes=live,
-                           usd_per_hour=usd_h, metrics=contract_metrics(scn, ws, rates, flow, stale, live, usd_h))
+    measured = finish(scn, ws, gcap, rates, flow, stale=stale, live=live * np.ones(1))
     metrics = scalar_metrics(combine_phases(scn, [(ws, scalar_metrics(measured.metrics))]))
     staleness = pd.Series(eng.stale_counts, dtype="int64").sort_index().rename("samples")
     staleness.index.name = "staleness [steps]"
