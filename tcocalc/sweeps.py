@@ -155,7 +155,7 @@ def _row(base: Scenario, edits: dict, solve: bool, objective: str, physics: dict
         scn = base.with_values(edits)
         if solve:
             report = solve_split(scn, objective)
-            metrics, limits = report.metrics, report.details["binding_limits"]
+            metrics, limits = report.metrics, report.diagnosis.binding_limits
         else:
             metrics, limits = _evaluated(scn, edits, physics)
     except TcocalcError as exc:
@@ -185,8 +185,8 @@ def _evaluated(scn: Scenario, edits: dict, physics: dict) -> tuple[dict, dict]:
             physics[key] = exc
             raise
         physics[key] = known
-        return known.metrics, known.details["binding_limits"]
-    return _repriced(scn, known), known.details["binding_limits"]
+        return known.metrics, known.diagnosis.binding_limits
+    return _repriced(scn, known), known.diagnosis.binding_limits
 
 
 def _repriced(scn: Scenario, physics) -> dict:

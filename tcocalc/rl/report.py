@@ -91,7 +91,7 @@ def metric_quantities(metrics: dict) -> dict:
 
 
 def binding_text(limits: dict) -> str:
-    """``details["binding_limits"]`` (phase -> limits) as text: ``"staleness"``, or per phase where they
+    """``report.diagnosis.binding_limits`` (phase -> limits) as text: ``"staleness"``, or per phase where they
     differ (``"base: trainer; drift: generator"``)."""
     kinds = {phase: ", ".join(k) or "none" for phase, k in limits.items()}
     if len(set(kinds.values())) <= 1:

@@ -57,7 +57,7 @@ class ReportWarning:
     numbers: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
-        """The warning as ``report.details["warnings"]`` gave it (``keys`` only where the warning names keys)."""
+        """The warning as the ``warnings`` of ``report.details`` gave it (``keys`` only where it names keys)."""
         keys = {"keys": list(self.keys)} if self.keys else {}
         return {"kind": self.kind, "phase": self.phase, **keys, "message": self.message, **self.numbers}
 

@@ -6,10 +6,11 @@ stages over every candidate split at once (:mod:`tcocalc.rl.search`), combines p
 best feasible split for the objective, keeping the scenario's own split unless another gains more than
 :data:`SPLIT_TOLERANCE`. A colocated scenario has one candidate (its single pool) and goes through the same path.
 
-What limits the split is diagnosed as numbers (:mod:`tcocalc.rl.diagnosis`: ``report.details["binding_limits"]``,
-``["warnings"]``, the other arrangements of the split) and said in words (:mod:`tcocalc.rl.advice`:
-``report.advice``); :func:`solve_split` also names what stops a further move (the neighbouring splits) and the
-smallest total GPU count that would reach 99% of the best throughput (cluster sizing).
+What limits the split is diagnosed as numbers (:mod:`tcocalc.rl.diagnosis`: ``report.diagnosis``, a
+:class:`~tcocalc.rl.results.Diagnosis` with the binding limits and warnings; the other arrangements of the split)
+and said in words (:mod:`tcocalc.rl.advice`: ``report.advice``); :func:`solve_split` also names what stops a
+further move (the neighbouring splits) and the smallest total GPU count that would reach 99% of the best throughput
+(cluster sizing).
 """
 
 from __future__ import annotations
@@ -123,12 +124,15 @@ def _alternatives(scn: Scenario, cluster: Cluster, metrics: dict) -> list[str]:
 def evaluate(scenario: Scenario, *, calibration=None, advice: bool = True) -> RLReport:
     """Metrics of the split given in the scenario (``trainer.gpus`` : ``generator.gpus``).
 
-    ``report.details["binding_limits"]`` maps each phase to the limits that cap its throughput
-    (``"trainer"``, ``"generator"``, ``"staleness"``, ``"sandbox_start"``, ``"sandbox_concurrency"``);
-    ``report.details["warnings"]`` lists workloads in which hardly any group carries signal (dicts with
-    ``kind``, ``phase``, ``useful_group_fraction``, ``floor``, ``message``) and calibration factors that do not carry
-    over; ``details["calibration"]`` says whether a run calibration applies and from what, ``details["trust"]`` the
-    typical error of the headline figures; ``report.advice`` says it all in words. Raises :class:`InfeasibleError`
+    ``report.phase_results`` holds each phase's stage results (:class:`~tcocalc.rl.results.PhaseResult`) and
+    ``report.diagnosis`` (:class:`~tcocalc.rl.results.Diagnosis`) what they mean: ``binding_limits`` maps each phase
+    to the limits that cap its throughput (``"trainer"``, ``"generator"``, ``"staleness"``, ``"sandbox_start"``,
+    ``"sandbox_concurrency"``); ``warnings`` (:class:`~tcocalc.rl.results.ReportWarning` values: ``kind``,
+    ``message``, ``keys``, ``phase``, ``numbers``) names workloads in which hardly any group carries signal,
+    settings that cannot be used, prices and calibration factors that do not carry over; ``pricing`` each paid
+    pool's price (:class:`~tcocalc.economics.tco.PoolPrice`); ``calibration`` whether a run calibration applies
+    and from what, ``trust`` the typical error of the headline figures; ``report.advice`` says it all in words
+    (``report.details``, the earlier mapping, is kept for compatibility). Raises :class:`InfeasibleError`
     naming the side that cannot hold the model and the GPUs that would (``min_gpus``, and ``layout`` where a serving
     instance is meant). ``calibration``: a :class:`~tcocalc.catalog.calibration.CalibrationSet` (trial factors,
     e.g. the fit script's) instead of the shipped ones, carried in the resolved cluster to every stage.
@@ -169,11 +173,10 @@ def solve_split(scenario: Scenario, objective: str = "usd_per_useful_sample", *,
 
     ``report.advice`` compares the scenario's split with the chosen one, names what limits the chosen one and
     why neither neighbouring split is taken, and, when fewer GPUs would do, the cluster size:
-    ``report.details["smallest_total_gpus_99pct"]`` is the smallest total GPU count (the scenario's total,
-    then quarter-octave steps down) whose best split reaches :data:`SIZING_SHARE` (99%) of the best useful
-    samples/s of all the GPUs, and ``details["smallest_split_99pct"]`` that split (None when no sample is
-    useful). ``details["binding_limits"]`` and ``details["warnings"]`` are as in :func:`evaluate`, and so is
-    ``calibration``.
+    ``report.diagnosis.sizing`` (:class:`~tcocalc.rl.results.Sizing`) is the smallest total GPU count (the
+    scenario's total, then quarter-octave steps down) whose best split reaches :data:`SIZING_SHARE` (99%) of the best
+    useful samples/s of all the GPUs, with that split (None when no sample is useful). The rest of
+    ``report.diagnosis`` is as in :func:`evaluate`, and so is ``calibration``.
     """
     if objective not in OBJECTIVES:
         raise ScenarioError("objective", f"must be one of {OBJECTIVES}, got {objective!r}")

@@ -48,11 +48,13 @@ def simulate(scenario: Scenario, *, steps: int, seed: int = 0, max_events: int =
 
     With ``[[phases]]``, each phase is simulated on its own for its share of ``steps`` (at least 5) and
     the metrics are combined weighted by each phase's duration in the whole run, as the analytical report
-    does; ``details["phases"]`` holds each phase's simulated metrics.
+    does; ``report.simulation.phases`` holds each phase's simulated metrics.
 
-    Returns an :class:`RLReport` with the contract's metrics (``source="simulation"``), ``details`` holding
-    ``timeline`` (per step: start, end, trainer busy, generated tokens) and ``staleness`` (per trained
-    sample). Steady-state figures skip the first fifth of the steps (warm-up).
+    Returns an :class:`RLReport` with the contract's metrics (``source="simulation"``), ``phase_results`` the
+    measured stages (a run without phases), ``diagnosis`` the analytical one, and ``simulation``
+    (:class:`~tcocalc.rl.results.SimulationRun`) holding ``timeline`` (per step: start, end, trainer busy,
+    generated tokens) and ``staleness`` (per trained sample). Steady-state figures skip the first fifth of the steps
+    (warm-up).
 
     ``progress``, if given, is called as ``progress(done_steps, total_steps)`` at the start and then about
     every 2% of the steps (at most ~50 calls), e.g. to drive a progress bar; ``total_steps`` is the number of

@@ -553,3 +553,17 @@ def test_one_stage_tail():
             found += [f"  {module.where(n)}: cluster_usd_per_hour"
                       for n in calls_to(module.tree, "cluster_usd_per_hour")]
     fail_if(found, "the stage tail outside tcocalc/rl/pipeline.py (call pipeline.finish or pipeline.reprice):")
+
+
+def test_consumers_read_fields_not_details():
+    """Inside tcocalc/ a report's results are read as fields (``report.diagnosis.warnings``,
+    ``report.simulation.timeline``); ``details[`` and ``details.get(`` appear only in rl/results.py, where the
+    compatibility property assembles the earlier mapping."""
+    found = []
+    for module in modules().values():
+        if module.name == "tcocalc.rl.results":
+            continue
+        for i, line in enumerate(module.path.read_text(encoding="utf-8").splitlines(), start=1):
+            if "details[" in line or "details.get(" in line:
+                found.append(f"  {module.path.relative_to(ROOT)}:{i}: {line.strip()}")
+    fail_if(found, "report.details read by key inside tcocalc/ (read the typed fields of tcocalc.rl.results):")
