@@ -43,7 +43,7 @@ def calibration_of(scenario) -> dict:
     ``report.details`` gives them (:func:`~tcocalc.rl.solve.calibration_status`, :func:`~tcocalc.rl.solve.trust`).
     Every study here carries it: a DataFrame in ``df.attrs``, :func:`multitenancy`'s dict as keys."""
     run = resolve(scenario).run
-    return {"calibration": calibration_status(run), "trust": trust_of(run)}
+    return {"calibration": calibration_status(run), "trust": trust_of(run, scenario)}
 
 
 def _calibration_in(report) -> dict:
