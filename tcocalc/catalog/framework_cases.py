@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 
-from .._data import data_dir, display_path, parse_shipped
+from .._data import data_dir, display_path, parse_shipped, scenarios_dir
 from ..errors import DataFileError, TcocalcError
 from ..scenario import Scenario, loads_scenario
 from .provenance import check_entry, parse_csv
@@ -52,16 +52,23 @@ def parse_framework_cases(text: str, file: str = "data/validation/framework_case
 
 def parse_stage_cases(text: str, file: str = "data/validation/stage_cases.csv") -> tuple[dict, ...]:
     """Published per-stage times [s per step]: the step and any of :data:`STAGE_KEYS` (empty: not published);
-    ``generation_exposed``: the generation figure is the trainer's wait for rollouts, not the generation."""
+    ``generation_exposed``: the generation figure is the trainer's wait for rollouts, not the generation;
+    ``scenario``: a development-set file, or ``shipped/<name>`` for a shipped scenario, at the split
+    ``trainer_gpus``:``generator_gpus`` where given; ``in_sample``: the run belongs to a study the model was
+    developed on (shown, not counted)."""
     out = []
     for _line, row in parse_csv(text, file):
         rid = row.get("id", "?")
         nums = check_entry(file, rid, row, require=("id", "framework", "scenario", "source"),
                            value_fields=("step_time_s",), optional_values=STAGE_KEYS, date_fields=("date",),
-                           positive=("step_time_s",))
-        if row.get("generation_exposed") not in _BOOL:
-            raise DataFileError(file, rid, "generation_exposed", "true or false")
-        out.append({**row, **nums, "generation_exposed": _BOOL[row["generation_exposed"]]})
+                           optional_wholes=("trainer_gpus", "generator_gpus"), positive=("step_time_s",))
+        for flag in ("generation_exposed", "in_sample"):
+            if row.get(flag) not in _BOOL:
+                raise DataFileError(file, rid, flag, "true or false")
+        if (nums["trainer_gpus"] is None) != (nums["generator_gpus"] is None):
+            raise DataFileError(file, rid, "generator_gpus", "give both trainer_gpus and generator_gpus, or neither")
+        out.append({**row, **nums, "generation_exposed": _BOOL[row["generation_exposed"]],
+                    "in_sample": _BOOL[row["in_sample"]]})
     return tuple(out)
 
 
@@ -97,9 +104,12 @@ def fitted_constants() -> tuple[dict, ...]:
 
 @functools.cache
 def case_scenario(name: str, case: str = "?") -> Scenario:
-    """The development-set scenario ``data/validation/frameworks/<name>.toml``; DataFileError naming the file and
-    the case when it is missing or no longer loads (a validation source must never drop out silently)."""
-    f = data_dir() / "validation" / "frameworks" / f"{name}.toml"
+    """The development-set scenario ``data/validation/frameworks/<name>.toml`` (``shipped/<name>``: the shipped
+    ``scenarios/<name>.toml``); DataFileError naming the file and the case when it is missing or no longer loads
+    (a validation source must never drop out silently)."""
+    shipped = name.startswith("shipped/")
+    f = (scenarios_dir() / f"{name.removeprefix('shipped/')}.toml" if shipped
+         else data_dir() / "validation" / "frameworks" / f"{name}.toml")
     try:
         return loads_scenario(f.read_text())
     except (OSError, TcocalcError) as exc:
