@@ -81,20 +81,25 @@ class CalibrationStatus:
 @dataclass(frozen=True)
 class Trust:
     """How far to trust the headline figures: ``typical_error`` (the median relative |error| of a step time
-    predicted this way), ``within_25pct`` (the share of validation rows within ±25%), ``basis`` (``"calibrated"``
-    or ``"uncalibrated"``), ``rows`` (validation rows), ``source`` (where the validation comes from) and
-    ``metrics`` (the figures it applies to, each following the step time one for one)."""
+    predicted this way; uncalibrated, the leave-one-framework-out figure of the scenario's ``regime``, None where
+    that regime has no out-of-sample evidence), ``within_25pct`` (the share of validation rows within ±25%, None
+    likewise), ``basis`` (``"calibrated"`` or ``"uncalibrated"``), ``rows`` (validation rows), ``source`` (where the
+    validation comes from), ``metrics`` (the figures it applies to, each following the step time one for one),
+    ``regime`` (:func:`~tcocalc.catalog.regimes.regime_of`) and the ``frameworks`` behind the figure."""
 
     basis: str
-    typical_error: float
-    within_25pct: float
+    typical_error: float | None
+    within_25pct: float | None
     rows: int
     source: str
     metrics: tuple[str, ...]
+    regime: str | None = None
+    frameworks: tuple[str, ...] = ()
 
     def as_dict(self) -> dict:
         return {"basis": self.basis, "typical_error": self.typical_error, "within_25pct": self.within_25pct,
-                "rows": self.rows, "source": self.source, "metrics": self.metrics}
+                "rows": self.rows, "source": self.source, "metrics": self.metrics, "regime": self.regime,
+                "frameworks": self.frameworks}
 
 
 @dataclass(frozen=True)
