@@ -254,6 +254,9 @@ def calibration_line(calibration: dict, trust: dict | None = None) -> str:
            f"and cost follow it)") if trust else ""
     dropped = (f"; not carried over to this stack: {', '.join(calibration['dropped'])}"
                if calibration.get("dropped") else "")
+    if calibration.get("misfit"):
+        return (f"Not calibrated: {calibration['misfit']} (calibration from {calibration.get('source')}); the "
+                f"uncalibrated model" + (f": {err}." if err else "."))
     if not calibration.get("calibrated"):
         text = "Uncalibrated model" + (f" (a run calibration from {calibration['source']} does not apply{dropped})"
                                        if calibration.get("source") else "")

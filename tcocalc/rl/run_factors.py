@@ -45,7 +45,8 @@ TRANSFER_KEYS: dict[str, tuple[str, ...]] = {
 class RunFactors:
     """The calibration factors that apply to one scenario (1 and 0 s: the uncalibrated model), where they came
     from (``source``; ``None`` when uncalibrated), the factors dropped because the stack differs and why
-    (``dropped``: name -> the keys that differ) and the warnings to report."""
+    (``dropped``: name -> the keys that differ), the warnings to report and, for a calibration whose fit did not
+    hold on its own measured run, why (``misfit``: then no factor applies)."""
 
     generation: float = 1.0
     training: float = 1.0
@@ -56,11 +57,13 @@ class RunFactors:
     source: str | None = None
     dropped: tuple[tuple[str, tuple[str, ...]], ...] = ()
     warnings: tuple[str, ...] = ()
+    misfit: str = ""
 
     @property
     def calibrated(self) -> bool:
-        """A calibration applies: at least one of its factors (other than neutral ones) carries over."""
-        return self.source is not None and bool(self.applied())
+        """A calibration applies: it fitted its measured run (no ``misfit``) and at least one of its factors (other
+        than neutral ones) carries over."""
+        return self.source is not None and not self.misfit and bool(self.applied())
 
     def applied(self) -> dict[str, float]:
         """The factors that apply and change something, by name (neutral ones left out)."""
@@ -89,6 +92,9 @@ def run_factors(scn: Scenario, cluster, engine: str, weight_sync: str) -> RunFac
     cal = scn.calibration
     if cal is None:
         return UNCALIBRATED
+    if cal.fit:  # the fit did not hold on its own measured run: nothing of it applies (docs/calibration.md)
+        return RunFactors(source=cal.source or "a measured run", misfit=cal.fit,
+                          warnings=(f"not calibrated: {cal.fit}",))
     run = cal.run
     measured = {"model": run.model, "trainer_hardware": run.trainer_hardware,
                 "generator_hardware": run.generator_hardware, "trainer_precision": run.trainer_precision,

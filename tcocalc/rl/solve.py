@@ -116,9 +116,10 @@ def trust_of(run) -> dict:
 
 def calibration_status(run) -> dict:
     """Whether a run calibration applies and from what (``report.details["calibration"]``): ``calibrated``,
-    ``source``, the ``factors`` that apply and the ``dropped`` ones with the keys that differ."""
+    ``source``, the ``factors`` that apply, the ``dropped`` ones with the keys that differ and, when the calibration's
+    fit did not hold on its own measured run, why (``misfit``: the stage and its residual; then nothing applies)."""
     return {"calibrated": run.calibrated, "source": run.source, "factors": run.applied() if run.calibrated else {},
-            "dropped": {name: list(keys) for name, keys in run.dropped}}
+            "dropped": {name: list(keys) for name, keys in run.dropped}, "misfit": run.misfit}
 
 
 def _alternatives(scn: Scenario, cluster: Cluster, metrics: dict) -> list[str]:
