@@ -263,4 +263,5 @@ def calibration_line(calibration: dict, trust: dict | None = None) -> str:
         return text + (f": {err}." if err else ".")
     factors = ", ".join(f"{k} {v:,.3g} s" if k == "step_overhead_s" else f"{k} x{v:.3g}"
                         for k, v in calibration["factors"].items())
-    return f"Calibrated from {calibration['source']} ({factors}{dropped})" + (f"; {err}." if err else ".")
+    across = f"; {calibration['across_modes']}" if calibration.get("across_modes") else ""
+    return f"Calibrated from {calibration['source']} ({factors}{dropped}{across})" + (f"; {err}." if err else ".")

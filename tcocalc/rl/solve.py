@@ -110,8 +110,18 @@ def trust_of(run) -> dict:
     """:func:`trust` of a resolved run calibration: the calibrated figure only where the calibration applies whole.
     The validation's calibrated rows share the measured run's model, hardware and framework, so no factor of theirs
     was dropped; a calibration that carries only some factors to this stack (another chip: the stage factors drop,
-    the fixed per-step cost stays) is as good as the uncalibrated model on the stages it lost."""
-    return trust(run.calibrated and not run.dropped)
+    the fixed per-step cost stays) is as good as the uncalibrated model on the stages it lost. Factors carried from
+    a run of another mode (``run.across_modes``) get the error measured on such pairs (data/rl_calibration.toml
+    ``calibrate_across_modes_error``)."""
+    out = trust(run.calibrated and not run.dropped)
+    if run.calibrated and run.across_modes:  # a pilot of another mode: the error measured on such pairs
+        from ..catalog.calibration import rl_calibration
+
+        rl = rl_calibration()
+        out.update(basis="calibrated across modes", typical_error=rl["calibrate_across_modes_error"],
+                   within_25pct=rl["calibrate_across_modes_within_25pct"], rows=5,
+                   source="data/rl_calibration.toml calibrate_across_modes_error (pairs C-01..C-05)")
+    return out
 
 
 def calibration_status(run) -> dict:
@@ -119,7 +129,8 @@ def calibration_status(run) -> dict:
     ``source``, the ``factors`` that apply, the ``dropped`` ones with the keys that differ and, when the calibration's
     fit did not hold on its own measured run, why (``misfit``: the stage and its residual; then nothing applies)."""
     return {"calibrated": run.calibrated, "source": run.source, "factors": run.applied() if run.calibrated else {},
-            "dropped": {name: list(keys) for name, keys in run.dropped}, "misfit": run.misfit}
+            "dropped": {name: list(keys) for name, keys in run.dropped}, "misfit": run.misfit,
+            "across_modes": run.across_modes}
 
 
 def _alternatives(scn: Scenario, cluster: Cluster, metrics: dict) -> list[str]:
