@@ -373,10 +373,12 @@ def _factors(free: list[str], x) -> RunFactors:
     return RunFactors(**values)
 
 
-def _fit(model: _RunModel, meas: dict[str, float], exposed: set[str], free: list[str]) -> tuple[RunFactors | None, str]:
+def _fit(model: _RunModel, meas: dict[str, float], exposed: set[str], free: list[str],
+         floors: dict[str, float]) -> tuple[RunFactors | None, str]:
     """(the MAP factors, "") or (None, why the solver stopped): least squares over log factors (and the fixed cost in
     units of its prior scale) of the measured stages' log errors over the measurement's log-sd, plus each factor's
-    prior term, started strictly inside the bounds."""
+    prior term, started strictly inside the bounds; a factor may not go below its physical floor (``floors``,
+    :func:`_floors`)."""
     from scipy.optimize import least_squares
 
     cal = model.cluster.rl_cal
@@ -391,7 +393,7 @@ def _fit(model: _RunModel, meas: dict[str, float], exposed: set[str], free: list
         fit = [(math.log(max(m[k], 1e-12)) - math.log(meas[k])) / sigma_m for k in keys]
         return np.array(fit + [v / prior[n] for n, v in zip(free, u * scale, strict=True)])
 
-    lo = np.array([0.0 if n == "step_overhead_s" else math.log(0.02) for n in free]) / scale
+    lo = np.array([0.0 if n == "step_overhead_s" else math.log(max(0.02, floors.get(n, 0.0))) for n in free]) / scale
     hi = np.array([meas["step_time_s"] if n == "step_overhead_s" else math.log(50.0) for n in free]) / scale
     # start strictly inside the bounds: on a bound (the fixed cost at 0 s) the trust-region step is clipped to nothing
     # and the solver stops at once with every factor at 1 (issue 37)
@@ -445,6 +447,49 @@ def _unphysical(mfu_busy: float, training: float, cal) -> str:
             f"check the trainer's GPU count, the samples per step and the response lengths against the run")
 
 
+#: Why each factor has a floor (:func:`_floors`).
+_FLOOR_WHY = {"training": "the trainer's busy MFU at the ceiling calibrate_mfu_ceiling",
+              "generation": "a decode step as fast as the datasheet's HBM bandwidth reads the weights"}
+
+
+def _floors(model: _RunModel, mfu_busy: float, cal) -> dict[str, float]:
+    """The smallest factor the physics allows: training, the uncalibrated busy MFU over the ceiling (the calibrated
+    MFU is the uncalibrated one over the factor); generation, the batch-1 decode step's HBM floor over the model's
+    step (:func:`_faster_than_hbm`). Where a floor is not finite or not positive the factor keeps its range."""
+    from ..rl.capacity import generator_capacity
+
+    out = {}
+    if math.isfinite(mfu_busy) and mfu_busy > 0:
+        out["training"] = mfu_busy / cal["calibrate_mfu_ceiling"]
+    gcap = generator_capacity(model.scn, model.cluster, model.ws)
+    m = model.cluster.model
+    floor = gcap.weights_per_gpu_bytes * m.params_active / m.params_total / model.cluster.generator.hbm_bytes_per_s
+    if math.isfinite(floor) and floor > 0 and gcap.t0 > 0:
+        out["generation"] = floor / gcap.t0
+    return {k: v for k, v in out.items() if math.isfinite(v) and 0 < v < 50.0}
+
+
+def _faster_than_hbm(model: _RunModel, generation: float) -> str:
+    """Why the calibrated generator breaks the roofline, naming the factor, or "": a decode step of one trajectory
+    must read the weights its token touches (the active share of each GPU's weights, ``weights_per_gpu_bytes x
+    params_active / params_total``) at no more than the datasheet's HBM bandwidth (hardware_specs/), so the
+    calibrated step time at batch 1 (``t0 x generation``) cannot be shorter (docs/rl-modeling.md §4.2's decode
+    roofline with every efficiency 1)."""
+    from ..rl.capacity import generator_capacity
+
+    gcap = generator_capacity(model.scn, model.cluster, model.ws)
+    m = model.cluster.model
+    touched = gcap.weights_per_gpu_bytes * m.params_active / m.params_total  # [B per GPU per decode step]
+    floor = touched / model.cluster.generator.hbm_bytes_per_s
+    step = gcap.t0 * generation
+    if not (math.isfinite(step) and step < floor):
+        return ""
+    return (f"the calibration breaks the physics (generation factor x{generation:.3g} gives a decode step of "
+            f"{1e3 * step:.3g} ms at batch 1, faster than reading the {touched / 1e9:.3g} GB "
+            f"of weights a token touches per GPU at {model.cluster.generator.name}'s datasheet HBM bandwidth allows "
+            f"({1e3 * floor:.3g} ms)): check the generator's GPUs, its parallelism and the response lengths")
+
+
 def calibrate(scenario: Scenario, measurements, *, source: str | None = None, calibration=None,
               exposed=()) -> RunCalibration:
     """Fit the RL model's per-stage factors to a measured run (module docstring; docs/calibration.md).
@@ -479,16 +524,22 @@ def calibrate(scenario: Scenario, measurements, *, source: str | None = None, ca
     cluster = resolve(scn, calibration)
     cal = cluster.rl_cal
     _check_consistency(scn, meas, cal["calibrate_consistency_tolerance"])
-    evaluate(scn, calibration=calibration, advice=False)  # the typed error naming a side that cannot hold the model
+    plain = evaluate(scn, calibration=calibration, advice=False)  # the typed error naming a side that cannot hold it
     model = _RunModel.of(scn, cluster)
     meas = _applicable(model, meas, warnings)
     free = _free(model, meas)
-    fitted, stopped = _fit(model, meas, exposed, free)
+    floors = _floors(model, float(plain.metrics["trainer_mfu_busy"]), cal)
+    fitted, stopped = _fit(model, meas, exposed, free, floors)
     before = model.stages(RunFactors(), exposed)
     after = model.stages(fitted, exposed) if fitted is not None else before
     fitted = fitted or RunFactors()
     stages = tuple(StageFit(k, meas[k], before[k], after[k], k in exposed) for k in TIME_KEYS if k in meas)
     misfit = (f"the fit did not converge ({stopped})" if stopped else "") or _misfit(stages, cal)
+    if misfit and fitted is not None:  # say which factors the physics held back
+        held = [f"{n} x{getattr(fitted, n):.3g} at its floor ({_FLOOR_WHY[n]})" for n in floors
+                if n in free and getattr(fitted, n) <= floors[n] * 1.001]
+        if held:
+            misfit += "; " + "; ".join(held)
     factors = tuple(_factor(name, fitted, free, meas) for name in FACTOR_NAMES)
     warnings += _implausible(factors, cal)
     st = settings(scn, cluster)
@@ -504,7 +555,8 @@ def calibrate(scenario: Scenario, measurements, *, source: str | None = None, ca
                          date=dt.date.today().isoformat(), warnings=tuple(warnings), misfit=misfit)
     if not misfit:  # the fit holds on its stages: does the calibrated run still obey the physics?
         mfu = evaluate(scn.with_run_calibration(out), calibration=calibration, advice=False).metrics
-        misfit = _unphysical(float(mfu["trainer_mfu_busy"]), fitted.training, cal)
+        misfit = (_unphysical(float(mfu["trainer_mfu_busy"]), fitted.training, cal)
+                  or _faster_than_hbm(model, fitted.generation))
         out = replace(out, misfit=misfit)
     if misfit:
         out = replace(out, warnings=(f"not calibrated: {misfit}",) + out.warnings)
