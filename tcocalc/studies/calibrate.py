@@ -24,6 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+import warnings as _warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -218,6 +219,10 @@ def _measured(measurements, extra_exposed=()) -> tuple[dict[str, float], set[str
         if not math.isfinite(value) or value <= 0:
             raise MeasurementError(f"measurements.{key}", f"must be a finite number above zero, got {value!r}",
                                    key=key)
+        if key in TIME_KEYS and value > _TIME_MAX:
+            raise MeasurementError(f"measurements.{key}", f"{value:,.4g} s per step is beyond any RL step (at most "
+                                   f"{_TIME_MAX:,.0f} s, {_TIME_MAX / 86400:.1f} days): check the unit (seconds "
+                                   f"per optimizer step)", key=key)
         out[key] = value
     if not any(k in out for k in TIME_KEYS) and EXPOSED_KEY not in measurements:
         raise MeasurementError("measurements", f"no time measured: give at least one of {', '.join(TIME_KEYS)} "
@@ -229,9 +234,9 @@ def _measured(measurements, extra_exposed=()) -> tuple[dict[str, float], set[str
                                    f"or {EXPOSED_KEY} (the trainer's wait for it), not both", key=EXPOSED_KEY)
         value = measurements[EXPOSED_KEY]
         if isinstance(value, bool) or not isinstance(value, int | float | np.number) or not (
-                math.isfinite(float(value)) and float(value) > 0):
-            raise MeasurementError(f"measurements.{EXPOSED_KEY}", f"must be a finite number above zero, got "
-                                   f"{value!r}", key=EXPOSED_KEY)
+                math.isfinite(float(value)) and 0 < float(value) <= _TIME_MAX):
+            raise MeasurementError(f"measurements.{EXPOSED_KEY}", f"must be a number of seconds above zero and at "
+                                   f"most {_TIME_MAX:,.0f}, got {value!r}", key=EXPOSED_KEY)
         out["generation_s"] = float(value)
         exposed.add("generation_s")
     for key in sorted(set(extra_exposed)):
@@ -394,14 +399,17 @@ def _fit(model: _RunModel, meas: dict[str, float], exposed: set[str], free: list
         return np.array(fit + [v / prior[n] for n, v in zip(free, u * scale, strict=True)])
 
     lo = np.array([0.0 if n == "step_overhead_s" else math.log(max(0.02, floors.get(n, 0.0))) for n in free]) / scale
-    hi = np.array([meas["step_time_s"] if n == "step_overhead_s" else math.log(50.0) for n in free]) / scale
+    hi = np.array([min(meas["step_time_s"], _OVERHEAD_MAX) if n == "step_overhead_s" else math.log(50.0)
+                   for n in free]) / scale
     # start strictly inside the bounds: on a bound (the fixed cost at 0 s) the trust-region step is clipped to nothing
     # and the solver stops at once with every factor at 1 (issue 37)
     x0 = np.clip(np.zeros(len(free)), lo + _INSIDE * (hi - lo), hi - _INSIDE * (hi - lo))
     try:
-        res = least_squares(residuals, x0, bounds=(lo, hi), method="trf", diff_step=1e-4, xtol=1e-10, ftol=1e-10,
-                            gtol=1e-10, max_nfev=_MAX_EVALUATIONS)
-    except (ValueError, FloatingPointError, np.linalg.LinAlgError) as exc:  # never a solver's message to a user
+        with np.errstate(all="ignore"), _warnings.catch_warnings():  # extreme figures: the check below names them
+            _warnings.simplefilter("ignore", RuntimeWarning)
+            res = least_squares(residuals, x0, bounds=(lo, hi), method="trf", diff_step=1e-4, xtol=1e-10,
+                                ftol=1e-10, gtol=1e-10, max_nfev=_MAX_EVALUATIONS)
+    except (ValueError, FloatingPointError, ArithmeticError, np.linalg.LinAlgError) as exc:  # never a solver's text
         return None, f"the least-squares solver stopped ({type(exc).__name__})"
     x = res.x * scale
     if "step_overhead_s" in free and x[free.index("step_overhead_s")] < 1e-6:  # at its bound: no fixed cost
@@ -411,6 +419,11 @@ def _fit(model: _RunModel, meas: dict[str, float], exposed: set[str], free: list
     return _factors(free, x), ""
 
 
+#: The largest fixed per-step cost a [calibration] table holds (CalibrationFactors.step_overhead_s) [s].
+_OVERHEAD_MAX = next(m.le for m in CalibrationFactors.model_fields["step_overhead_s"].metadata
+                     if getattr(m, "le", None) is not None)
+#: The longest measured time per step accepted [s]: the [calibration] table's own limit on a fixed cost.
+_TIME_MAX = 1e6
 #: Where the fit starts, as a share of each bound's range from the bound (strictly inside).
 _INSIDE = 0.01
 #: The most model evaluations one fit may take (each about 5-20 ms; a converged fit takes 10-40).
@@ -424,8 +437,10 @@ def _misfit(stages, cal) -> str:
     for s in stages:
         tol = cal["calibrate_tolerance_transfer" if s.stage in _TRANSFER_STAGES else "calibrate_tolerance_compute"]
         if not math.isfinite(s.after_s) or abs(s.error_after) > tol:
-            misses.append(f"{s.stage}: model {s.after_s:,.3g} s against {s.measured_s:,.3g} s measured, "
-                          f"{s.error_after:+.0%}, tolerance ±{tol:.0%}")
+            off = (f"{s.error_after:+.0%}" if abs(s.error_after) < 10 else f"{s.after_s / s.measured_s:.3g} times "
+                   f"the measured")
+            misses.append(f"{s.stage}: model {s.after_s:,.3g} s against {s.measured_s:,.3g} s measured, {off}, "
+                          f"tolerance ±{tol:.0%}")
     return f"the fit did not converge ({'; '.join(misses)})" if misses else ""
 
 
@@ -527,6 +542,9 @@ def calibrate(scenario: Scenario, measurements, *, source: str | None = None, ca
     plain = evaluate(scn, calibration=calibration, advice=False)  # the typed error naming a side that cannot hold it
     model = _RunModel.of(scn, cluster)
     meas = _applicable(model, meas, warnings)
+    if not any(k in meas for k in TIME_KEYS):
+        raise MeasurementError("measurements", f"no time this {scn.orchestration.mode} run has a stage for: give at "
+                                               f"least one of step_time_s, generation_s, training_s, weight_sync_s")
     free = _free(model, meas)
     floors = _floors(model, float(plain.metrics["trainer_mfu_busy"]), cal)
     fitted, stopped = _fit(model, meas, exposed, free, floors)
