@@ -112,8 +112,10 @@ class RunCalibration:
     ``factors`` (each with the measurement it came from), ``run`` (the measured run's identity: model, each pool's
     hardware and precision, engine, framework, mode, split, transport), ``stages`` (per measured stage, the model
     before and after), ``measured`` and ``workload`` (the measured figures, and the scenario keys they replaced),
-    ``scenario`` (the measured run with its measured workload and this calibration applied), ``source``, ``date``
-    and ``warnings``."""
+    ``scenario`` (the measured run with its measured workload and this calibration applied), ``source``, ``date``,
+    ``warnings``, ``misfit`` (why it is not calibrated; "" when it is) and, for a run that generates in synchronous
+    batches, ``generation_parts``: the calibrated model's generation per step split into what it is made of
+    (:func:`_generation_parts`) [s]."""
 
     factors: tuple[Factor, ...]
     stages: tuple[StageFit, ...]
@@ -125,6 +127,7 @@ class RunCalibration:
     date: str
     warnings: tuple[str, ...] = ()
     misfit: str = ""
+    generation_parts: tuple[tuple[str, float], ...] = ()
 
     @property
     def calibrated(self) -> bool:
@@ -183,6 +186,9 @@ class RunCalibration:
             value = f"{f.value:,.3g} s" if f.unit == "s" else f"x{f.value:.3g}"
             lines.append(f"  {f.name:<16}{value:>10}  {f.scales}; from "
                          f"{', '.join(f.fitted_from) or 'no measurement (neutral)'}")
+        if self.generation_parts:
+            lines.append("generation phase (model, calibrated): " + " + ".join(f"{name} {sec:,.3g} s"
+                                                                         for name, sec in self.generation_parts))
         lines += [f"warning: {w}" for w in self.warnings if w != f"not calibrated: {self.misfit}"]
         return "\n".join(lines)
 
@@ -484,6 +490,34 @@ def _floors(model: _RunModel, mfu_busy: float, cal) -> dict[str, float]:
     return {k: v for k, v in out.items() if math.isfinite(v) and 0 < v < 50.0}
 
 
+def _generation_parts(model: _RunModel, f: RunFactors, after: dict[str, float]) -> tuple[tuple[str, float], ...]:
+    """What a synchronous batch's generation is made of, in the calibrated model [s per step]: the engine at its
+    steady-state throughput (the step's generated tokens over the generator's tokens/s, the part a streaming plan
+    pays at the same engine speed), the wait for the batch's slowest trajectories as the batch drains (the rest of
+    the batch's generation: what a streaming plan does not pay) and, colocated, the pool's switch. Empty for a
+    streaming run. The generation factor scales the engine in both (its decode step line ``t0 + t1·b``); a log that
+    times the whole generation cannot tell them apart, which is why a plan carried across modes states a wider
+    error (docs/calibration.md, "Across modes")."""
+    from ..rl.capacity import generator_capacity
+
+    scn = model.scn
+    if scn.orchestration.traits.streaming:
+        return ()
+    gcap = generator_capacity(scn, model.cluster, model.ws)
+    rates = model.result(RunFactors()).rates
+    tokens = float(np.ravel(rates.batch)[0]) * float(np.ravel(rates.generated_per_trained)[0])
+    gpus = int(np.ravel(gcap.replicas(scn.generator.gpus))[0]) * gcap.instance_gpus
+    rate = gcap.tokens_per_s_per_gpu * gpus
+    if not (rate > 0 and math.isfinite(tokens)):
+        return ()
+    engine = min(tokens / rate * f.generation, after["generation_s"])
+    parts = [("engine at its steady-state throughput", engine),
+             ("wait for the batch's slowest trajectories", max(0.0, after["generation_s"] - engine))]
+    if after["switching_s"] > 0:
+        parts.append(("the pool's switch", after["switching_s"]))
+    return tuple(parts)
+
+
 def _faster_than_hbm(model: _RunModel, generation: float) -> str:
     """Why the calibrated generator breaks the roofline, naming the factor, or "": a decode step of one trajectory
     must read the weights its token touches (the active share of each GPU's weights, ``weights_per_gpu_bytes x
@@ -570,7 +604,8 @@ def calibrate(scenario: Scenario, measurements, *, source: str | None = None, ca
                         trainer_gpus=scn.trainer.gpus, generator_gpus=scn.generator.gpus, weight_sync=st.weight_sync)
     out = RunCalibration(factors=factors, stages=stages, run=run, measured=tuple(sorted(meas.items())),
                          workload=tuple(sorted(workload.items())), scenario=scn, source=source or _source(measurements),
-                         date=dt.date.today().isoformat(), warnings=tuple(warnings), misfit=misfit)
+                         date=dt.date.today().isoformat(), warnings=tuple(warnings), misfit=misfit,
+                         generation_parts=_generation_parts(model, fitted, after))
     if not misfit:  # the fit holds on its stages: does the calibrated run still obey the physics?
         mfu = evaluate(scn.with_run_calibration(out), calibration=calibration, advice=False).metrics
         misfit = (_unphysical(float(mfu["trainer_mfu_busy"]), fitted.training, cal)

@@ -93,3 +93,21 @@ def test_c05_pilot_needs_a_generator_and_trainer_beyond_the_physics_and_is_refus
     assert c01.calibrated
     mfu = tc.evaluate(c01.scenario, advice=False).metrics["trainer_mfu_busy"]
     assert mfu == pytest.approx(rl_calibration()["calibrate_mfu_ceiling"], rel=0.01)
+
+
+def test_a_synchronous_pilot_s_generation_is_split_into_engine_and_tail(results):
+    """C-04's colocated ReTool pilot logs generation 228.03 s (volcengine/verl@b178a3cd docs/advance/fully_async.md):
+    the calibrated model puts part of it at the engine's steady-state throughput (the step's generated tokens over
+    the generator's tokens/s, what a streaming plan pays at the same engine speed) and the rest on the wait for the
+    batch's slowest trajectories; the two add up to the calibrated generation, and a streaming run has no such
+    split."""
+    _, cal, _ = results["C-04"]
+    parts = dict(cal.generation_parts)
+    engine, tail = parts["engine at its steady-state throughput"], parts["wait for the batch's slowest trajectories"]
+    after = next(s.after_s for s in cal.stages if s.stage == "generation_s")
+    assert engine + tail == pytest.approx(after, rel=1e-9)
+    assert 0.2 * after < engine < 0.8 * after  # a multi-turn batch of 64 x 16 with 16K responses: a long tail
+    assert "generation phase (model, calibrated): engine at its steady-state throughput" in str(cal)
+    streaming = tc.calibrate(tc.load_scenario(PAIRS_DIR / "verl-retool-7b-h20-async-16x16.toml"),
+                             {"step_time_s": 221.36})
+    assert streaming.generation_parts == ()
