@@ -673,6 +673,8 @@ def calibrated_toml(cal: RunCalibration, original: str | None = None) -> str:
     return text if same else cal.scenario.to_toml()
 
 
+#: How the comment lines -o writes above [calibration] begin (dropped with an old table when re-calibrating).
+_NOTE = ("# tcocalc calibrate, ", "# (the measured workload")
 _HEADER = re.compile(r"^\s*\[\[?\s*([A-Za-z0-9_.\-\" ]+?)\s*\]\]?\s*(#.*)?$")
 
 
@@ -684,7 +686,7 @@ def _edited(cal: RunCalibration, original: str) -> str:
         m = _HEADER.match(line)
         if m:
             table = m.group(1).replace('"', "").replace(" ", "")
-        if table == "calibration" or table.startswith("calibration."):
+        if table == "calibration" or table.startswith("calibration.") or line.startswith(_NOTE):
             continue
         out.append(line)
     from ..scenario import loads_scenario
@@ -696,8 +698,8 @@ def _edited(cal: RunCalibration, original: str) -> str:
     section = cal.scenario.calibration.model_dump(mode="json", exclude_defaults=False)
     block = tomli_w.dumps({"calibration": section}).rstrip("\n")
     status = cal.status
-    note = [f"# tcocalc calibrate, {cal.date}: {status}", "# (the measured workload above and this table were "
-            "written by tcocalc calibrate; docs/calibration.md)"]
+    note = [f"{_NOTE[0]}{cal.date}: {status}", f"{_NOTE[1]} above and this table were written by tcocalc "
+            "calibrate; docs/calibration.md)"]
     return "\n".join(out).rstrip("\n") + "\n\n" + "\n".join(note) + "\n" + block + "\n"
 
 

@@ -250,3 +250,24 @@ def test_figures_no_fit_can_use_are_named_errors(figures, field):
     with pytest.raises(tc.MeasurementError) as err:
         tc.calibrate(tc.load_scenario("default"), figures)
     assert err.value.field == field
+
+
+def test_output_keeps_the_comments_and_replaces_an_old_calibration(tmp_path, capsys):
+    """-o on the real pilot's scenario keeps every comment line and the configured cap (1,024, though the log's
+    longest response is also 1,024 here and a shorter one would once have replaced it); calibrating the written file
+    again replaces its [calibration] table and note instead of adding a second."""
+    from tcocalc.cli import main
+
+    src = ROOT / "tests" / "data" / "pilot" / "verl_gpg_qwen2_7b_8gpu.toml"
+    one, two = tmp_path / "one.toml", tmp_path / "two.toml"
+    assert main(["calibrate", str(src), str(LOGS / "verl_qwen2-7b_math_excerpt.log"), "-o", str(one)]) == 0
+    assert main(["calibrate", str(one), "--measured", "step_time_s=230", "-o", str(two)]) == 0
+    capsys.readouterr()
+    comments = [ln for ln in src.read_text().splitlines() if ln.startswith("#")]
+    for path in (one, two):
+        text = path.read_text()
+        assert all(c in text.splitlines() for c in comments)
+        assert text.count("[calibration]\n") == 1 and text.count("# tcocalc calibrate, ") == 1
+        assert tc.load_scenario(path).workload.response_tokens_max == 1024
+    assert tc.load_scenario(two).calibration.source == "measured by hand"
+    assert "response_tokens_max = 1024        # data.max_response_length: the cap" in two.read_text()
