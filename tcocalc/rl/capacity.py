@@ -35,10 +35,10 @@ from ..roofline.training import (
     candidate_degrees,
     training_throughput,
 )
-from .cluster import Cluster, measured_mfu
+from .cluster import Cluster
 from .decode_floor import decode_floor_seconds
 from .phases import WorkloadStats
-from .settings import engine_config, settings
+from .settings import engine_config
 
 __all__ = ["GeneratorCapacity", "PrefillPool", "RolloutShape", "ServingSetup", "generator_capacity",
            "generator_capacities", "trainer_capacity", "trainer_min_gpus", "sample_flops",
@@ -597,7 +597,7 @@ def training_job(scn, cluster: Cluster, ws: WorkloadStats) -> TrainingJob:
     return TrainingJob(m=cluster.model, acc=cluster.trainer, cal=cluster.trainer_cal,
                        seq=float(max(256, round(ws.traj_tokens))),
                        global_batch_tokens=ws.samples_per_step * ws.traj_tokens / scn.trainer.minibatches_per_step,
-                       precision=scn.model.precision, sharding=settings(scn, cluster).trainer_sharding)
+                       precision=scn.model.precision, sharding=cluster.settings.trainer_sharding)
 
 
 def smallest_fitting_layout(scn, cluster: Cluster, ws: WorkloadStats, n: int) -> Parallelism | None:
@@ -650,13 +650,13 @@ def trainer_capacity(scn, cluster: Cluster, ws: WorkloadStats, n_t) -> TrainerRa
         rates = np.array([_pinned_rate(job, pinned_layout(t, m, int(n))) for n in n_t])
     else:
         rates = _count_rates(job, tuple(int(n) for n in n_t))
-    st = settings(scn, cluster)
+    st = cluster.settings
     extra, overhead = st.extra_forward_passes, st.trainer_overhead
     run = cluster.run  # a run calibration's factors on the update and on the log-prob passes (1: none)
     flop_rate_per_token = m.training_flops_per_token(seq)
     f_sample = sample_flops(m, ws) * (run.training + run.logprob * extra / 3.0) * overhead
     fits = rates[:, 0] > 0
-    mfu = measured_mfu(scn, cluster)
+    mfu = cluster.mfu_busy
     if mfu is not None:  # a measured MFU replaces the training model; memory feasibility still applies
         peak = hw.peak_flops_per_s(precision)
         return TrainerRates(np.where(fits, n_t * peak * mfu / (f_sample / overhead), 0.0),
@@ -670,7 +670,7 @@ def trainer_min_gpus(scn, cluster: Cluster, ws: WorkloadStats) -> int | None:
     seq = float(max(256, round(ws.traj_tokens)))
     try:
         training_throughput(cluster.model, cluster.trainer, gpus=1, seq_tokens=seq, precision=scn.model.precision,
-                            calibration=cluster.trainer_cal, sharding=settings(scn, cluster).trainer_sharding)
+                            calibration=cluster.trainer_cal, sharding=cluster.settings.trainer_sharding)
         return 1
     except InfeasibleError as exc:
         return exc.min_gpus

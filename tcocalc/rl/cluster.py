@@ -14,19 +14,25 @@ from dataclasses import dataclass, replace
 from ..catalog.accelerators import Accelerator, hardware
 from ..catalog.calibration import Calibration, CalibrationSet, RLCalibration, shipped_calibration
 from ..catalog.models import ModelArch, model
+from ..economics.tco import PoolPrice, pool_pricing
 from ..errors import ScenarioError
 from ..scenario import Scenario
 from .run_factors import UNCALIBRATED, RunFactors, run_factors
-from .settings import settings
+from .settings import Settings, settings
 
-__all__ = ["Cluster", "resolve", "single_server_domain", "measured_mfu", "mfu_measurement"]
+__all__ = ["Cluster", "resolve", "repriced", "plan_prices", "single_server_domain"]
 
 
 @dataclass(frozen=True)
 class Cluster:
     """The model, the trainer and generator accelerators of one scenario, each pool's roofline calibration, the RL
-    pipeline's factors, the calibration set they come from (``calibration``, for re-resolving a variant) and the
-    factors of the scenario's run calibration that apply to it (``run``, :mod:`tcocalc.rl.run_factors`)."""
+    pipeline's factors, the calibration set they come from (``calibration``, for re-resolving a variant), the
+    framework settings (``settings``, :mod:`tcocalc.rl.settings`), each pool's price (``prices``, trainer then
+    generator, :func:`~tcocalc.economics.tco.pool_pricing`), the measured trainer MFU where it applies
+    (``mfu_busy``, None where there is none or it was taken on another chip or model: the roofline training model
+    stands in, docs/rl-modeling.md §3.2; ``mfu_source`` says which: ``"none"``, ``"applies"`` or ``"dropped"``) and
+    the factors of the scenario's run calibration that apply to it (``run``, :mod:`tcocalc.rl.run_factors`); all
+    derived once, in :func:`resolve`."""
 
     model: ModelArch
     trainer: Accelerator
@@ -35,6 +41,10 @@ class Cluster:
     generator_cal: Calibration
     rl_cal: RLCalibration
     calibration: CalibrationSet
+    settings: Settings
+    prices: tuple[PoolPrice, PoolPrice]
+    mfu_busy: float | None = None
+    mfu_source: str = "none"
     run: RunFactors = UNCALIBRATED
 
 
@@ -55,16 +65,10 @@ def _accelerator(scn: Scenario, side: str) -> Accelerator:
     return acc if getattr(scn, side).multinode_nvlink else single_server_domain(acc)
 
 
-def measured_mfu(scn: Scenario, cluster: Cluster) -> float | None:
-    """``trainer.mfu_busy`` where it applies: on the trainer hardware and model it was measured on
-    (``trainer.mfu_measured_on``; a scenario as written measured it on its own). None where there is none or it was
-    taken on another chip or model: the roofline training model stands in (docs/rl-modeling.md §3.2;
-    :func:`mfu_measurement` says which)."""
-    return scn.trainer.mfu_busy if mfu_measurement(scn, cluster) == "applies" else None
-
-
-def mfu_measurement(scn: Scenario, cluster: Cluster) -> str:
-    """``"none"`` (no measured MFU), ``"applies"`` or ``"dropped"`` (measured on other hardware or another model)."""
+def _mfu_source(scn: Scenario, trainer: Accelerator, m: ModelArch) -> str:
+    """``"none"`` (no measured ``trainer.mfu_busy``), ``"applies"`` (measured on the trainer hardware and model,
+    ``trainer.mfu_measured_on``; a scenario as written measured it on its own) or ``"dropped"`` (measured on other
+    hardware or another model)."""
     t = scn.trainer
     if t.mfu_busy is None:
         return "none"
@@ -72,10 +76,10 @@ def mfu_measurement(scn: Scenario, cluster: Cluster) -> str:
     if on is None:
         return "applies"
     try:
-        same_hw = hardware(on.hardware).name == cluster.trainer.name
+        same_hw = hardware(on.hardware).name == trainer.name
     except KeyError:  # UnknownEntryError: a name the catalog does not know is not this chip
         same_hw = False
-    return "applies" if same_hw and on.model in (scn.model.name, cluster.model.name) else "dropped"
+    return "applies" if same_hw and on.model in (scn.model.name, m.name) else "dropped"
 
 
 def single_server_domain(acc: Accelerator) -> Accelerator:
@@ -105,10 +109,24 @@ def resolve(scn: Scenario, calibration: CalibrationSet | None = None) -> Cluster
                                 ("generator.precision", acc_g, scn.generator.precision)):
         if precision not in acc.precisions:
             raise ScenarioError(fld, f"{acc.name} has no {precision}; it supports {', '.join(acc.precisions)}")
+    st = settings(scn, acc_g, calibration.rl)
+    source = _mfu_source(scn, acc_t, m)
     cluster = Cluster(model=m, trainer=acc_t, generator=acc_g, trainer_cal=calibration.for_accelerator(acc_t),
                       generator_cal=calibration.for_accelerator(acc_g), rl_cal=calibration.rl,
-                      calibration=calibration)
+                      calibration=calibration, settings=st, prices=pool_pricing(scn),
+                      mfu_busy=scn.trainer.mfu_busy if source == "applies" else None, mfu_source=source)
     if scn.calibration is None:
         return cluster
-    st = settings(scn, cluster)
     return replace(cluster, run=run_factors(scn, cluster, st.engine, st.weight_sync))
+
+
+def repriced(cluster: Cluster, scn: Scenario) -> Cluster:
+    """``cluster`` under the economics of ``scn``, a scenario that differs from the one resolved only there (a
+    sweep's re-priced point): its pools' prices again, everything else kept."""
+    return replace(cluster, prices=pool_pricing(scn))
+
+
+def plan_prices(scn: Scenario) -> tuple[PoolPrice, PoolPrice]:
+    """(trainer, generator) :class:`~tcocalc.economics.tco.PoolPrice` of a plan priced before it is resolved or
+    evaluated (the sizing study's candidate hardware): what :func:`resolve` puts in ``cluster.prices``."""
+    return pool_pricing(scn)

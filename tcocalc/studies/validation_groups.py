@@ -39,7 +39,6 @@ from ..catalog.regimes import regime_of
 from ..catalog.rl_cases import refit_cases
 from ..errors import TcocalcError
 from ..rl.cluster import resolve
-from ..rl.settings import settings
 from ..rl.solve import evaluate, solve_split
 from ..rl.weight_sync import weight_sync_seconds
 from .rl_validation import RL_TOLERANCE, rl_refit_table, rl_speedup_pairs, rl_validation_table
@@ -204,7 +203,7 @@ def lofo_table(shipped=None):
         fws = _case_frameworks(case)
         cal, refitted, lost = lofo_calibration(fws)
         scn = case_scenario(case["scenario"], case["id"])
-        uses = settings(scn, resolve(scn)).weight_sync
+        uses = resolve(scn).settings.weight_sync
         if uses in lost:
             pred, note = math.nan, f"no leave-out prediction: its {uses} constants are fitted on {', '.join(fws)}"
         elif not refitted:
