@@ -1,0 +1,60 @@
+"""``jsonl``: one JSON object a line. verl's ``file`` backend writes ``{"step": N, "data": {...}}``
+(verl-project/verl@1dda039b9c63:verl/utils/tracking.py), prime-rl's FileMonitor flat ``{"step": N, "time": t,
+<key>: value, ...}`` rows, several a step (PrimeIntellect-ai/prime-rl@559b44772e47:src/prime_rl/monitors/).
+A line that is not a JSON object (a cut-off last line, a stray print) is skipped and counted; nested values other
+than verl's ``data`` are not keys."""
+
+from __future__ import annotations
+
+import json
+
+from ..source import limits
+from .base import Ctx, Format, json_depth
+
+
+def _object(line: str):
+    text = line.strip()
+    if not text.startswith("{"):
+        return None
+    if text.count("{") + text.count("[") > limits().max_json_depth and json_depth(text) > limits().max_json_depth:
+        return None
+    try:
+        obj = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def claims(first: str, more: bool) -> bool:
+    """A first line that is a whole JSON object: followed by more lines, or a flat record on its own (verl's
+    ``{"step": N, "data": {...}}`` included), not a one-line JSON document holding lists."""
+    obj = _object(first)
+    if obj is None:
+        return False
+    return more or isinstance(obj.get("data"), dict) or not any(isinstance(v, list | dict) for v in obj.values())
+
+
+def read(ctx: Ctx):
+    lines, cols, bad, last_bad = ctx.lines(), ctx.columns(), 0, False
+    for _, line in lines:
+        if not line.strip():
+            continue
+        obj = _object(line)
+        last_bad = obj is None
+        if obj is None:
+            bad += 1
+            continue
+        if isinstance(obj.get("data"), dict) and "step" in obj:  # verl's file backend
+            cols.add({"step": obj["step"], **obj["data"]})
+        else:
+            cols.add((k, v) for k, v in obj.items() if not isinstance(v, dict | list))
+    notes = lines.skipped_note()
+    if bad:
+        cut = " (the last one cut off)" if last_bad and not lines.last_complete else ""
+        notes.append(f"{bad} lines that are not a JSON object were skipped{cut}")
+    step = "step" if cols.has("step") or not cols.has("_step") else "_step"
+    return cols.raw(ctx.shown, FORMAT.name, step, notes)
+
+
+FORMAT = Format("jsonl", "JSONL, one JSON object a line (verl file backend, prime-rl metrics.jsonl)", read,
+                head=claims)
