@@ -114,8 +114,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .catalog.accelerators import Accelerator, hardware, hardware_names, hardware_table  # noqa: F401
     from .catalog.calibration import Calibration, CalibrationSet, shipped_calibration  # noqa: F401
     from .catalog.frameworks import framework_presets  # noqa: F401
-    from .logs.measurements import Measurements, load_measurements  # noqa: F401
-    from .logs.source import MAX_LOG_BYTES  # noqa: F401
     from .catalog.models import ModelArch, model, model_names, model_table  # noqa: F401
     from .economics.tco import (  # noqa: F401
         CostBreakdown,
@@ -138,6 +136,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         TcocalcError,
         UnknownEntryError,
     )
+    from .logs.measurements import Measurements, load_measurements  # noqa: F401
+    from .logs.source import MAX_LOG_BYTES  # noqa: F401
     from .modes import MODES, ModeTraits  # noqa: F401
     from .rl.advice import calibration_line  # noqa: F401
     from .rl.report import METRIC_UNITS, RLReport, metric_quantities  # noqa: F401

@@ -20,8 +20,14 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
-from ..catalog.run_metrics import (MEASUREMENT_UNITS, FrameworkMetrics, MetricVariant, framework_metrics, log_limits,
-                                   run_metric_table)
+from ..catalog.run_metrics import (
+    MEASUREMENT_UNITS,
+    FrameworkMetrics,
+    MetricVariant,
+    framework_metrics,
+    log_limits,
+    run_metric_table,
+)
 from ..errors import MeasurementError
 from .registry import read_log
 from .table import RawLog

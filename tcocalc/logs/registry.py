@@ -19,8 +19,20 @@ from collections.abc import Collection
 from pathlib import Path
 
 from ..errors import MeasurementError
-from .formats import (dict_console, json_document, jsonl, mlflow, nemo_console, prime_console, slime_console,
-                      tensorboard_csv, tensorboard_events, tensorboard_tags, verl_console, wandb_csv)
+from .formats import (
+    dict_console,
+    json_document,
+    jsonl,
+    mlflow,
+    nemo_console,
+    prime_console,
+    slime_console,
+    tensorboard_csv,
+    tensorboard_events,
+    tensorboard_tags,
+    verl_console,
+    wandb_csv,
+)
 from .formats.base import Ctx, Format
 from .formats.csvs import header_of
 from .source import Lines, check_path, error, head_bytes

@@ -18,7 +18,7 @@ from pathlib import Path
 from ..catalog.run_metrics import LogLimits, log_limits
 from ..errors import MeasurementError
 
-__all__ = ["MAX_LOG_BYTES", "error", "limits", "check_path", "Lines", "head_bytes", "megabytes", "read_bounded"]
+__all__ = ["error", "limits", "check_path", "Lines", "head_bytes", "megabytes", "read_bounded"]
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 _CHUNK = 1 << 20
@@ -94,8 +94,9 @@ def read_bounded(path: Path, shown: str, cap: int, what: str) -> bytes:
 
 @dataclass
 class Lines:
-    """The text lines of a file, numbered from 1, streamed: each line decoded as UTF-8 (bad bytes replaced, the
-    lines that had some counted in ``bad_byte_lines``), without its line end, ANSI codes or a leading BOM.
+    """The text lines of a file, numbered from 1, streamed a megabyte at a time: each line decoded as UTF-8 (bad
+    bytes replaced, the lines that had some counted in ``bad_byte_lines``), without its line end, ANSI codes, carriage
+    returns or a leading BOM.
 
     A line longer than ``max_line_bytes`` is a named error giving its length and the cap. ``last_complete`` says
     whether the file ended with a line end (a file cut off mid-line ends without one).
@@ -110,34 +111,59 @@ class Lines:
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
         cap = self._cap or limits().max_line_bytes
+        carry = b""
         with _open(self.path, self.shown) as f:
-            while raw := f.readline(cap + 1):
+            while chunk := f.read(_CHUNK):
+                data = carry + chunk if carry else chunk
+                end = data.rfind(b"\n")
+                if end < 0:
+                    if len(data) > cap:
+                        raise self._too_long(f, data, cap)
+                    carry = data
+                    continue
+                carry = data[end + 1:]
+                if len(carry) > cap:
+                    self.number += data.count(b"\n", 0, end + 1)
+                    raise self._too_long(f, carry, cap)
+                for line in self._texts(data[:end]):
+                    self.number += 1
+                    yield self.number, line
+        self.last_complete = not carry
+        if carry:
+            for line in self._texts(carry):
                 self.number += 1
-                if len(raw) > cap and not raw.endswith(b"\n"):
-                    raise self._too_long(f, len(raw), cap)
-                self.last_complete = raw.endswith(b"\n")
-                yield self.number, self._text(raw)
+                yield self.number, line
 
-    def _text(self, raw: bytes) -> str:
+    def _texts(self, block: bytes) -> list[str]:
         try:
-            text = raw.decode("utf-8")
+            text = block.decode("utf-8")
         except UnicodeDecodeError:
-            self.bad_byte_lines += 1
-            text = raw.decode("utf-8", errors="replace")
-        if self.number == 1 and text.startswith("\ufeff"):
+            lines = block.split(b"\n")
+            good = []
+            for raw in lines:
+                try:
+                    good.append(raw.decode("utf-8"))
+                except UnicodeDecodeError:
+                    self.bad_byte_lines += 1
+                    good.append(raw.decode("utf-8", errors="replace"))
+            text = "\n".join(good)
+        if self.number == 0 and text.startswith("\ufeff"):
             text = text[1:]
         if "\x1b" in text:
             text = _ANSI.sub("", text)
-        return text.rstrip("\r\n").replace("\r", "")
+        if "\r" in text:
+            text = text.replace("\r", "")
+        return text.split("\n")
 
-    def _too_long(self, f, seen: int, cap: int) -> MeasurementError:
-        length = seen
-        while chunk := f.readline(_CHUNK):  # measure the rest of the line, a chunk at a time
-            length += len(chunk)
-            if chunk.endswith(b"\n") or len(chunk) < _CHUNK:
+    def _too_long(self, f, seen: bytes, cap: int) -> MeasurementError:
+        length = len(seen) - (seen.rfind(b"\n") + 1)
+        while chunk := f.read(_CHUNK):  # measure the rest of the line, a chunk at a time
+            end = chunk.find(b"\n")
+            length += len(chunk) if end < 0 else end
+            if end >= 0:
                 break
-        return error(self.shown, f"line {self.number} is {megabytes(length)}; the longest line a log reader accepts "
-                                 f"is {megabytes(cap)} (data/log_limits.toml max_line_bytes)")
+        return error(self.shown, f"line {self.number + 1} is {megabytes(length)}; the longest line a log reader "
+                                 f"accepts is {megabytes(cap)} (data/log_limits.toml max_line_bytes)")
 
     def skipped_note(self) -> list[str]:
         """A warning for the lines that held bytes that are not UTF-8, if any."""

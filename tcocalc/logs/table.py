@@ -28,6 +28,7 @@ __all__ = ["RawLog", "Columns", "number", "META_COLUMNS"]
 #: W&B's own columns, and prime-rl's FileMonitor time stamp: never logged keys
 META_COLUMNS = frozenset({"_step", "_runtime", "_timestamp", "_wandb", "step", "time"})
 
+_INFINITE = (math.inf, -math.inf)
 _WRAPPED = re.compile(r"^\s*(?:np|numpy|torch)?\.?\w*\((.*?)(?:,\s*\w+=.*)?\)\s*$")
 
 
@@ -37,7 +38,7 @@ def number(value) -> float:
     if isinstance(value, bool) or value is None:
         return math.inf
     if isinstance(value, int | float):
-        x = float(value)
+        x = float(value) if -1e300 < value < 1e300 else math.inf
     else:
         text = str(value).strip()
         try:
@@ -91,38 +92,80 @@ class Columns:
     def add(self, record: Mapping[str, object] | Iterable[tuple[str, object]]) -> None:
         """One logged record (key -> value, or pairs); values of kept keys become floats (:func:`number`)."""
         row = self.n
-        self.n += 1
-        items = record.items() if isinstance(record, Mapping) else record
-        for key, value in items:
-            self.put(row, key, value)
+        self.n = row + 1
+        keep, cols, rename, unmapped = self.keep, self._cols, self.rename, self._unmapped
+        for key, value in (record.items() if type(record) is dict or isinstance(record, Mapping) else record):
+            if rename:
+                key = rename.get(key, key)
+            if key in keep:
+                if type(value) is int:
+                    value = float(value) if -1e300 < value < 1e300 else math.inf
+                elif type(value) is not float or value != value or value in _INFINITE:
+                    if isinstance(value, dict | list):
+                        continue  # a nested value is not a key's value
+                    value = number(value)
+                col = cols.get(key)
+                if col is None:
+                    col = cols[key] = (array("i"), array("d"))
+                col[0].append(row)
+                col[1].append(value)
+            elif key not in unmapped:
+                self._unmapped_key(key)
 
     def put(self, row: int, key: str, value) -> None:
+        """One value at a row already counted (``add`` counts the rows)."""
         key = self.rename.get(key, key)
         if key in self.keep:
             col = self._cols.get(key)
             if col is None:
-                col = self._cols[key] = (array("q"), array("d"))
+                col = self._cols[key] = (array("i"), array("d"))
             col[0].append(row)
-            col[1].append(value if type(value) is float and value == value and abs(value) != math.inf
-                          else number(value))
+            col[1].append(number(value))
         elif key not in self._unmapped:
-            if len(self._unmapped) < limits().max_unmapped_keys:
-                if key and isinstance(key, str) and key.strip():
-                    self._unmapped[key] = None
-            else:
-                self.unmapped_more += 1
+            self._unmapped_key(key)
+
+    def _unmapped_key(self, key) -> None:
+        if len(self._unmapped) < limits().max_unmapped_keys:
+            if isinstance(key, str) and key.strip():
+                self._unmapped[key] = None
+        else:
+            self.unmapped_more += 1
+
+    def block(self, start: int, columns: Mapping[str, np.ndarray]) -> None:
+        """Values of kept keys for the rows ``start, start + 1, ...`` (one float array a key, NaN = not logged)."""
+        for key, values in columns.items():
+            present = np.flatnonzero(~np.isnan(values))
+            col = self._cols.get(key)
+            if col is None:
+                col = self._cols[key] = (array("i"), array("d"))
+            col[0].frombytes((present + start).astype(np.int32).tobytes())
+            col[1].frombytes(values[present].astype(np.float64).tobytes())
+
+    def drop_last_row(self) -> None:
+        """Forget the last row added (a cut-off last line)."""
+        if self.n == 0:
+            return
+        self.n -= 1
+        for rows, values in self._cols.values():
+            while rows and rows[-1] >= self.n:
+                rows.pop()
+                values.pop()
 
     def has(self, key: str) -> bool:
         """Whether a value of the kept key ``key`` was added."""
         return key in self._cols
 
     def frame(self) -> pd.DataFrame:
+        """The rows as a frame, one float column a kept key; the store is emptied column by column as it goes, so
+        the two are never both whole in memory."""
         out = {}
-        for key, (rows, values) in self._cols.items():
+        for key in list(self._cols):
+            rows, values = self._cols.pop(key)
             col = np.full(self.n, np.nan)
-            col[np.frombuffer(rows, dtype=np.int64)] = np.frombuffer(values, dtype=np.float64)
+            col[np.frombuffer(rows, dtype=np.int32)] = np.frombuffer(values, dtype=np.float64)
             out[key] = col
-        return pd.DataFrame(out, index=pd.RangeIndex(self.n))
+            del rows, values
+        return pd.DataFrame(out, index=pd.RangeIndex(self.n), copy=False)
 
     def raw(self, path: str, fmt: str, step_column: str, notes: Iterable[str] = ()) -> RawLog:
         notes = list(notes)

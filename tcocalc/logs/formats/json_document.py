@@ -16,6 +16,7 @@ cannot calibrate.
 
 from __future__ import annotations
 
+from ...errors import MeasurementError
 from ..source import limits, read_bounded
 from .base import Ctx, Format, loads, one_run
 
@@ -83,6 +84,8 @@ def read(ctx: Ctx):
     text = data.decode("utf-8-sig", errors="replace")
     try:
         doc = loads(text, ctx.shown, "the JSON document")
+    except MeasurementError:
+        raise
     except ValueError as exc:
         raise ctx.error(f"a JSON document that does not parse ({str(exc).split(':')[0]}); cut off?") from None
     if isinstance(doc, dict) and isinstance(doc.get("metrics"), dict) and isinstance(doc.get("config"), dict):

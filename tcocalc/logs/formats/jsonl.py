@@ -16,7 +16,8 @@ def _object(line: str):
     text = line.strip()
     if not text.startswith("{"):
         return None
-    if text.count("{") + text.count("[") > limits().max_json_depth and json_depth(text) > limits().max_json_depth:
+    if len(text) > 200 and text.count("{") + text.count("[") > limits().max_json_depth \
+            and json_depth(text) > limits().max_json_depth:
         return None
     try:
         obj = json.loads(text)
@@ -34,20 +35,47 @@ def claims(first: str, more: bool) -> bool:
     return more or isinstance(obj.get("data"), dict) or not any(isinstance(v, list | dict) for v in obj.values())
 
 
+_BATCH = 4096
+
+
+def _decoded(batch: list[str]) -> list:
+    """The lines of ``batch`` as JSON values, decoded in one call where they all parse (None for a line that does
+    not parse, or nests too deep)."""
+    try:
+        return json.loads("[" + ",".join(batch) + "]")
+    except (json.JSONDecodeError, RecursionError):
+        return [_object(text) for text in batch]
+
+
+def _add(cols, obj) -> bool:
+    if not isinstance(obj, dict):
+        return False
+    if isinstance(obj.get("data"), dict) and "step" in obj:  # verl's file backend
+        obj = {"step": obj["step"], **obj["data"]}
+    cols.add(obj)  # nested values are skipped by add
+    return True
+
+
 def read(ctx: Ctx):
-    lines, cols, bad, last_bad = ctx.lines(), ctx.columns(), 0, False
+    lines, cols, bad, last_bad, batch = ctx.lines(), ctx.columns(), 0, False, []
+    cap = limits().max_json_depth
     for _, line in lines:
-        if not line.strip():
+        text = line.strip()
+        if not text:
             continue
-        obj = _object(line)
-        last_bad = obj is None
-        if obj is None:
-            bad += 1
+        if not text.startswith("{") or (len(text) > 200 and text.count("{") + text.count("[") > cap
+                                        and json_depth(text) > cap):
+            bad, last_bad = bad + 1, True
             continue
-        if isinstance(obj.get("data"), dict) and "step" in obj:  # verl's file backend
-            cols.add({"step": obj["step"], **obj["data"]})
-        else:
-            cols.add((k, v) for k, v in obj.items() if not isinstance(v, dict | list))
+        batch.append(text)
+        last_bad = False
+        if len(batch) == _BATCH:
+            bad += sum(not _add(cols, obj) for obj in _decoded(batch))
+            batch = []
+    if batch:
+        decoded = _decoded(batch)
+        bad += sum(not _add(cols, obj) for obj in decoded)
+        last_bad = last_bad or not isinstance(decoded[-1], dict)
     notes = lines.skipped_note()
     if bad:
         cut = " (the last one cut off)" if last_bad and not lines.last_complete else ""

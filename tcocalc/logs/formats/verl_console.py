@@ -25,9 +25,13 @@ def _continues(line: str) -> bool:
     return bool(line.strip()) and _FRAGMENT.fullmatch(line) is not None and _STEP.search(line) is None
 
 
-def _add(cols, step: str, body: str) -> None:
-    pairs = ((k.strip(), v) for k, _, v in (p.rpartition(":") for p in _SEPARATOR.split(body.strip())))
-    cols.add([("step", step), *pairs])
+def _add(cols, step: str, body: str, joined: bool = False) -> None:
+    parts = _SEPARATOR.split(body.strip()) if joined else body.split(" - ")
+    pairs = [p.rpartition(":")[::2] for p in parts]
+    if joined:
+        pairs = [(k.strip(), v) for k, v in pairs]
+    pairs.append(("step", step))
+    cols.add(pairs)
 
 
 def read(ctx: Ctx):
@@ -41,7 +45,7 @@ def read(ctx: Ctx):
             joined, last_at = joined + 1, number
             continue
         if pending is not None:
-            _add(cols, step, "".join(pending))
+            _add(cols, step, "".join(pending), len(pending) > 1)
             pending = None
         if "step:" in line:
             m = _STEP.search(line)
@@ -49,7 +53,7 @@ def read(ctx: Ctx):
                 step, pending, last_at = m.group(1), [m.group(2)], number
     cut = pending is not None and not lines.last_complete and last_at == lines.number
     if pending is not None and not cut:
-        _add(cols, step, "".join(pending))
+        _add(cols, step, "".join(pending), len(pending) > 1)
     notes = lines.skipped_note()
     if cut:
         notes.append(f"the last line (step {step}) was cut off (no line end) and was skipped")

@@ -32,7 +32,8 @@ EXPECTED = {
     # steps 1..12, ceil(10 % of 12) = 2 dropped; steps 3..12 log step 70..79, gen 40..49, update_actor 18..27
     "verl_wandb.csv": ("verl", "wandb-csv", (3, 12), 2, {
         "step_time_s": 74.5, "generation_s": 44.5, "training_s": 22.5, "logprob_s": 5.0 + 4.0,
-        "weight_sync_s": 3.0, "response_tokens_mean": 1845.0, "response_tokens_longest": 4096.0, "prompt_tokens": 200.0}),
+        "weight_sync_s": 3.0, "response_tokens_mean": 1845.0, "response_tokens_longest": 4096.0,
+        "prompt_tokens": 200.0}),
     # steps 1..5, 1 dropped; step times 80, 60, 70, 90 -> 75; gen = step - 30; old_log_prob printed np.float64(6.0)
     "verl_console.log": ("verl", "verl-console", (2, 5), 1, {
         "step_time_s": 75.0, "generation_s": 45.0, "training_s": 18.0, "logprob_s": 6.0 + 5.0, "weight_sync_s": 3.0,
@@ -52,8 +53,8 @@ EXPECTED = {
     # rollouts 0..4 on rollout/step, 1 dropped; step 97, 99, 101, 103 -> 100; rollout 58..64 -> 61
     "slime_wandb.csv": ("slime", "wandb-csv", (1, 4), 1, {
         "step_time_s": 100.0, "generation_s": 61.0, "training_s": 22.8, "logprob_s": 5.9 + 5.1,
-        "weight_sync_s": 2.7, "switching_s": 1.0 + 1.5, "response_tokens_mean": 1794.0, "response_tokens_longest": 8192.0,
-        "prompt_tokens": 2000.0 - 1790.0}),
+        "weight_sync_s": 2.7, "switching_s": 1.0 + 1.5, "response_tokens_mean": 1794.0,
+        "response_tokens_longest": 8192.0, "prompt_tokens": 2000.0 - 1790.0}),
     # steps 0..5, 1 dropped; _timestamp periods of steps 1..5: 100, 60, 60, 70, 50 -> 60; rollout 15..19 -> 17
     "areal_wandb.csv": ("areal", "wandb-csv", (1, 5), 1, {
         "step_time_s": 60.0, "generation_s": 17.0, "training_s": 24.0, "logprob_s": 6.0 + 5.5,
@@ -445,7 +446,8 @@ def _limits(monkeypatch, **caps):
 def test_size_limit_is_checked_before_reading(tmp_path, monkeypatch):
     _limits(monkeypatch, max_bytes=100)
     path = write(tmp_path, "big.csv", "_step,timing_s/step\n" + "".join(f"{i},1.0\n" for i in range(1, 40)))
-    with pytest.raises(tc.MeasurementError, match=r"big.csv: \d+ bytes is above the 100 bytes limit for a log \(data/log_limits.toml max_bytes\)"):
+    with pytest.raises(tc.MeasurementError, match=r"big.csv: \d+ bytes is above the 100 bytes limit for a log "
+                                                  r"\(data/log_limits.toml max_bytes\)"):
         tc.load_measurements(path)
 
 
