@@ -691,5 +691,5 @@ def test_doc_page_key_tables_match_the_data_file():
 
 def test_doc_page_states_the_warmup_rule():
     page = DOC.read_text()
-    assert "ceil(10 %) of the usable steps, at least 1, at most 20" in page
+    assert "ceil(10 %) of the usable steps\n(validation steps left out), at least 1, at most 20" in page
     assert (measurements.WARMUP_SHARE, measurements.WARMUP_MAX_STEPS) == (0.10, 20)
