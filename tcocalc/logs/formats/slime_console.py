@@ -17,12 +17,27 @@ def claims(line: str) -> bool:
     return "perf " in line and ": {" in line and _PERF.search(line) is not None
 
 
+_QUOTED = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""
+# key: value, the value a quoted string, a wrapped number such as np.float64(1.5), or anything up to , or }
+_ITEM = re.compile(rf"({_QUOTED})\s*:\s*({_QUOTED}|[\w.]+\([^()]*\)|[^,}}]+)")
+_LITERAL_BYTES = 65_536
+
+
 def literal(text: str):
-    """A printed Python dict as a dict, or None (not a literal, too deep, or cut off)."""
-    if json_depth(text) > limits().max_json_depth:
+    """A printed Python dict as a dict, or None (not a dict, too deep, too large, or cut off). A flat dict is read
+    with one regular expression (linear in its length, no syntax tree: a 4 MB line costs a few MB, where
+    ``ast.literal_eval`` would take hundreds); a dict with nested values is read as a Python literal (never
+    evaluated) up to 64 KB."""
+    body = text.strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        return None
+    inner = body[1:-1]
+    if "{" not in inner and "[" not in inner:
+        return {k[1:-1]: v.strip() for k, v in _ITEM.findall(inner)}
+    if len(body) > _LITERAL_BYTES or json_depth(body) > limits().max_json_depth:
         return None
     try:
-        value = ast.literal_eval(text)
+        value = ast.literal_eval(body)
     except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
         return None
     return value if isinstance(value, dict) else None
