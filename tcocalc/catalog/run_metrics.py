@@ -307,6 +307,7 @@ class LogLimits:
     max_json_depth: int
     max_unmapped_keys: int
     max_files: int
+    max_cells: int
     nesting_rel_tolerance: float
     nesting_abs_tolerance: float
     source: str
@@ -314,7 +315,7 @@ class LogLimits:
 
 _TOLERANCES = ("nesting_rel_tolerance", "nesting_abs_tolerance")
 _LIMIT_FIELDS = ("max_bytes", "max_line_bytes", "max_json_bytes", "max_json_depth", "max_unmapped_keys",
-                 "max_files")
+                 "max_files", "max_cells")
 
 
 def parse_log_limits(text: str, file: str = LIMITS_FILE) -> LogLimits:

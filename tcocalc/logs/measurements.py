@@ -244,7 +244,8 @@ def _step_numbers(raw: RawLog, fw: FrameworkMetrics) -> tuple[pd.Series, str, li
                                        f"whole step number (row {i + 1})", path=raw.path, key=column)
     warnings = []
     keys = [k for k in fw.known_keys if k in rows.columns]
-    stepless = int((steps.isna() & rows[keys].notna().any(axis=1)).sum()) if keys else 0
+    missing = steps.isna()
+    stepless = int(rows.loc[missing, keys].notna().any(axis=1).sum()) if keys and missing.any() else 0
     if stepless:
         warnings.append(f"{stepless} rows with mapped keys but no {column} value were skipped")
     return steps, column, warnings
@@ -279,13 +280,21 @@ def _gaps(index: pd.Index) -> np.ndarray:
     return np.append(gaps, gaps[-1])
 
 
+def _by(values: pd.Series, steps: pd.Series, index: pd.Index, how: str) -> pd.Series:
+    """``values`` per step (``how``: last, sum or max of a step's rows); a log of one row a step, in order, is taken
+    as it is (no grouping, no copy)."""
+    if len(index) == len(steps) and steps.is_monotonic_increasing:
+        return pd.Series(values.to_numpy(), index=index)
+    group = values.groupby(steps)
+    return (group.sum(min_count=1) if how == "sum" else group.max() if how == "max" else group.last()).reindex(index)
+
+
 def _grouped(rows: pd.DataFrame, steps: pd.Series, column: _Column, index: pd.Index) -> pd.Series:
     key, rows_with, merge = column
     values = rows[key] if key in rows.columns else pd.Series(np.nan, index=rows.index)
     if rows_with is not None:
         values = values.where(rows[rows_with].notna()) if rows_with in rows.columns else values * np.nan
-    group = values.groupby(steps)
-    out = (group.sum(min_count=1) if merge == "window_sum" else group.last()).reindex(index)
+    out = _by(values, steps, index, "sum" if merge == "window_sum" else "last")
     return out / _gaps(index) if merge == "window_sum" else out
 
 
@@ -294,7 +303,7 @@ def _columns(chosen: Mapping[str, MetricVariant]) -> dict[str, list[_Column]]:
 
 
 def _step_period(rows: pd.DataFrame, steps: pd.Series, index: pd.Index) -> pd.Series:
-    stamps = rows["_timestamp"].groupby(steps).max().reindex(index)
+    stamps = _by(rows["_timestamp"], steps, index, "max")
     return stamps.diff() / pd.Series(index.to_numpy(dtype=float), index=index).diff()
 
 
@@ -428,13 +437,14 @@ class _Steps:
                 return series
         if key not in self.rows.columns or not self.rows[key].notna().any():
             return None
-        return self.rows[key].groupby(self.step_of).last().reindex(self.index)
+        return _by(self.rows[key], self.step_of, self.index, "last")
 
 
 def _by_step(raw: RawLog, fw: FrameworkMetrics) -> _Steps:
     step_of, _, warnings = _step_numbers(raw, fw)
-    rows = raw.rows[step_of.notna()]
-    step_of = step_of[step_of.notna()].astype(np.int64)
+    stepped = step_of.notna()
+    rows = raw.rows if stepped.all() else raw.rows[stepped]  # no copy of a log whose every row has its step
+    step_of = step_of[stepped].astype(np.int64)
     index = pd.Index(np.unique(step_of.to_numpy()), name="step")
     has_stamp = "_timestamp" in rows.columns and rows["_timestamp"].notna().any()
     chosen = _choose(fw, raw.keys, has_stamp)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .source import limits
+from .source import error, limits
 
 __all__ = ["RawLog", "Columns", "number", "META_COLUMNS"]
 
@@ -84,15 +84,19 @@ class Columns:
 
     keep: Collection[str]
     rename: Mapping[str, str] = field(default_factory=dict)
+    path: str = ""
     n: int = 0
     unmapped_more: int = 0
     _cols: dict[str, tuple[array, array]] = field(default_factory=dict)
     _unmapped: dict[str, None] = field(default_factory=dict)
+    _dense: dict[str, list[tuple[int, np.ndarray]]] = field(default_factory=dict)
 
     def add(self, record: Mapping[str, object] | Iterable[tuple[str, object]]) -> None:
         """One logged record (key -> value, or pairs); values of kept keys become floats (:func:`number`)."""
         row = self.n
         self.n = row + 1
+        if not row & 0xFFFF:
+            self.check_size()
         keep, cols, rename, unmapped = self.keep, self._cols, self.rename, self._unmapped
         for key, value in (record.items() if type(record) is dict or isinstance(record, Mapping) else record):
             if rename:
@@ -132,14 +136,25 @@ class Columns:
             self.unmapped_more += 1
 
     def block(self, start: int, columns: Mapping[str, np.ndarray]) -> None:
-        """Values of kept keys for the rows ``start, start + 1, ...`` (one float array a key, NaN = not logged)."""
+        """Values of kept keys for the rows ``start, start + 1, ...`` (one float array a key, NaN = not logged), kept
+        as they are: 8 bytes a cell, no row numbers."""
         for key, values in columns.items():
-            present = np.flatnonzero(~np.isnan(values))
-            col = self._cols.get(key)
-            if col is None:
-                col = self._cols[key] = (array("i"), array("d"))
-            col[0].frombytes((present + start).astype(np.int32).tobytes())
-            col[1].frombytes(values[present].astype(np.float64).tobytes())
+            self._dense.setdefault(key, []).append((start, np.asarray(values, dtype=np.float64)))
+        self.check_size()
+
+    def cells(self) -> int:
+        """Values held, and the cells of the frame they make (rows x kept keys): the larger."""
+        held = sum(len(v) for _, v in self._cols.values()) + sum(len(a) for c in self._dense.values() for _, a in c)
+        return max(held, self.n * len(set(self._cols) | set(self._dense)))
+
+    def check_size(self) -> None:
+        """Refuse a log that would hold more than ``max_cells`` values (data/log_limits.toml): the bound on memory
+        that no byte cap gives, since a dense CSV of mapped keys keeps every cell it reads."""
+        if self.path and self.cells() > limits().max_cells:
+            keys = len(set(self._cols) | set(self._dense))
+            raise error(self.path, f"holds more than {limits().max_cells:,} values of the keys a reader maps "
+                                   f"({self.n:,} rows x {keys} keys so far; data/log_limits.toml max_cells); a "
+                                   "pilot needs tens of steps: export fewer steps, or the mapped keys only")
 
     def drop_last_row(self) -> None:
         """Forget the last row added (a cut-off last line)."""
@@ -153,18 +168,22 @@ class Columns:
 
     def has(self, key: str) -> bool:
         """Whether a value of the kept key ``key`` was added."""
-        return key in self._cols
+        return key in self._cols or key in self._dense
 
     def frame(self) -> pd.DataFrame:
         """The rows as a frame, one float column a kept key; the store is emptied column by column as it goes, so
         the two are never both whole in memory."""
+        self.check_size()
         out = {}
-        for key in list(self._cols):
-            rows, values = self._cols.pop(key)
+        for key in [*self._cols, *(k for k in self._dense if k not in self._cols)]:
             col = np.full(self.n, np.nan)
-            col[np.frombuffer(rows, dtype=np.int32)] = np.frombuffer(values, dtype=np.float64)
+            if key in self._cols:
+                rows, values = self._cols.pop(key)
+                col[np.frombuffer(rows, dtype=np.int32)] = np.frombuffer(values, dtype=np.float64)
+                del rows, values
+            for start, values in self._dense.pop(key, []):
+                col[start:start + len(values)] = values[:max(0, self.n - start)]
             out[key] = col
-            del rows, values
         return pd.DataFrame(out, index=pd.RangeIndex(self.n), copy=False)
 
     def raw(self, path: str, fmt: str, step_column: str, notes: Iterable[str] = ()) -> RawLog:

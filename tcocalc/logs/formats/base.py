@@ -27,7 +27,7 @@ class Ctx:
     known: frozenset[str] = frozenset()
 
     def columns(self, rename: Mapping[str, str] | None = None) -> Columns:
-        return Columns(self.keep, rename or {})
+        return Columns(self.keep, rename or {}, self.shown)
 
     def lines(self) -> Lines:
         return Lines(self.path, self.shown)

@@ -61,6 +61,7 @@ def read_blocks(ctx: Ctx, picked: list[tuple[int, str]], cols) -> int:
     with reader:
         for block in reader:
             block.columns = [names[i] for i in sorted(positions)]
+            cols.n = read + len(block)
             cols.block(read, {name: numbers(block[name]) for name in block.columns})
             read += len(block)
     cols.n = read

@@ -222,3 +222,22 @@ def test_the_registry_names_every_format_in_a_refusal(tmp_path):
         tc.load_measurements(write(tmp_path, "x.txt", "hello\nworld\n"))
     for fmt in registry.REGISTRY:
         assert fmt.what in str(err.value)
+
+
+def test_values_held_are_capped_whatever_the_format(tmp_path, monkeypatch):
+    """max_cells bounds memory where a byte cap cannot: a dense log of mapped keys keeps every value it reads."""
+    import dataclasses
+
+    from tcocalc.logs import source, table
+    small = dataclasses.replace(LIM, max_cells=100)
+    monkeypatch.setattr(source, "log_limits", lambda: small)
+    monkeypatch.setattr(table, "limits", lambda: small)
+    csv_log = write(tmp_path, "d.csv", "_step,timing_s/step,timing_s/gen\n"
+                    + "".join(f"{s},{60 + s},{30 + s}\n" for s in range(1, 60)))
+    console = write(tmp_path, "d.log", "".join(f"step:{s} - timing_s/step:{60 + s} - timing_s/gen:{30 + s}\n"
+                                               for s in range(1, 60)))
+    for path in (csv_log, console):
+        refused(path, r"holds more than 100 values of the keys a reader maps \(.* rows x 3 keys so far; "
+                      r"data/log_limits.toml max_cells\)")
+    assert tc.load_measurements(write(tmp_path, "ok.log", "".join(
+        f"step:{s} - timing_s/step:{60 + s}\n" for s in range(1, 20))))["step_time_s"] == 71.0  # steps 3..19
