@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -53,7 +53,6 @@ class Format:
     file_name: Callable[[str], bool] | None = None
     head: Callable[[str, bool], bool] | None = None
     line: Callable[[str], bool] | None = None
-    steps: str = field(default="step")
 
 
 def json_depth(text: str | bytes, opener: bytes = b"{[", closer: bytes = b"}]") -> int:
