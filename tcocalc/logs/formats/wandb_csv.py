@@ -39,20 +39,23 @@ def numbers(cells: pd.Series) -> np.ndarray:
 
 
 def scan(ctx: Ctx):
-    """(the header, data lines that are not blank, the Lines pass) after one streamed pass over the file."""
-    lines, header, rows = ctx.lines(), None, 0
-    for _, line in lines:
+    """(the header, the header's line number, data lines that are not blank, the Lines pass) after one streamed
+    pass over the file."""
+    lines, header, at, rows = ctx.lines(), None, 0, 0
+    for number, line in lines:
         if line.strip():
             if header is None:
-                header = header_of(line)
+                header, at = header_of(line), number
             else:
                 rows += 1
-    return header or [], rows, lines
+    return header or [], at, rows, lines
 
 
-def read_blocks(ctx: Ctx, picked: list[tuple[int, str]], cols) -> int:
-    """Add the picked columns' values, a block of rows at a time; the rows read."""
-    reader = pd.read_csv(ctx.path, header=0, usecols=[i for i, _ in picked], keep_default_na=False,
+def read_blocks(ctx: Ctx, picked: list[tuple[int, str]], cols, header_line: int) -> int:
+    """Add the picked columns' values, a block of rows at a time; the rows read. The header is skipped, not
+    parsed (pandas renames duplicate header names in quadratic time: 30,000 columns took a minute)."""
+    reader = pd.read_csv(ctx.path, header=None, skiprows=header_line, usecols=[i for i, _ in picked],
+                         keep_default_na=False,
                          na_values=[""], chunksize=_BLOCK, on_bad_lines="skip", encoding="utf-8-sig",
                          encoding_errors="replace", skip_blank_lines=True, engine="c")
     positions = {i: n for n, (i, _) in enumerate(sorted(picked))}
@@ -69,13 +72,14 @@ def read_blocks(ctx: Ctx, picked: list[tuple[int, str]], cols) -> int:
 
 
 def read(ctx: Ctx):
-    header, lines_in, lines = scan(ctx)
+    header, header_line, lines_in, lines = scan(ctx)
     cols = ctx.columns()
-    picked = [(i, c) for i, c in enumerate(header) if c in ctx.keep]
+    last = {c: i for i, c in enumerate(header) if c in ctx.keep}  # a name twice: its last column
+    picked = sorted((i, c) for c, i in last.items())
     for c in header:
         if c not in ctx.keep:
             cols.put(0, c, None)
-    rows = read_blocks(ctx, picked, cols) if picked else 0
+    rows = read_blocks(ctx, picked, cols, header_line) if picked else 0
     notes = lines.skipped_note()
     if lines_in > rows:
         notes.append(f"{lines_in - rows} CSV rows with more cells than the header were skipped")
