@@ -181,7 +181,8 @@ def _measured(measurements) -> tuple[dict[str, float], set[str], list[str]]:
         raise MeasurementError("measurements", f"expected a mapping of measured figures (or tc.load_measurements' "
                                                f"result), got {type(measurements).__name__}")
     out, warnings = {}, []
-    unknown = sorted(str(k) for k in measurements if k not in MEASUREMENT_KEYS)
+    # the longest response a log shows is information, not the cap (tcocalc/logs: response_tokens_longest)
+    unknown = sorted(str(k) for k in measurements if k not in MEASUREMENT_KEYS and k != "response_tokens_longest")
     if unknown:
         warnings.append(f"measurements: ignored unknown key{'s' if len(unknown) > 1 else ''} "
                         f"{', '.join(unknown)}; known: {', '.join(MEASUREMENT_KEYS)}")
