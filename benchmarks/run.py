@@ -270,9 +270,14 @@ def calibration() -> list[tuple[str, float, str]]:
     phases = {"step_time_s": 1.3 * step, "generation_s": 0.9 * step, "training_s": 0.2 * step,
               "weight_sync_s": 20.0, "response_tokens_mean": 11000.0}
     every = _best(lambda: tc.calibrate(semi, phases), repeats=3)
+    pilot = tc.load_scenario("tests/data/pilot/verl_gpg_qwen2_7b_8gpu.toml")
+    log = "tests/data/logs/verl_qwen2-7b_math_excerpt.log"
+    real = _best(lambda: tc.calibrate(pilot, tc.load_measurements(log)), repeats=3)
     s = calibration_validation_summary(calibration_pairs_table())
     return [("calibrate: step time alone (SemiAnalysis Qwen3-235B, async 64:192)", one, "< 1 s"),
             ("calibrate: step, generation, training, push and mean response", every, "< 1 s"),
+            ("calibrate: a real verl console log, read and fitted (tests/data/logs/verl_qwen2-7b_math_excerpt.log)",
+             real, "< 1 s"),
             ("  calibrated siblings, NeMo RL: median |error| [%, not s]", 100 * s["calibrated_median_abs_error"],
              "<= 8"),
             ("  calibrated siblings, NeMo RL: within +-25% [%, not s]", 100 * s["calibrated_within_25pct"], ">= 90"),
