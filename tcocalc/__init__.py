@@ -61,7 +61,7 @@ _EXPORTS: dict[str, str] = {
     "scenarios": "scenario",
     "MAX_SCENARIO_BYTES": "scenario",
     "METRIC_UNITS": "rl.report",
-    "RLReport": "rl.report",
+    "RLReport": "rl.results",
     "evaluate": "rl.solve",
     "solve_split": "rl.solve",
     "size_cluster": "studies.sizing",
@@ -140,7 +140,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from .modes import MODES, ModeTraits  # noqa: F401
     from .rl.advice import calibration_line  # noqa: F401
-    from .rl.report import METRIC_UNITS, RLReport, metric_quantities  # noqa: F401
+    from .rl.report import METRIC_UNITS, metric_quantities  # noqa: F401
+    from .rl.results import RLReport  # noqa: F401
     from .rl.sim.simulate import simulate, simulated_events_estimate, simulated_steps  # noqa: F401
     from .rl.solve import evaluate, solve_split  # noqa: F401
     from .roofline.charts import attainable_flops_per_s, operating_points, ridge_table  # noqa: F401
