@@ -25,10 +25,10 @@ from ..catalog.models import ModelArch
 from ..errors import InfeasibleError, ScenarioError
 from ..roofline.disaggregated import kv_transfer_seconds, prefill_pool_rate
 from ..roofline.engine_config import EngineConfig, Lengths
-from ..roofline.forward import forward_cost, kv_bytes_per_seq_per_gpu, resolve_inputs
+from ..roofline.forward import forward_cost, resolve_inputs
 from ..roofline.forward import prefill as prefill_kernel
 from ..roofline.parallel import Layouts, Parallelism
-from ..roofline.serving import kv_pool_per_gpu, serve
+from ..roofline.serving import serve
 from ..roofline.training import (
     DEFAULT_GLOBAL_BATCH_TOKENS,
     TrainingJob,
@@ -183,22 +183,18 @@ class ServingSetup:
                    rl_cal=cluster.rl_cal, engine=eng, shape=RolloutShape.of(scn, ws))
 
 
-def _fit(setup: ServingSetup, par, b_max, weights, prefill_s=None, full=None) -> GeneratorCapacity:
+def _fit(setup: ServingSetup, par, b_max, weights, prefill_s=None) -> GeneratorCapacity:
     """Step-time line, latency and steady-state rate of one serving instance ``par`` holding ``b_max`` trajectories:
-    the batch is capped at the engine's ``max_num_seqs`` per attention-DP rank, each step pays the decode floor
+    the batch is capped at the engine's ``max_num_seqs``, each step pays the decode floor
     (:func:`~tcocalc.rl.decode_floor.decode_floor_seconds`, CUDA graphs up to the engine's ``graph_max_batch``)
     and, without async scheduling, its CPU work (``cpu_factor``; docs/rl-modeling.md §4.8). ``prefill_s``: a
-    trajectory's prefill latency when it is not the instance's own (disaggregated, §4.9). ``full``: the instance's
-    serving estimate when it already ran at that batch (saves serving it again)."""
+    trajectory's prefill latency when it is not the instance's own (disaggregated, §4.9)."""
     m, acc, cal, eng, shape = setup.m, setup.acc, setup.cal, setup.engine, setup.shape
-    # the running cap holds per attention-DP rank: each rank runs its own scheduler (vLLM's data-parallel engine
-    # cores, SGLang's DP-attention workers; data/frameworks.toml [engine.*] max_num_seqs)
-    b_max = float(b_max if eng.max_num_seqs is None else min(b_max, eng.max_num_seqs * par.dp))
+    b_max = float(b_max if eng.max_num_seqs is None else min(b_max, eng.max_num_seqs))
     inst = par.gpus
     lengths = shape.lengths
     one = serve(m, acc, cal, lengths, eng, gpus=inst, parallel=par, concurrency=1)
-    if full is None or full.parallel != par or full.concurrency / full.replicas != b_max:
-        full = serve(m, acc, cal, lengths, eng, gpus=inst, parallel=par, concurrency=b_max)
+    full = serve(m, acc, cal, lengths, eng, gpus=inst, parallel=par, concurrency=b_max)
     floor = decode_floor_seconds(m, acc, par, np.array([1.0, b_max]), cuda_graphs=eng.cuda_graphs,
                                  graph_max_batch=eng.graph_max_batch, calibration=setup.rl_cal)
     gain = one.tokens_per_step  # a speculative step yields this many tokens per sequence (1 without)
@@ -321,15 +317,8 @@ def _generator_capacity(setup: ServingSetup, pinned_tp: int | None = None,
         est = serve(m, setup.acc, setup.cal, setup.shape.lengths, eng, gpus=pinned_tp, parallel=par)
     else:
         est = _best_instance(setup, max_gpus)
-    return _instance_capacity(setup, est, pool)
-
-
-def _instance_capacity(setup: ServingSetup, est, pool, reuse: bool = False) -> GeneratorCapacity:
-    """:func:`_generator_capacity`'s instance ``est`` (a serving estimate) fitted as the RL generator, beside the
-    disaggregated prefill pool ``pool`` (``None`` aggregated); ``reuse``: ``est`` stands for the full batch where
-    it ran at it."""
     cap = _fit(setup, est.parallel, est.max_concurrency / est.replicas, est.weights_per_gpu_bytes,
-               prefill_s=None if pool is None else pool[1], full=est if reuse else None)
+               prefill_s=None if pool is None else pool[1])
     if pool is None:
         return cap
     # one decode replica consumes the prefill of the trajectories it finishes (§4.9)
@@ -422,87 +411,13 @@ def generator_capacities(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int
     setup = ServingSetup.of(scn, cluster, ws)
     g = cluster.run.generation
     cap = _named(scn, ws, lambda: _steady_best(scn, setup, max_gpus))
-    if scn.generator.tp is not None:
+    if scn.generator.tp is not None or setup.engine.disaggregated or cap.instance.dp <= 1:
         return (timed(cap, g, setup.shape),)
-    out = [timed(cap, g, setup.shape)]
-    if not setup.engine.disaggregated and cap.instance.dp > 1:
-        try:  # the same GPUs as one tensor- and expert-parallel instance
-            out.append(timed(_generator_capacity(setup, cap.instance_gpus), g, setup.shape))
-        except (InfeasibleError, ScenarioError):
-            pass
-    wide = _wide_instance(setup, max_gpus, cap)
-    if wide is not None:
-        out.append(timed(wide, g, setup.shape))
-    return tuple(out)
-
-
-def _wide_instance(setup: ServingSetup, max_gpus: int | None, base: GeneratorCapacity) -> GeneratorCapacity | None:
-    """An MoE generator's wide expert-parallel instance (docs/rl-modeling.md §4.4): attention-DP ranks over
-    several NVLink domains with the experts spread over all the instance's GPUs, the all-to-all on the scale-out
-    network. Each domain then holds a slice of the experts, not all of them, so the KV pool, the batch one weight
-    read serves, and the output per GPU grow; the sizes tried are the powers of two above the domain up to
-    ``wide_ep_max_instance_gpus`` (data/rl_calibration.toml) and the pool ``max_gpus``. The one with the most
-    steady-state output per GPU, when it beats ``base`` (the instance searched at the domain); else ``None``.
-    It joins the flow as an alternative (:func:`generator_capacities`): a split whose pool it fits, and whose flow
-    it speeds, takes it."""
-    if not setup.m.is_moe:
-        return None
-    limit = int(setup.rl_cal["wide_ep_max_instance_gpus"])
-    if max_gpus is not None:
-        limit = min(limit, int(max_gpus))
-    cap = _wide_capacity(setup, max(base.instance_gpus, setup.acc.scaleup_domain_gpus) * 2, limit, max_gpus,
-                         base.tokens_per_s_per_gpu)
-    return cap if cap is not None and cap.tokens_per_s_per_gpu > base.tokens_per_s_per_gpu else None
-
-
-@functools.lru_cache(maxsize=256)
-def _wide_capacity(setup: ServingSetup, first: int, limit: int, pool: int | None,
-                   base_rate: float) -> GeneratorCapacity | None:
-    """:func:`_wide_instance`'s search (cached): of the sizes ``first, 2·first, ... <= limit`` whose EP divides the
-    experts, the one with the best memory-bound decode estimate (:func:`_wide_decode_estimate`) per GPU of the pool
-    ``pool`` it fills with whole instances (per instance GPU when ``None``) is served by the roofline
-    (:func:`~tcocalc.roofline.serving.serve`, attention DP per GPU, one stage: DIS-01b's layout); ``None`` when
-    even its ceiling (the estimate without the KV read) cannot beat ``base_rate``, the one-domain instance's
-    output per GPU, or when it does not fit."""
-    m, acc, cal, eng, lengths = setup.m, setup.acc, setup.cal, setup.engine, setup.shape.lengths
-    ranked = []
-    size = first
-    while size <= limit:
-        if m.num_experts % size == 0:
-            used = 1.0 if pool is None else (pool // size) * size / pool
-            estimate, ceiling = _wide_decode_estimate(setup, size)
-            ranked.append((estimate * used, ceiling * used, size))
-        size *= 2
-    if not ranked:
-        return None
-    _, ceiling, size = max(ranked)
-    if ceiling <= base_rate:
-        return None
-    try:
-        est = serve(m, acc, cal, lengths, eng, gpus=size, parallel=Parallelism(tp=1, dp=size, ep=size, pp=1))
+    try:  # the same GPUs as one tensor- and expert-parallel instance
+        alt = _generator_capacity(setup, cap.instance_gpus)
     except (InfeasibleError, ScenarioError):
-        return None
-    return _instance_capacity(setup, est, _prefill_pool(setup) if eng.disaggregated else None, reuse=True)
-
-
-def _wide_decode_estimate(setup: ServingSetup, size: int) -> tuple[float, float]:
-    """A DP``size`` EP``size`` instance's memory-bound decode output per GPU [token/s], and its ceiling: each GPU
-    runs its KV-bound batch ``b = ⌊pool/kv(c)⌋`` (at most the engine's running cap) in steps that read the GPU's
-    weights (and, for the estimate, that KV) once from HBM and pay one scale-out all-to-all latency per MoE
-    layer, ``b / ((W [+ b·kv])/(η·BW) + L·ℓ_a2a)``; compute, the all-to-all's bytes and the engine's overheads
-    only slow it (docs/rl-modeling.md §4.4). ``(0, 0)`` when one sequence does not fit."""
-    m, acc, cal, eng = setup.m, setup.acc, setup.cal, setup.engine
-    par = Parallelism(tp=1, dp=size, ep=size, pp=1)
-    weights, pool = kv_pool_per_gpu(m, acc, cal, par, eng.precision)
-    seq = float(kv_bytes_per_seq_per_gpu(m, par, eng.kv_precision, setup.shape.lengths.context))
-    if pool <= seq or seq <= 0:
-        return 0.0, 0.0
-    b = float(np.floor(pool / seq))
-    if eng.max_num_seqs is not None:
-        b = min(b, float(eng.max_num_seqs))
-    bw = acc.hbm_bytes_per_s * cal.hbm_efficiency
-    a2a = m.num_moe_layers * cal.alltoall_latency_scaleout_s
-    return b / ((weights + b * seq) / bw + a2a), b / (weights / bw + a2a)
+        return (timed(cap, g, setup.shape),)
+    return (timed(cap, g, setup.shape), timed(alt, g, setup.shape))
 
 
 def trajectory_flops_coefficients(m: ModelArch) -> tuple[float, float]:
@@ -658,8 +573,7 @@ def clear_caches() -> None:
     """Forget every generator and trainer rate computed so far (:func:`tcocalc.rl.pipeline.clear_caches` clears
     these and the step models' tables): what a cold start measures. No calibration needs it: the calibration is
     part of every key."""
-    for cache in (_generator_capacity, _wide_capacity, _COUNT_FAMILIES, _TRAINER_RATES, _count_rates, _pinned_rate,
-                  _any_layout_rate):
+    for cache in (_generator_capacity, _COUNT_FAMILIES, _TRAINER_RATES, _count_rates, _pinned_rate, _any_layout_rate):
         cache.cache_clear()
 
 

@@ -72,25 +72,16 @@ class GenerationEstimate:
 
 def candidate_serving_layouts(m, acc, gpus: int | None = None) -> list[Parallelism]:
     """Serving-instance layouts worth searching: TP and attention-DP inside the scale-up domain
-    (powers of two), EP over the stage for MoE models, PP when a stage alone cannot hold the model.
-
-    Asked for an instance of ``gpus`` beyond the scale-up domain, an MoE model may also spread attention-DP ranks
-    over the domains with its experts over every GPU of the stage (EP = TP x DP, the all-to-all crossing the
-    scale-out network): the large-scale expert parallelism of SGLang's DeepSeek deployment (validation DIS-01b,
-    DP64 EP64) and of slime's 32-GPU rollout engines (docs/rl-modeling.md §4.4)."""
+    (powers of two), EP over the stage for MoE models, PP when a stage alone cannot hold the model."""
     out = []
     dom = acc.scaleup_domain_gpus
-    wide = m.is_moe and gpus is not None and gpus > dom
     for tp in _POW2:
         if tp > dom or m.num_attention_heads % tp:
             continue
         for dp in _POW2 if m.is_moe else (1,):
-            if tp * dp > dom and not (wide and tp * dp <= gpus):
+            if tp * dp > dom:
                 continue
-            if tp * dp > dom:  # across domains: the experts spread over the stage's GPUs
-                eps = [tp * dp]
-            else:
-                eps = sorted({1, tp * dp}) if m.is_moe else [1]
+            eps = sorted({1, tp * dp}) if m.is_moe else [1]
             for ep in eps:
                 if m.is_moe and m.num_experts % ep:
                     continue
