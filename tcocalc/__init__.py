@@ -71,6 +71,8 @@ _EXPORTS: dict[str, str] = {
     "simulated_events_estimate": "rl.sim.simulate",
     "simulated_steps": "rl.sim.simulate",
     "rl_validation_table": "studies.rl_validation",
+    "validate": "studies.validation_groups",
+    "Validation": "studies.validation_groups",
     "rl_speedup_pairs": "studies.rl_validation",
     "rl_validation_summary": "studies.rl_validation",
     "rl_refit_table": "studies.rl_validation",
@@ -168,6 +170,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         rl_validation_summary,
         rl_validation_table,
     )
+    from .studies.validation_groups import Validation, validate  # noqa: F401
     from .studies.whatif import build_rent_tinker, calibration_of, multitenancy, sensitivity, tinker_gap  # noqa: F401
     from .sweeps import SweepResult, sweep  # noqa: F401
     from .units import Q_, get_registry  # noqa: F401

@@ -86,6 +86,11 @@ def _cmd_models(args) -> int:
 def _cmd_validate(args) -> int:
     from . import validation_table
 
+    if args.groups:  # issue 36: every group, computed by the library
+        from .studies.validation_groups import groups_report
+
+        print(groups_report(), end="")
+        return 0
     if args.rl:
         return _rl_only(args)
     if args.long_output:
@@ -848,6 +853,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--markdown", action="store_true", help="print a Markdown table (as in docs/validation.md)")
     sp.add_argument("--rl", action="store_true", help="only the RL step-time section (NeMo RL and verl runs); with "
                                                       "--csv or --markdown in that format")
+    sp.add_argument("--groups", action="store_true", help="the RL model by groups: NeMo RL (in-sample), other "
+                                                          "frameworks, stages, leave-one-framework-out (Markdown)")
     sp.add_argument("--long-output", action="store_true", help="only TensorRT-LLM's 131 published long-output "
                                                                "throughput rows; with --csv or --markdown")
     sp.add_argument("--calibration", action="store_true", help="only the leave-one-out check of tc.calibrate on the "

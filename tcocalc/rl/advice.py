@@ -245,23 +245,45 @@ def _per_useful(usd_per_hour: float, useful: float) -> str:
     return f"{usd_per_hour / 3600 / useful:.3g}" if useful > 0 else "n/a"
 
 
+def _error_text(trust: Trust | dict) -> str:
+    """The typical step-time error in words: the out-of-sample figure of the scenario's regime (rounded up), the
+    calibrated figure, or that the regime has no out-of-sample evidence (never another regime's figure)."""
+    trust = trust.as_dict() if isinstance(trust, Trust) else trust
+    regime = trust.get("regime")
+    if trust.get("typical_error") is None:
+        return (f"no out-of-sample evidence for this regime ({regime or 'unknown'}), so its step-time error is "
+                f"unmeasured")
+    pct = math.ceil(100 * trust["typical_error"] - 1e-9)
+    where = ""
+    if trust.get("basis") == "uncalibrated" and regime:
+        n, fws = trust["rows"], " and ".join(trust.get("frameworks") or ())
+        where = (f"measured out of sample on {n} published run{'s' if n != 1 else ''}" + (f" of {fws}" if fws else "")
+                 + f" in its regime, {regime}; ")
+    return f"typical step-time error ±{pct}% ({where}samples/s, $/Mtok and the run's time and cost follow it)"
+
+
 def calibration_line(calibration: CalibrationStatus | dict, trust: Trust | dict | None = None) -> str:
     """One sentence: whether a plan is calibrated, from what run, with which factors (and which did not carry over
     to this stack), and the typical step-time error that goes with it. ``calibration`` is
     ``report.diagnosis.calibration`` (:func:`~tcocalc.rl.solve.calibration_status`), ``trust``
-    ``report.diagnosis.trust`` (:func:`~tcocalc.rl.solve.trust`: the median |error| of the validation rows); the
-    mappings ``report.details`` gives are taken too."""
+    ``report.diagnosis.trust`` (:func:`~tcocalc.rl.solve.trust`: uncalibrated, the leave-one-framework-out median
+    |error| of the scenario's regime, or that the regime has none; calibrated, the calibration's leave-one-out
+    figure); the mappings ``report.details`` gives are taken too. The one sentence the CLI, the app, sizing and the
+    workbook print."""
     cal = calibration if isinstance(calibration, CalibrationStatus) else CalibrationStatus(
         calibrated=bool(calibration.get("calibrated")), source=calibration.get("source"),
-        factors=calibration.get("factors") or {}, dropped=calibration.get("dropped") or {})
-    typical = trust.typical_error if isinstance(trust, Trust) else trust["typical_error"] if trust else None
-    err = (f"typical step-time error ±{100 * typical:.0f}% (samples/s, $/Mtok and the run's time "
-           f"and cost follow it)") if typical is not None else ""
+        factors=calibration.get("factors") or {}, dropped=calibration.get("dropped") or {},
+        misfit=calibration.get("misfit") or "", across_modes=calibration.get("across_modes") or "")
+    err = _error_text(trust) if trust else ""
     dropped = f"; not carried over to this stack: {', '.join(cal.dropped)}" if cal.dropped else ""
+    if cal.misfit:
+        return (f"Not calibrated: {cal.misfit} (calibration from {cal.source}); the uncalibrated model"
+                + (f": {err}." if err else "."))
     if not cal.calibrated:
         text = "Uncalibrated model" + (f" (a run calibration from {cal.source} does not apply{dropped})"
                                        if cal.source else "")
         return text + (f": {err}." if err else ".")
     factors = ", ".join(f"{k} {v:,.3g} s" if k == "step_overhead_s" else f"{k} x{v:.3g}"
                         for k, v in cal.factors.items())
-    return f"Calibrated from {cal.source} ({factors}{dropped})" + (f"; {err}." if err else ".")
+    across = f"; {cal.across_modes}" if cal.across_modes else ""
+    return f"Calibrated from {cal.source} ({factors}{dropped}{across})" + (f"; {err}." if err else ".")

@@ -65,36 +65,46 @@ class ReportWarning:
 @dataclass(frozen=True)
 class CalibrationStatus:
     """Whether a run calibration applies and from what: ``calibrated``, the ``source`` (None when uncalibrated),
-    the ``factors`` that apply (name -> value; empty when uncalibrated) and the ``dropped`` ones (name -> the keys
-    whose stack differs)."""
+    the ``factors`` that apply (name -> value; empty when uncalibrated), the ``dropped`` ones (name -> the keys
+    whose stack differs), ``misfit`` (when the calibration's fit did not hold on its own measured run: the stage
+    and its residual; then nothing applies, "" otherwise) and ``across_modes`` (why factors taken on a run of
+    another mode carry a wider error; "" when the modes match)."""
 
     calibrated: bool
     source: str | None = None
     factors: dict = field(default_factory=dict)
     dropped: dict = field(default_factory=dict)
+    misfit: str = ""
+    across_modes: str = ""
 
     def as_dict(self) -> dict:
         return {"calibrated": self.calibrated, "source": self.source, "factors": dict(self.factors),
-                "dropped": {name: list(keys) for name, keys in self.dropped.items()}}
+                "dropped": {name: list(keys) for name, keys in self.dropped.items()}, "misfit": self.misfit,
+                "across_modes": self.across_modes}
 
 
 @dataclass(frozen=True)
 class Trust:
     """How far to trust the headline figures: ``typical_error`` (the median relative |error| of a step time
-    predicted this way), ``within_25pct`` (the share of validation rows within ±25%), ``basis`` (``"calibrated"``
-    or ``"uncalibrated"``), ``rows`` (validation rows), ``source`` (where the validation comes from) and
-    ``metrics`` (the figures it applies to, each following the step time one for one)."""
+    predicted this way; uncalibrated, the leave-one-framework-out figure of the scenario's ``regime``, None where
+    that regime has no out-of-sample evidence), ``within_25pct`` (the share of validation rows within ±25%, None
+    likewise), ``basis`` (``"calibrated"`` or ``"uncalibrated"``), ``rows`` (validation rows), ``source`` (where the
+    validation comes from), ``metrics`` (the figures it applies to, each following the step time one for one),
+    ``regime`` (:func:`~tcocalc.catalog.regimes.regime_of`) and the ``frameworks`` behind the figure."""
 
     basis: str
-    typical_error: float
-    within_25pct: float
+    typical_error: float | None
+    within_25pct: float | None
     rows: int
     source: str
     metrics: tuple[str, ...]
+    regime: str | None = None
+    frameworks: tuple[str, ...] = ()
 
     def as_dict(self) -> dict:
         return {"basis": self.basis, "typical_error": self.typical_error, "within_25pct": self.within_25pct,
-                "rows": self.rows, "source": self.source, "metrics": self.metrics}
+                "rows": self.rows, "source": self.source, "metrics": self.metrics, "regime": self.regime,
+                "frameworks": self.frameworks}
 
 
 @dataclass(frozen=True)

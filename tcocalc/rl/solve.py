@@ -19,7 +19,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..catalog.calibration import prediction_errors
+from ..catalog.calibration import prediction_errors, rl_calibration
+from ..catalog.regimes import regime_errors, regime_of
 from ..economics.tco import gpus_paid
 from ..errors import InfeasibleError, ScenarioError
 from ..scenario import Scenario
@@ -83,36 +84,60 @@ def _assess(scn: Scenario, cluster: Cluster, looser: bool = True) -> _Assessed:
                 + diagnosis.mfu_warnings(scn, cluster, metrics) + diagnosis.calibration_warnings(cluster))
     found = Diagnosis(binding_limits=limits, warnings=tuple(warnings), discards=diagnosis.discard_causes(results),
                       pricing=diagnosis.pricing(scn), calibration=calibration_status(cluster.run),
-                      trust=trust_of(cluster.run))
+                      trust=trust_of(cluster.run, scn))
     return _Assessed(metrics, _phase_table(parts, results), found, tuple(results),
                      words.Facts(metrics, results[0], limits, loose))
 
 
-def trust(calibrated: bool) -> Trust:
+def trust(calibrated: bool, regime: str | None = None) -> Trust:
     """How far to trust the headline figures (``report.diagnosis.trust``): the typical relative error of a step
-    time predicted this way (``typical_error``, the median |error| of the validation; ``within_25pct``, its share
-    within ±25%), whether that is the calibrated or the uncalibrated figure, the validation it comes from, and the
-    metrics it applies to (:data:`TRUST_METRICS`: each follows the step time one for one)."""
+    time predicted this way (``typical_error``; ``within_25pct``, the share of the validation rows within ±25%),
+    whether that is the calibrated or the uncalibrated figure (``basis``), the validation it comes from, and the
+    metrics it applies to (:data:`TRUST_METRICS`: each follows the step time one for one).
+
+    Uncalibrated, the figure is the leave-one-framework-out error of the published runs of the scenario's
+    ``regime`` (:func:`~tcocalc.catalog.regimes.regime_of`; data/prediction_errors.toml ``[regimes]``, from
+    ``tcocalc validate --groups``), with the ``frameworks`` behind it; a regime without such runs (or no regime
+    given) has ``typical_error`` and ``within_25pct`` None and ``rows`` 0: no out-of-sample evidence, never another
+    regime's figure."""
     kind = "calibrated" if calibrated else "uncalibrated"
     e = prediction_errors()[kind]
-    return Trust(basis=kind, typical_error=e["median_abs_error"], within_25pct=e["within_25pct"], rows=e["rows"],
-                 source=e["source"], metrics=TRUST_METRICS)
+    if calibrated:
+        return Trust(basis=kind, typical_error=e["median_abs_error"], within_25pct=e["within_25pct"], rows=e["rows"],
+                     source=e["source"], metrics=TRUST_METRICS, regime=regime)
+    r = regime_errors().get(regime) if regime is not None else None
+    if r is None:
+        return Trust(basis=kind, typical_error=None, within_25pct=None, rows=0,
+                     source=f"no out-of-sample evidence for this regime ({regime or 'unknown'}): no published run of "
+                            f"it in the leave-one-framework-out validation", metrics=TRUST_METRICS, regime=regime)
+    return Trust(basis=kind, typical_error=r["median_abs_error"], within_25pct=r["within_25pct"], rows=r["rows"],
+                 source=r["source"], metrics=TRUST_METRICS, regime=regime, frameworks=tuple(r["frameworks"]))
 
 
-def trust_of(run) -> Trust:
-    """:func:`trust` of a resolved run calibration: the calibrated figure only where the calibration applies whole.
-    The validation's calibrated rows share the measured run's model, hardware and framework, so no factor of theirs
-    was dropped; a calibration that carries only some factors to this stack (another chip: the stage factors drop,
-    the fixed per-step cost stays) is as good as the uncalibrated model on the stages it lost."""
-    return trust(run.calibrated and not run.dropped)
+def trust_of(run, scenario: Scenario | None = None) -> Trust:
+    """:func:`trust` of a resolved run calibration and the scenario's regime: the calibrated figure only where the
+    calibration applies whole. The validation's calibrated rows share the measured run's model, hardware and
+    framework, so no factor of theirs was dropped; a calibration that carries only some factors to this stack
+    (another chip: the stage factors drop, the fixed per-step cost stays) is as good as the uncalibrated model on
+    the stages it lost. Factors carried from a run of another mode (``run.across_modes``) get the error measured on
+    such pairs (data/rl_calibration.toml ``calibrate_across_modes_error``)."""
+    out = trust(run.calibrated and not run.dropped, None if scenario is None else regime_of(scenario))
+    if run.calibrated and run.across_modes:  # a pilot of another mode: the error measured on such pairs
+        rl = rl_calibration()
+        out = replace(out, basis="calibrated across modes", typical_error=rl["calibrate_across_modes_error"],
+                      within_25pct=rl["calibrate_across_modes_within_25pct"], rows=5,
+                      source="data/rl_calibration.toml calibrate_across_modes_error (pairs C-01..C-05)")
+    return out
 
 
 def calibration_status(run) -> CalibrationStatus:
     """Whether a run calibration applies and from what (``report.diagnosis.calibration``): ``calibrated``,
-    ``source``, the ``factors`` that apply and the ``dropped`` ones with the keys that differ."""
+    ``source``, the ``factors`` that apply, the ``dropped`` ones with the keys that differ and, when the calibration's
+    fit did not hold on its own measured run, why (``misfit``: the stage and its residual; then nothing applies)."""
     return CalibrationStatus(calibrated=run.calibrated, source=run.source,
                              factors=run.applied() if run.calibrated else {},
-                             dropped={name: tuple(keys) for name, keys in run.dropped})
+                             dropped={name: tuple(keys) for name, keys in run.dropped}, misfit=run.misfit,
+                             across_modes=run.across_modes)
 
 
 def _alternatives(scn: Scenario, cluster: Cluster, metrics: dict) -> list[str]:

@@ -648,7 +648,7 @@ def _calibration_note(scn: Scenario, df, calibration) -> tuple[dict, dict, str]:
     to some hardware pairs, naming up to :data:`PAIRS_NAMED` of them (every candidate's in its
     ``calibration_dropped`` column; the transfer rule of docs/calibration.md)."""
     run = resolve(scn, calibration).run
-    status, own = calibration_status(run), trust_of(run)
+    status, own = calibration_status(run), trust_of(run, scn)
     text = " " + calibration_line(status, own)
     if status.source is not None:
         mine, lost = set(status.dropped), {}

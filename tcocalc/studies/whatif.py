@@ -44,7 +44,7 @@ def calibration_of(scenario) -> dict:
     :func:`~tcocalc.rl.solve.trust`).
     Every study here carries it: a DataFrame in ``df.attrs``, :func:`multitenancy`'s dict as keys."""
     run = resolve(scenario).run
-    return {"calibration": calibration_status(run).as_dict(), "trust": trust_of(run).as_dict()}
+    return {"calibration": calibration_status(run).as_dict(), "trust": trust_of(run, scenario).as_dict()}
 
 
 def _calibration_in(report) -> dict:
