@@ -427,19 +427,18 @@ def nvlink_alternative(scn: Scenario, cluster: Cluster, metrics: dict) -> Arrang
     :data:`SPLIT_TOLERANCE` more (docs/rl-modeling.md §3.7): what an IMEX channel for the job is worth. None where
     every pool has it, where a server is the whole domain, or where it gains less."""
     # the pools without it whose accelerator's domain was cut to a server (rl/cluster.py:single_server_domain):
-    # resolved with it, their domain is the catalog's again
+    # resolved with it, their domain is the catalog's again (a pool whose server is its whole domain is unchanged)
     without = [side for side in ("trainer", "generator") if not getattr(scn, side).multinode_nvlink
                and getattr(cluster, side).server_gpus == getattr(cluster, side).scaleup_domain_gpus]
     if not without:
         return None
-    wide = resolve(scn.with_values({f"{side}.multinode_nvlink": True for side in without}), cluster.calibration)
+    other = scn.with_values({f"{side}.multinode_nvlink": True for side in without})
+    wide = resolve(other, cluster.calibration)
     off = {side: getattr(wide, side) for side in without
            if getattr(wide, side).scaleup_domain_gpus > getattr(cluster, side).scaleup_domain_gpus}
     if not off:
         return None
-    other = scn.with_values({f"{side}.multinode_nvlink": True for side in off})
-    gain = arrangement_gain(scn, other, wide if len(off) == len(without) else resolve(other, cluster.calibration),
-                            metrics)
+    gain = arrangement_gain(scn, other, wide, metrics)
     if gain is None:
         return None
     _, x0, x1 = gain
