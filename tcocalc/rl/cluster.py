@@ -20,7 +20,7 @@ from ..scenario import Scenario
 from .run_factors import UNCALIBRATED, RunFactors, run_factors
 from .settings import Settings, settings
 
-__all__ = ["Cluster", "resolve", "repriced", "plan_prices", "single_server_domain"]
+__all__ = ["Cluster", "resolve", "plan_prices", "single_server_domain"]
 
 
 @dataclass(frozen=True)
@@ -120,13 +120,7 @@ def resolve(scn: Scenario, calibration: CalibrationSet | None = None) -> Cluster
     return replace(cluster, run=run_factors(scn, cluster, st.engine, st.weight_sync))
 
 
-def repriced(cluster: Cluster, scn: Scenario) -> Cluster:
-    """``cluster`` under the economics of ``scn``, a scenario that differs from the one resolved only there (a
-    sweep's re-priced point): its pools' prices again, everything else kept."""
-    return replace(cluster, prices=pool_pricing(scn))
-
-
 def plan_prices(scn: Scenario) -> tuple[PoolPrice, PoolPrice]:
-    """(trainer, generator) :class:`~tcocalc.economics.tco.PoolPrice` of a plan priced before it is resolved or
-    evaluated (the sizing study's candidate hardware): what :func:`resolve` puts in ``cluster.prices``."""
+    """(trainer, generator) :class:`~tcocalc.economics.tco.PoolPrice` of a plan priced without being resolved (the
+    sizing study's candidate hardware, a sweep's re-priced point): what :func:`resolve` puts in ``cluster.prices``."""
     return pool_pricing(scn)

@@ -73,7 +73,7 @@ def finish(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, rates: Rat
 
 def reprice(scn: Scenario, result: PhaseResult, prices: tuple[PoolPrice, PoolPrice]) -> PhaseResult:
     """``result`` (one phase's stages) under ``scn``, a scenario that differs from the one evaluated only in
-    economics, whose pools cost ``prices`` (:func:`~tcocalc.rl.cluster.repriced`): the same workload, rates, flow
+    economics, whose pools cost ``prices`` (:func:`~tcocalc.rl.cluster.plan_prices`): the same workload, rates, flow
     and staleness, then sandbox load, cluster cost and contract metrics again (:func:`finish`)."""
     return finish(scn, result.workload, result.generator, result.rates, result.flow, prices=prices,
                   stale=result.staleness)
