@@ -84,6 +84,10 @@ class TrainerSection(_Section):
     mfu_measured_on: MeasuredOn | None = Field(None, description="the trainer hardware and model mfu_busy was "
                                                "measured on; it applies only there (default: the scenario's own; "
                                                "written by with_values / with_cluster when either changes)")
+    mfu_carry: Literal["ratio", "model"] = Field("ratio", description="a measured mfu_busy on other trainer "
+                                                 "hardware: 'ratio' carries its measured-over-modelled ratio to the "
+                                                 "new chip's modelled MFU; 'model' uses the roofline training model "
+                                                 "on every chip, the measured one too (like-for-like comparisons)")
     framework_overhead: float | None = Field(None, ge=1.0, le=10.0, description="the framework's trainer time over "
                                              "the roofline training model's, forward and backward (default: preset; "
                                              "NeMo RL 1.2)")

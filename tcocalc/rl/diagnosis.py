@@ -377,16 +377,38 @@ def pricing_warnings(scn: Scenario) -> list[dict]:
 
 
 def mfu_warnings(scn: Scenario, cluster: Cluster, metrics: dict) -> list[dict]:
-    """A measured ``trainer.mfu_busy`` taken on other trainer hardware or another model, dropped for the roofline
-    training model's (``kind`` ``"measured_mfu_dropped"``)."""
-    if mfu_measurement(scn, cluster) != "dropped":
+    """How a measured ``trainer.mfu_busy`` reached this trainer: carried to other hardware as its
+    measured-over-modelled ratio (``kind`` ``"measured_mfu_carried"``), set aside for the roofline model on every
+    chip (``trainer.mfu_carry = "model"``, ``"measured_mfu_not_used"``), or dropped for the roofline training
+    model's where it was taken with another model (``"measured_mfu_dropped"``)."""
+    how = mfu_measurement(scn, cluster)
+    if how not in ("carried", "model", "dropped"):
         return []
     on, t = scn.trainer.mfu_measured_on, scn.trainer
-    return [{"kind": "measured_mfu_dropped", "phase": None, "mfu_busy": t.mfu_busy, "measured_on": on.hardware,
-             "measured_model": on.model,
+    where = f"{on.hardware} with {on.model}" if on is not None else f"{cluster.trainer.name} with {scn.model.name}"
+    base = {"phase": None, "mfu_busy": t.mfu_busy, "measured_on": on.hardware if on else cluster.trainer.name,
+            "measured_model": on.model if on else scn.model.name}
+    busy = metrics["trainer_mfu_busy"]
+    if how == "carried":
+        from .capacity import carried_mfu_ratio
+        from .phases import workload_stats
+
+        ratio, modelled = carried_mfu_ratio(scn, cluster, workload_stats(scn))
+        return [{**base, "kind": "measured_mfu_carried", "ratio": ratio, "modelled_mfu_busy": modelled,
+                 "message": f"Measured MFU carried like for like: trainer.mfu_busy {t.mfu_busy:.1%} was measured on "
+                            f"{where}, where the roofline training model gives {modelled:.1%}; that ratio "
+                            f"({ratio:.2f}x) applies to {cluster.trainer.name}'s modelled MFU, so it trains at "
+                            f"{busy:.1%} while busy. Set trainer.mfu_carry = \"model\" to compare every chip on "
+                            f"the model instead."}]
+    if how == "model":
+        return [{**base, "kind": "measured_mfu_not_used",
+                 "message": f"Measured MFU not used (trainer.mfu_carry = \"model\"): every trainer chip, "
+                            f"{where.split(' with ')[0]} included, uses the roofline training model's MFU "
+                            f"({busy:.1%} while busy here) in place of the measured {t.mfu_busy:.1%}."}]
+    return [{**base, "kind": "measured_mfu_dropped",
              "message": f"Measured MFU no longer applies: trainer.mfu_busy {t.mfu_busy:.3g} was measured on "
-                        f"{on.hardware} with {on.model}, and the trainer now runs {cluster.trainer.name} with "
-                        f"{scn.model.name}, so the roofline training model's MFU ({metrics['trainer_mfu_busy']:.1%} "
+                        f"{where}, and the trainer now runs {cluster.trainer.name} with "
+                        f"{scn.model.name}, so the roofline training model's MFU ({busy:.1%} "
                         f"while busy) is used. Measure it there and set trainer.mfu_busy to use yours."}]
 
 
