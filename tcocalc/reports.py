@@ -138,3 +138,41 @@ def error_text(value) -> str:
     import pandas as pd
 
     return "not modelled" if pd.isna(value) else f"{float(value):+.0f}%"
+
+
+def phase_changes(scenario) -> list[str]:
+    """What each phase changes, in the phases table's order (the run's first phase, then each ``[[phases]]``
+    entry): ``"as in the file"`` for the first, then ``"responses x2, 52 turns"`` (a phase's overrides in words)."""
+    out = ["as in the file"]
+    for p in scenario.phases or ():
+        parts = []
+        if p.response_scale != 1.0:
+            parts.append(f"responses x{p.response_scale:g}")
+        if p.turns is not None:
+            parts.append(f"{p.turns:,} turns")
+        if p.tool_call_s is not None:
+            parts.append(f"tool call {p.tool_call_s:g} s")
+        if p.always_solved is not None:
+            parts.append(f"always solved {p.always_solved:.0%}")
+        out.append(", ".join(parts) or "nothing")
+    return out
+
+
+def sandbox_start_tail_s(scenario) -> float | None:
+    """How long one step's sandboxes take to start (the start tail; SemiAnalysis' "hour-long start tail" at 960
+    rollouts) in the run's first phase: the rollouts dispatched per step (trained samples over the kept share),
+    each starting ``1/(1 - failure_rate)`` times on average (retries until one starts; docs/rl-modeling.md §7), at
+    most ``sandbox.max_starting`` at once, each start taking ``sandbox.startup_s``:
+    ``dispatched x startup_s / (1 - failure_rate) / max_starting``, or one start (``startup_s / (1 - p)``) when the
+    start rate is unlimited. None for a scenario without sandboxes."""
+    from .rl.flow import sandbox_attempts
+    from .rl.phases import workload_stats
+
+    ws = workload_stats(scenario)
+    if not ws.uses_sandbox:
+        return None
+    start = ws.startup_s * sandbox_attempts(scenario, ws)
+    cap = scenario.sandbox.max_starting
+    if cap <= 0:
+        return start
+    return ws.samples_per_step / ws.keep_fraction * start / cap

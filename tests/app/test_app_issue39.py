@@ -1,0 +1,129 @@
+"""Issue 39 on the Plan page (AppTest): the audit's N1, N6, N7, N10, N19 and the missing knobs (run length,
+sandboxes, the start tail, like-for-like MFU). Each test fails on the code the audit tried (cb9980d)."""
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import tcocalc as tc
+from tcocalc.reports import sandbox_start_tail_s
+from tests.conftest import ROOT
+
+SEMI = "semianalysis_qwen3_235b_h200"
+PLAN = str(ROOT / "tcocalc" / "app" / "plan.py")
+
+
+def run(params: dict | None = None) -> AppTest:
+    at = AppTest.from_file(PLAN, default_timeout=180)
+    if params:
+        at.query_params.update(params)
+    return at.run()
+
+
+def metric(at, label):
+    return next(m for m in at.metric if m.label == label)
+
+
+def test_n1_the_first_element_is_the_title_not_developer_text():
+    at = run()
+    assert not at.exception
+    first = at.main.children[0]
+    assert getattr(first, "type", "") == "title" or first.value == "Plan an RL run"
+    assert not any("Most events the page simulates" in md.value for md in at.markdown)
+
+
+def test_n6_a_hardware_swap_shows_the_price_in_use_and_the_files_price_comes_back():
+    at = run()
+    at.selectbox(key="scenario_file").select(SEMI).run()
+    assert at.number_input(key="usd_gpu_h").value == pytest.approx(1.59)
+    at.selectbox(key="trainer_hw").select("B200").run()
+    at.selectbox(key="generator_hw").select("B200").run()
+    b200 = tc.pool_pricing(tc.load_scenario(SEMI).with_cluster(trainer_hardware="B200", generator_hardware="B200"))
+    assert at.number_input(key="usd_gpu_h").value == pytest.approx(b200[0].usd_per_gpu_hour)  # 2.229, not 1.59
+    priced = next(c.value for c in at.caption if c.value.startswith("Priced:"))
+    assert "its ownership cost" in priced  # the box's value is the price in use, not a typed one
+    at.number_input(key="usd_gpu_h").set_value(3.2).run()
+    assert "B200 at 3.2 USD/GPU-h" in next(c.value for c in at.caption if c.value.startswith("Priced:"))
+    at.selectbox(key="trainer_hw").select("H200-SXM").run()
+    at.selectbox(key="generator_hw").select("H200-SXM").run()
+    assert at.number_input(key="usd_gpu_h").value == pytest.approx(1.59)  # the file's own, not 3.2 nor 1.595
+    assert "the scenario's price" in next(c.value for c in at.caption if c.value.startswith("Priced:"))
+    at.selectbox(key="trainer_hw").select("B200").run()
+    at.selectbox(key="generator_hw").select("B200").run()
+    assert at.number_input(key="usd_gpu_h").value == pytest.approx(3.2)  # the price typed for B200 comes back
+
+
+def test_n6_a_link_that_swaps_the_hardware_shows_its_price():
+    at = run({"scenario": SEMI, "trainer_hw": "B200", "generator_hw": "B200"})
+    assert not at.exception and not at.error
+    b200 = tc.pool_pricing(tc.load_scenario(SEMI).with_cluster(trainer_hardware="B200", generator_hardware="B200"))
+    assert at.number_input(key="usd_gpu_h").value == pytest.approx(b200[0].usd_per_gpu_hour)
+    assert "its ownership cost" in next(c.value for c in at.caption if c.value.startswith("Priced:"))
+
+
+def test_n7_solving_shows_what_moved():
+    at = run()
+    at.selectbox(key="scenario_file").select(SEMI).run()
+    before = tc.evaluate(tc.load_scenario(SEMI)).metrics
+    at.toggle(key="solve").set_value(True).run()
+    assert not at.exception and not at.error
+    idle = metric(at, "Trainer idle")
+    assert idle.delta and f"was {before['trainer_idle_fraction']:.0%}" in idle.delta  # was 31%
+    assert f"was {before['useful_samples_per_s']:.3g}" in metric(at, "Useful samples/s").delta
+
+
+def test_knobs_run_length_and_sandboxes_reach_the_plan():
+    at = run()
+    at.selectbox(key="scenario_file").select("gb300_agentic_960").run()
+    scn = tc.load_scenario("gb300_agentic_960")
+    assert at.number_input(key="steps").value == scn.workload.steps
+    assert at.number_input(key="sb_starting").value == scn.sandbox.max_starting
+    tail = next(c.value for c in at.caption if c.value.startswith("Sandbox start tail"))
+    assert f"{sandbox_start_tail_s(scn) / 60:.3g} min" in tail  # 85.7 min: SemiAnalysis' hour-long start tail
+    at.number_input(key="steps").set_value(600).run()
+    at.number_input(key="sb_starting").set_value(512).run()
+    at.number_input(key="sb_failure").set_value(0.1).run()
+    at.number_input(key="sb_startup").set_value(60.0).run()
+    at.number_input(key="sb_live").set_value(2000).run()
+    assert not at.exception and not at.error
+    want = tc.evaluate(scn.with_values({"workload.steps": 600, "sandbox.max_starting": 512,
+                                        "sandbox.failure_rate": 0.1, "sandbox.startup_s": 60.0,
+                                        "sandbox.max_concurrency": 2000})).metrics
+    shown = metric(at, "Run duration").value
+    assert shown == (f"{want['run_hours']:,.0f} h" if want["run_hours"] >= 1000 else f"{want['run_hours']:.3g} h")
+    assert dict(at.query_params)["steps"] == "600"
+
+
+def test_n19_phases_say_what_changes_and_responses_double_without_compounding():
+    at = run()
+    at.selectbox(key="scenario_file").select("glm5_h200_drift").run()
+    table = at.dataframe[-1].value if at.dataframe else None
+    phases = next(d.value for d in at.dataframe if "changes" in d.value.columns)
+    assert list(phases["changes"]) == ["as in the file", "responses x2, 52 turns"]
+    scn = tc.load_scenario("glm5_h200_drift")
+    base = scn.workload.response_tokens_mean
+    at.number_input(key="resp_mean").set_value(2 * base).run()
+    at.selectbox(key="phase_responses").select("keep the file's lengths").run()
+    assert not at.exception and not at.error
+    # the drift phase keeps its 2x of the file's mean: "responses double" is asked once, not twice
+    want = tc.evaluate(scn.with_response_mean(2 * base).with_values(
+        {"phases": [{**scn.phases[0].model_dump(exclude_none=True), "response_scale": 1.0}]})).metrics
+    assert metric(at, "Run duration").value.split()[0] == (f"{want['run_hours']:,.0f}" if want["run_hours"] >= 1000
+                                                           else f"{want['run_hours']:.3g}")
+    assert table is not None
+
+
+def test_n10_staleness_counts_policy_versions_not_rollout_steps():
+    at = run()
+    at.selectbox(key="scenario_file").select("verl_fully_async_qwen25_7b_h20").run()
+    tile = metric(at, "Mean staleness")
+    assert "policy version" in tile.value and "optimizer updates" in tile.help
+
+
+def test_mfu_choice_on_the_page():
+    at = run()
+    at.selectbox(key="scenario_file").select(SEMI).run()
+    at.selectbox(key="mfu_carry").select("model on every chip").run()
+    assert not at.exception
+    assert any("Measured MFU not used" in i.value for i in at.info)
+    want = tc.evaluate(tc.load_scenario(SEMI).with_values({"trainer.mfu_carry": "model"})).metrics
+    assert f"{want['trainer_mfu_busy']:.1%}" in metric(at, "Trainer MFU (wall / busy)").value
