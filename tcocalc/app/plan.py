@@ -485,6 +485,7 @@ with st.expander("Calibrate from a run", expanded="_calibration" in ss):
             st.warning(line)
 if "_calibration" in ss:
     scn = scn.with_run_calibration(ss["_calibration"])
+ss["_plan_variant"] = (scn.name, scn.to_toml())  # the Compare page offers the Plan page's inputs as a column
 try:
     with st.spinner("Solving the split…" if solve else "Evaluating…"):
         report = ui.solve(scn, OBJECTIVE) if solve else ui.evaluate(scn)

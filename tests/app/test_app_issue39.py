@@ -127,3 +127,43 @@ def test_mfu_choice_on_the_page():
     assert any("Measured MFU not used" in i.value for i in at.info)
     want = tc.evaluate(tc.load_scenario(SEMI).with_values({"trainer.mfu_carry": "model"})).metrics
     assert f"{want['trainer_mfu_busy']:.1%}" in metric(at, "Trainer MFU (wall / busy)").value
+
+
+def test_compare_takes_the_plan_pages_inputs_and_uploads_and_a_bad_upload_keeps_its_column():
+    at = run()
+    at.selectbox(key="scenario_file").select(SEMI).run()
+    at.selectbox(key="trainer_hw").select("B200").run()
+    at.selectbox(key="generator_hw").select("B200").run()
+    variant = at.session_state["_plan_variant"]  # what the Plan page leaves for Compare (session state)
+    at = AppTest.from_file(str(ROOT / "tcocalc" / "app" / "compare.py"), default_timeout=180)
+    at.session_state["_plan_variant"] = variant
+    at.run()
+    assert not at.exception
+    at.checkbox(key="compare_plan").check().run()
+    table = at.dataframe[0].value
+    plan_col = f"Plan: {tc.load_scenario(SEMI).name}"
+    assert plan_col in table.columns
+    want = tc.evaluate(tc.load_scenario(SEMI).with_cluster(trainer_hardware="B200", generator_hardware="B200"))
+    semi = tc.evaluate(tc.load_scenario(SEMI))
+    assert want.metrics["useful_samples_per_s"] != semi.metrics["useful_samples_per_s"]
+    from tcocalc.reports import display_metrics
+    assert list(table[plan_col]) == list(display_metrics({"x": want.metrics})["x"])
+
+
+def test_compare_upload_error_shows_in_its_column(monkeypatch):
+    # AppTest cannot upload a file: the page's uploader is given two files, one that loads and one that does not
+    import types
+
+    from streamlit.delta_generator import DeltaGenerator
+
+    good = tc.load_scenario("default").with_values({"name": "mine", "workload.group_size": 8}).to_toml()
+    files = [types.SimpleNamespace(name="mine.toml", getvalue=lambda: good.encode()),
+             types.SimpleNamespace(name="bad.toml", getvalue=lambda: b"[trainer]\ngpus = 'x'\n")]
+    monkeypatch.setattr(DeltaGenerator, "file_uploader", lambda self, *a, **k: files)
+    at = AppTest.from_file(str(ROOT / "tcocalc" / "app" / "compare.py"), default_timeout=180).run()
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert "mine.toml" in table.columns and "bad.toml" in table.columns
+    assert table["bad.toml"].iloc[0].startswith("not loaded:") and "trainer.gpus" in table["bad.toml"].iloc[0]
+    assert any("bad.toml" in e.value for e in at.error)
+    assert table["mine.toml"].iloc[0] != ""
