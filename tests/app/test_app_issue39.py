@@ -167,3 +167,46 @@ def test_compare_upload_error_shows_in_its_column(monkeypatch):
     assert table["bad.toml"].iloc[0].startswith("not loaded:") and "trainer.gpus" in table["bad.toml"].iloc[0]
     assert any("bad.toml" in e.value for e in at.error)
     assert table["mine.toml"].iloc[0] != ""
+
+
+SIZE = str(ROOT / "tcocalc" / "app" / "size.py")
+
+
+def test_n18_the_size_target_value_follows_its_kind():
+    at = AppTest.from_file(SIZE, default_timeout=180).run()
+    assert at.number_input(key="size_target_value").value == 2.0
+    at.selectbox(key="size_target_kind").select("Budget for the run [USD]").run()
+    assert at.number_input(key="size_target_value").value == 50_000.0  # not a $2 budget
+    at.selectbox(key="size_target_kind").select("Run hours (the scenario's steps)").run()
+    assert at.number_input(key="size_target_value").value == 48.0
+    assert not at.exception and not at.error
+
+
+def test_size_settings_survive_leaving_the_page_and_a_reload():
+    at = AppTest.from_file(SIZE, default_timeout=180).run()
+    at.selectbox(key="size_scenario").select(SEMI).run()
+    at.selectbox(key="size_target_kind").select("Run hours (the scenario's steps)").run()
+    at.number_input(key="size_target_value").set_value(100.0).run()
+    assert not at.exception and not at.error
+    # leaving the page: Streamlit drops the state of the widgets it did not draw, and keeps the rest of the session
+    back = AppTest.from_file(SIZE, default_timeout=180)
+    for key in ("_size_kept", "_size_loaded", "_size_values"):
+        back.session_state[key] = at.session_state[key]
+    back.run()
+    assert back.selectbox(key="size_scenario").value == SEMI
+    assert back.number_input(key="size_target_value").value == 100.0
+    assert back.multiselect(key="size_trainer_hw").value == ["H200-SXM"]
+    # a reload (a new session) starts from the URL
+    fresh = AppTest.from_file(SIZE, default_timeout=180)
+    fresh.query_params.update(dict(at.query_params))
+    fresh.run()
+    assert not fresh.exception
+    assert fresh.selectbox(key="size_scenario").value == SEMI
+    assert fresh.selectbox(key="size_target_kind").value == "Run hours (the scenario's steps)"
+    assert fresh.number_input(key="size_target_value").value == 100.0
+    assert fresh.multiselect(key="size_trainer_hw").value == ["H200-SXM"]
+
+
+def test_size_runs_on_its_button():
+    at = AppTest.from_file(SIZE, default_timeout=180).run()
+    assert any(b.label == "Size" for b in at.button)
