@@ -129,8 +129,15 @@ def workbook_bytes(report, scenario_file: str | None = None) -> bytes:
 
 
 def to_csv_text(frame) -> str:
-    """CSV text of a table (what the app's download buttons serve)."""
-    return frame.to_csv(index=False)
+    """CSV text of a table (what the app's download buttons serve), without the control characters a spreadsheet
+    cannot hold (:func:`tcocalc.workbook.sanitize`: a NUL in a scenario name)."""
+    from .workbook import sanitize
+
+    out = frame.rename(columns=lambda c: sanitize(c) if isinstance(c, str) else c)
+    text_cols = [c for c in out.columns if out[c].dtype == object or str(out[c].dtype).startswith("str")]
+    if text_cols:
+        out = out.assign(**{c: out[c].map(sanitize) for c in text_cols})
+    return out.to_csv(index=False)
 
 
 def error_text(value) -> str:

@@ -854,7 +854,8 @@ def _too_large(source: str, size: int, *, at_least: bool = False) -> ScenarioErr
 
 
 def load_scenario(path: str | Path) -> Scenario:
-    """Read a scenario TOML file, or a shipped scenario by name.
+    """Read a scenario TOML file, a tcocalc workbook's inputs sheet (``.xlsx``, a plan edited in Excel), or a
+    shipped scenario by name.
 
     ``path`` is a file, or the name of a shipped scenario (:func:`scenarios` lists them): a string without a
     path separator and without the ``.toml`` suffix that is not an existing file, e.g. ``"default"``, reads
@@ -867,6 +868,10 @@ def load_scenario(path: str | Path) -> Scenario:
     if _is_scenario_name(path):
         return _load_shipped(str(path))
     p = Path(path)
+    if p.suffix.lower() in (".xlsx", ".xlsm"):  # a tcocalc workbook's inputs sheet, validated as a TOML is
+        from .workbook import read_scenario
+
+        return read_scenario(p)
     try:
         info = p.stat()
         if stat.S_ISFIFO(info.st_mode):  # opening a pipe blocks until a writer comes: wait a bounded time
