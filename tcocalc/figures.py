@@ -78,22 +78,43 @@ def sweep_figure(result, x: str, y: str = "usd_per_mtok_trained", color: str | N
     return portable(fig)
 
 
-def timeline_figure(timeline, max_steps: int = 12):
-    """Per step: trainer busy, weight sync and waiting, as a stacked timeline (from the simulator)."""
+def timeline_figure(timeline, max_steps: int = 12, generator_tokens_per_s: float | None = None,
+                    sandbox_share: float | None = None):
+    """Per step, on one time axis: the trainer's lane (waiting, training, weight sync, from the simulator) and,
+    given the generator pool's modelled output rate [tokens/s] (``generator_output_tokens_per_s_per_gpu`` x
+    generator GPUs), a generator lane (each step's generated tokens over that rate, from the step's start: the
+    time the pool needs for them) and, given the share of a rollout spent in sandboxes (tool calls and starts), a
+    sandbox lane (that share of the generator's time). The generator and sandbox lanes are estimates from the
+    simulated tokens and the modelled rates, and say so in their names; the simulator records the trainer's own."""
     go = _go()
     tl = timeline.head(max_steps)
     fig = go.Figure()
+    lanes = ["trainer"]
+    first = tl["step"].iloc[0] if len(tl) else None
     for _, r in tl.iterrows():
         start, busy, sync = r["start [s]"], r["trainer_busy [s]"], r["weight_sync [s]"]
-        wait = max(r["step_time [s]"] - busy - sync, 0.0)
-        for label, base, dur, color in (("trainer waiting", start, wait, "#f4b183"),
-                                        ("trainer training", start + wait, busy, "#5b9bd5"),
-                                        ("weight sync", start + wait + busy, sync, "#a9d18e")):
-            fig.add_trace(go.Bar(x=[dur], y=[f"step {int(r['step'])}"], base=[base], orientation="h",
-                                 marker_color=color, name=label, showlegend=bool(r["step"] == tl["step"].iloc[0]),
-                                 hovertemplate=f"{label}: %{{x:.1f}} s<extra></extra>"))
-    fig.update_layout(barmode="overlay", height=60 + 28 * len(tl), xaxis_title="time [s]",
-                      yaxis=dict(autorange="reversed"), margin=dict(t=30), legend=dict(orientation="h", y=-0.3))
+        step_s = r["step_time [s]"]
+        wait = max(step_s - busy - sync, 0.0)
+        bars = [("trainer", "trainer waiting", start, wait, "#f4b183"),
+                ("trainer", "trainer training", start + wait, busy, "#5b9bd5"),
+                ("trainer", "weight sync", start + wait + busy, sync, "#a9d18e")]
+        tokens = r.get("generated_tokens")
+        if generator_tokens_per_s and tokens is not None and tokens == tokens:
+            gen = min(float(tokens) / generator_tokens_per_s, step_s)
+            bars.append(("generator", "generator decoding (estimated)", start, gen, "#8064a2"))
+            if sandbox_share:
+                bars.append(("sandboxes", "sandboxes (estimated)", start, gen * sandbox_share, "#c0504d"))
+        for lane, label, base, dur, color in bars:
+            if lane not in lanes:
+                lanes.append(lane)
+            fig.add_trace(go.Bar(x=[dur], y=[lane], base=[base], orientation="h", marker_color=color, name=label,
+                                 showlegend=bool(r["step"] == first),
+                                 hovertemplate=f"step {int(r['step'])}, {label}: %{{x:.1f}} s<extra></extra>"))
+    for _, r in tl.iterrows():  # step boundaries
+        fig.add_vline(x=float(r["start [s]"]), line_width=1, line_dash="dot", line_color="#bbb")
+    fig.update_layout(barmode="overlay", height=120 + 45 * len(lanes), xaxis_title="time [s]",
+                      yaxis=dict(categoryorder="array", categoryarray=lanes[::-1]), margin=dict(t=30),
+                      legend=dict(orientation="h", y=-0.35))
     return portable(fig)
 
 

@@ -631,7 +631,14 @@ if st.toggle(f"Simulate {ui.plural(SIM_STEPS, 'step')}", key="simulate", **initi
             with st.spinner("Simulating…"):
                 sim = ui.simulate(shown, sim_steps, SIM_SEED)
         sim_metrics, timeline = sim.metrics, sim.details["timeline"]
-        st.plotly_chart(timeline_figure(timeline), key="timeline_chart")
+        rate = m["generator_output_tokens_per_s_per_gpu"] * m["generator_gpus"]
+        share = ui.sandbox_share(report)
+        st.plotly_chart(timeline_figure(timeline, generator_tokens_per_s=rate, sandbox_share=share),
+                        key="timeline_chart")
+        st.caption("Trainer lane: simulated. Generator lane: each step's simulated tokens over the pool's modelled "
+                   "output rate" + ("; sandbox lane: the modelled share of a rollout spent in sandboxes (tool calls, "
+                                    "starts)" if share else "") + ". A generator busy for the whole step is what the "
+                   "trainer waits on.")
         st.caption(f"Simulated on {ui.split_text(sim_metrics, mode)}: {sim_metrics['useful_samples_per_s']:.3g} "
                    f"useful samples/s, trainer idle {sim_metrics['trainer_idle_fraction']:.0%} (analytical "
                    f"{m['useful_samples_per_s']:.3g}, {m['trainer_idle_fraction']:.0%}).")

@@ -221,3 +221,14 @@ def workbook(report: tc.RLReport, scenario_file: str) -> bytes:
 @st.cache_data(show_spinner=False, max_entries=32)
 def _workbook(_report: tc.RLReport, toml: str, solved: bool, scenario_file: str) -> bytes:
     return workbook_bytes(_report, scenario_file)
+
+
+def sandbox_share(report: tc.RLReport) -> float | None:
+    """The modelled share of a rollout's time spent in sandboxes (tool calls and starts) in the run's first phase,
+    for the timeline's sandbox lane; None without sandboxes."""
+    try:
+        flow = report.details["run"]["flow"]
+        share = float(flow.sandbox_share[0])
+    except (KeyError, TypeError, AttributeError, IndexError):
+        return None
+    return share if share > 0 else None
