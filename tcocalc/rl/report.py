@@ -103,8 +103,21 @@ class RLReport:
         return pd.DataFrame(rows)
 
     def to_csv(self, path) -> None:
-        """Write the metrics table as CSV (``value`` empty where Tinker does not offer the model)."""
-        self.to_frame().to_csv(path, index=False)
+        """Write the metrics table as CSV (``value`` empty where Tinker does not offer the model) to a path (str or
+        ``os.PathLike``) or a text buffer; ScenarioError names a path that is not one or cannot be written."""
+        from ..errors import ScenarioError
+        from ..reports import to_csv_text
+        from ..workbook import output_path
+
+        target = output_path(path)
+        text = to_csv_text(self.to_frame())
+        if hasattr(target, "write"):
+            target.write(text)
+            return
+        try:
+            target.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise ScenarioError("path", f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
 
     def quantities(self) -> dict:
         """The metrics as pint quantities of ``tc.get_registry()`` (units of :data:`METRIC_UNITS`; None stays
@@ -121,6 +134,24 @@ class RLReport:
         m = self.metrics
         costs = cost_lines(self.scenario, m["trainer_gpus"], m["generator_gpus"], m["sandbox_cpu_cores"])
         return write_workbook(path, report_sheets(self, METRIC_UNITS, costs, scenario_file=scenario_file))
+
+    def __repr__(self) -> str:
+        """A few lines, not the whole report (audit N17: 31,007 characters): what it is of, the headline metrics,
+        the advice's first line, and where the rest is."""
+        m, s = self.metrics, self.scenario
+
+        def num(key, spec=".4g"):
+            v = m.get(key)
+            return "n/a" if v is None else format(v, spec)
+
+        advice = f"\n  advice: {self.advice[0][:160]}" + (f" (+{len(self.advice) - 1} more)" if len(self.advice) > 1
+                                                           else "") if self.advice else ""
+        return (f"RLReport({self.source}: {s.name}, {s.orchestration.mode}, {num('trainer_gpus', '.0f')} trainer + "
+                f"{num('generator_gpus', '.0f')} generator GPUs)\n  useful samples/s {num('useful_samples_per_s')}, "
+                f"step {num('step_time_s')} s, trainer idle {num('trainer_idle_fraction', '.0%')}, "
+                f"USD/Mtok trained {num('usd_per_mtok_trained')}, run {num('run_hours')} h, "
+                f"USD {num('run_usd', ',.0f')}{advice}\n  .metrics, .phases, .sweep, .advice, .details, .to_frame(), "
+                f".to_excel(path)")
 
     def _repr_html_(self) -> str:
         from ..display import metrics_card

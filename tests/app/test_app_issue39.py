@@ -210,3 +210,27 @@ def test_size_settings_survive_leaving_the_page_and_a_reload():
 def test_size_runs_on_its_button():
     at = AppTest.from_file(SIZE, default_timeout=180).run()
     assert any(b.label == "Size" for b in at.button)
+
+
+def test_d17_the_gb300_960_comment_says_what_the_tool_says():
+    import re
+
+    text = (ROOT / "scenarios" / "gb300_agentic_960.toml").read_text()
+    said = int(re.search(r"about (\d+)% less useful work than the 96 variant", text).group(1))
+    x96 = tc.evaluate(tc.load_scenario("gb300_agentic_96")).metrics["useful_samples_per_s"]
+    x960 = tc.evaluate(tc.load_scenario("gb300_agentic_960")).metrics["useful_samples_per_s"]
+    assert said == pytest.approx(100 * (1 - x960 / x96), abs=1)  # 18%, not 2%
+
+
+def test_n12_n13_n15_cli_words(capsys):
+    from tcocalc.cli import main
+
+    assert main(["hardware", "--sources"]) == 0
+    out = capsys.readouterr().out
+    assert max(len(line) for line in out.splitlines()) < 300  # rows were thousands of characters wide
+    assert "Sources (figure: source, date):" in out
+    assert main(["run", "gb300_agentic_96"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if "semianalysis_usd_per_mtok " in x)
+    assert "no rental price" in line and "not offered" not in line
+    guide = (ROOT / "docs" / "guide.md").read_text()
+    assert "exit with status 2." not in guide and "3 a bad scenario" in guide

@@ -132,3 +132,22 @@ def test_control_characters_are_sanitised_and_a_bad_path_is_named(tmp_path):
 
     assert report.to_excel(Where()).exists()
     assert tc.load_scenario(report.to_excel(str(tmp_path / "str.xlsx"))).name == "planone"
+
+
+def test_the_csv_writer_takes_a_path_and_names_a_bad_one(tmp_path):
+    report = tc.evaluate(tc.load_scenario("default"))
+    report.to_csv(tmp_path / "m.csv")
+    report.to_csv(str(tmp_path / "s.csv"))
+    assert pd.read_csv(tmp_path / "m.csv")["metric"].iloc[0] == "trainer_gpus"
+    with pytest.raises(tc.ScenarioError, match="expected a file path"):
+        report.to_csv(5)  # pandas took 5 for a file descriptor
+    with pytest.raises(tc.ScenarioError, match="nope/m.csv"):
+        report.to_csv(tmp_path / "nope" / "m.csv")
+
+
+def test_the_report_repr_is_short():
+    """Audit N17: repr(report) was 31,007 characters."""
+    report = tc.evaluate(tc.load_scenario("glm5_h200_drift"))
+    text = repr(report)
+    assert len(text) < 1000 and "glm5-h200-drift" in text and ".metrics" in text
+    assert f"{report.metrics['useful_samples_per_s']:.4g}" in text
