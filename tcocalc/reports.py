@@ -183,3 +183,18 @@ def sandbox_start_tail_s(scenario) -> float | None:
     if cap <= 0:
         return start
     return ws.samples_per_step / ws.keep_fraction * start / cap
+
+
+def readable_metrics(report):
+    """The metrics table for a reader (the Plan page's All metrics): each metric in words, its value formatted by
+    its kind (shares as %, multiples as 0.60x, four significant figures), its unit as people write it and its
+    meaning; the CSV download keeps the numbers (:func:`metrics_table`)."""
+    import pandas as pd
+
+    rows = []
+    for key, value in report.metrics.items():
+        unit, meaning = METRIC_UNITS[key]
+        shown_unit = "" if unit == "1" else unit
+        rows.append({"metric": human(key), "value": format_cell(value, unit, key), "unit": shown_unit,
+                     "meaning": meaning})
+    return pd.DataFrame(rows)

@@ -177,7 +177,7 @@ def from_params(params: dict[str, str], choices: dict[str, list]) -> tuple[dict,
 
 st.title("Plan an RL run")
 st.caption("Choose a published scenario or your own TOML, change the split and the workload, and read what "
-           "follows. Every number is per the contract's units; hover the help icons for definitions.")
+           "follows. Each input and result names its unit; hover the help icons for definitions.")
 
 files = ui.scenario_files()
 ss = st.session_state
@@ -338,7 +338,7 @@ with st.expander("Cluster and workload", expanded=True):
     c1, c2, c3, c4 = st.columns(4)
     c1.number_input("Turns per trajectory", key="turns", **limits("turns"), help="tool calls = turns - 1")
     c2.number_input("Tool call [s]", step=1.0, key="tool_s", format="%g", **limits("tool_s"))
-    c3.number_input("GPU cost [USD/GPU-h]", step=0.1, key="usd_gpu_h", **limits("usd_gpu_h"),
+    c3.number_input("GPU cost [USD/GPU-h]", step=0.1, key="usd_gpu_h", format="%g", **limits("usd_gpu_h"),
                     on_change=type_price,
                     help="all-in cost per GPU-hour of the hardware it was set for (the file's, or the hardware "
                          "chosen when you type it); other hardware is priced at its ownership cost (data/"
@@ -476,8 +476,8 @@ with st.expander("Calibrate from a run", expanded="_calibration" in ss):
     if "_calibration_view" in ss:
         stages, factors, warned, workload = ss["_calibration_view"]
         st.markdown("**Measured against the model, before and after**")
-        st.dataframe(stages, hide_index=True)
-        st.dataframe(factors, hide_index=True)
+        st.dataframe(display_table(stages), hide_index=True)
+        st.dataframe(display_table(factors), hide_index=True)
         if workload:
             st.caption("Measured workload (inputs, not factors; set the inputs above to plan this run): "
                        + ", ".join(f"{k.split('.')[-1]} {v:,.4g}" for k, v in workload.items()))
@@ -530,7 +530,7 @@ if solve and moved and tuple(moved[:2]) == (scn.trainer.gpus, scn.generator.gpus
     except (tc.TcocalcError, ValueError):
         was = None
 k = st.columns(4)
-k[0].metric("Useful samples/s", ui.fmt(m["useful_samples_per_s"], "sample/s"),
+k[0].metric("Useful samples/s", ui.fmt(m["useful_samples_per_s"]),  # the label has the unit: no truncation
             delta=None if was is None else f"{m['useful_samples_per_s'] - was['useful_samples_per_s']:+.3g} "
                                            f"(was {was['useful_samples_per_s']:.3g})",
             help="trajectories with non-zero advantage reaching the trainer")
@@ -569,7 +569,7 @@ for line in report.advice:
 
 with st.expander("All metrics", expanded=False):
     frame = metrics_table(report)
-    st.dataframe(frame, hide_index=True)
+    st.dataframe(reports.readable_metrics(report), hide_index=True)  # words and % here; the CSV keeps the numbers
     st.download_button("Download metrics (CSV)", to_csv_text(frame), "metrics.csv", "text/csv", key="dl_metrics")
     st.download_button("Download workbook (Excel)", ui.workbook(report, source if upload else f"{source}.toml"),
                        f"{report.scenario.name}.xlsx", XLSX_MIME, key="dl_xlsx",

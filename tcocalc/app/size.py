@@ -138,6 +138,7 @@ g_hw = c2.multiselect("Generator accelerators", hw_names, key="size_generator_hw
 c1, c2, c3, c4 = form.columns(4)
 modes = c1.multiselect("Modes", MODES, key="size_modes")
 bounds = c2.multiselect("Staleness bounds (async, inflight)", bound_choices, key="size_bounds",
+                        format_func=lambda v: f"{v:g}",
                         help=f"max_staleness values tried; {scn0.name}'s own is {own_bound:g}")
 gran = c3.selectbox("Granularity [GPUs]", [1, 4, 8, 72], key="size_granularity",
                     help="8: whole nodes; 72: NVL72 racks")

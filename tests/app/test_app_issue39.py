@@ -234,3 +234,15 @@ def test_n12_n13_n15_cli_words(capsys):
     assert "no rental price" in line and "not offered" not in line
     guide = (ROOT / "docs" / "guide.md").read_text()
     assert "exit with status 2." not in guide and "3 a bad scenario" in guide
+
+
+def test_n16_d12_d13_tables_read_like_the_tiles():
+    at = run()
+    at.selectbox(key="scenario_file").select(SEMI).run()
+    table = next(d.value for d in at.dataframe if "meaning" in d.value.columns)
+    row = table.set_index("metric").loc["trainer idle"]
+    want = tc.evaluate(tc.load_scenario(SEMI)).metrics["trainer_idle_fraction"]
+    assert row["value"] == f"{100 * want:.3g}%" and row["unit"] == ""  # 30.8%, not 0.3083 with unit "1"
+    assert "trainer_idle_fraction" not in set(table["metric"])
+    assert "contract's units" not in at.caption[0].value
+    assert "samp" not in metric(at, "Useful samples/s").value  # the tile no longer truncates its unit
