@@ -91,9 +91,13 @@ def price_in_use(scn) -> float:
     """The trainer pool's $/GPU-hour as the library prices ``scn`` (its own, or the chip's ownership cost after a
     swap): what the GPU-cost box shows when no price was typed."""
     try:
-        return float(tc.pool_pricing(scn)[0].usd_per_gpu_hour)
+        price = float(tc.pool_pricing(scn)[0].usd_per_gpu_hour)
     except tc.TcocalcError:
-        return float(scn.economics.usd_per_gpu_hour)
+        price = float(scn.economics.usd_per_gpu_hour)
+    return round(price, PRICE_DIGITS)  # as the box shows it: 2.229, not 2.22900361949859
+
+
+PRICE_DIGITS = 4  # decimals of a price the box shows; a price within half a unit of the last is the price in use
 
 
 def follow_price() -> None:
@@ -438,7 +442,7 @@ try:
     if ss["phase_responses"] == PHASE_RESPONSES[1]:
         scn = keep_phase_lengths(scn, scn0)
     # The box shows the price in use for the hardware shown (audit N6); a price differs from it only when typed
-    if ss.get("_price_for") or ss["usd_gpu_h"] != price_in_use(scn):  # a price typed here: for the hardware then
+    if ss.get("_price_for") or abs(ss["usd_gpu_h"] - price_in_use(scn)) > 0.5 * 10 ** -PRICE_DIGITS:  # typed here
         scn = scn.with_values(price_edit(scn, float(ss["usd_gpu_h"]), ss.get("_price_for")))
 except (tc.TcocalcError, ValueError) as exc:
     ui.show_error(exc, LABELS)
@@ -539,7 +543,7 @@ k[1].metric("Trainer idle", f"{m['trainer_idle_fraction']:.0%}", help="share of 
                                            f"points (was {was['trainer_idle_fraction']:.0%})", delta_color="inverse")
 k[2].metric("Trainer MFU (wall / busy)", f"{m['trainer_mfu']:.1%} / {m['trainer_mfu_busy']:.1%}")
 updates = shown.trainer.minibatches_per_step  # staleness counts policy versions: optimizer updates (audit N10)
-k[3].metric("Mean staleness", ui.plural(m["mean_staleness_steps"], "policy version"),
+k[3].metric("Mean staleness [policy versions]", ui.fmt(m["mean_staleness_steps"]),
             help=f"how many policy versions (optimizer updates; {ui.plural(updates, 'update')} per rollout step "
                  f"here) a trained sample lags: max {m['max_staleness_steps']:.2g}, token-weighted "
                  f"{m['token_staleness_steps']:.2g}. Run length and step time count rollout steps")

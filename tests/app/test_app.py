@@ -374,7 +374,7 @@ def test_plan_colocated_shows_one_pool_and_one_step_is_singular():
     assert not at.exception and not at.error
     assert at.subheader[0].value == "16 GPUs (one colocated pool)"
     at.selectbox(key="mode").select("one_step_off").run()
-    assert metric(at, "Mean staleness") == "1 policy version"  # staleness counts policy versions (N10)
+    assert metric(at, "Mean staleness [policy versions]") == "1"  # staleness counts policy versions (N10)
     assert at.toggle(key="simulate").label == "Simulate 12 steps"
     at.toggle(key="simulate").set_value(True).run()
     assert not at.error
