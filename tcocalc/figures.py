@@ -275,10 +275,64 @@ def static_svg(fig) -> str:
     colour per trace, a legend), for viewers that run no JavaScript (GitHub, an HTML export offline). Categories
     on an axis are spaced evenly; a secondary y axis has its own scale on the right. Other trace types are named,
     not drawn."""
-    import html as _html
-
     w, h, pad = _SVG_W, _SVG_H, _PAD
-    parts, legend, skipped = [], [], []
+    traces, cats, ranges, skipped = _svg_data(fig)
+
+    def scale(axis, v, lo_px, hi_px):
+        if cats.get(axis[0]) and axis in ("x", "y") and axis not in ranges:
+            n = len(cats[axis[0]])
+            k = cats[axis[0]].index(v) if v in cats[axis[0]] else 0
+            return lo_px + (k + 0.5) * (hi_px - lo_px) / max(n, 1)
+        lo, hi = min(ranges[axis]), max(ranges[axis])
+        if hi == lo:
+            hi = lo + 1.0
+        return lo_px + (float(v) - lo) * (hi_px - lo_px) / (hi - lo)
+
+    x0, x1, y0, y1 = pad, w - pad, h - pad, pad // 2 + 12
+    parts, legend = [], []
+    parts.append(f'<rect x="{x0}" y="{y1}" width="{x1 - x0}" height="{y0 - y1}" fill="none" stroke="#999"/>')
+    for _, tr, kind, horizontal, xs, ys, base, yaxis in traces:
+        color = _COLORS[len(legend) % len(_COLORS)]
+        marker = getattr(getattr(tr, "marker", None), "color", None)
+        if isinstance(marker, str):
+            color = marker
+        name = tr.name or kind
+        if name not in [n for n, _ in legend]:
+            legend.append((name, color))
+        if kind == "scatter":
+            pts = [(scale("x", x, x0, x1), scale(yaxis, y, y0, y1)) for x, y in zip(xs, ys, strict=False)
+                   if y is not None and (isinstance(x, str) or x is not None)
+                   and _numbers([y])[0] is not None]
+            if "lines" in (tr.mode or "lines"):
+                parts.append('<polyline fill="none" stroke="{}" stroke-width="2" points="{}"/>'.format(
+                    color, " ".join(f"{a:.1f},{b:.1f}" for a, b in pts)))
+            if "markers" in (tr.mode or ""):
+                parts += [f'<circle cx="{a:.1f}" cy="{b:.1f}" r="3" fill="{color}"/>' for a, b in pts]
+        else:
+            bases = _numbers(base) if base is not None else [0.0] * len(ys if not horizontal else xs)
+            n_cat = max(len(cats["y" if horizontal else "x"]), 1)
+            thick = 0.7 * ((y0 - y1) if horizontal else (x1 - x0)) / n_cat
+            for p, v, b in zip(ys if horizontal else xs, _numbers(xs if horizontal else ys), bases, strict=False):
+                if v is None:
+                    continue
+                b = b or 0.0
+                lo_v, hi_v = (b, b + v) if kind == "bar" else (min(b, v), max(b, v))
+                if horizontal:
+                    c = scale("y", p, y1, y0)
+                    a, z = scale("x", lo_v, x0, x1), scale("x", hi_v, x0, x1)
+                    parts.append(f'<rect x="{min(a, z):.1f}" y="{c - thick / 2:.1f}" width="{abs(z - a):.1f}" '
+                                 f'height="{thick:.1f}" fill="{color}"/>')
+                else:
+                    c = scale("x", p, x0, x1)
+                    a, z = scale(yaxis, lo_v, y0, y1), scale(yaxis, hi_v, y0, y1)
+                    parts.append(f'<rect x="{c - thick / 2:.1f}" y="{min(a, z):.1f}" width="{thick:.1f}" '
+                                 f'height="{abs(z - a):.1f}" fill="{color}"/>')
+    return _svg_text(fig, parts, legend, cats, ranges, skipped, scale, (x0, x1, y0, y1))
+
+
+def _svg_data(fig):
+    """The drawable traces of a figure, the categories on each axis, each axis' values and the skipped types."""
+    skipped = []
     ranges: dict[str, list[float]] = {}
     cats: dict[str, list] = {"x": [], "y": []}
     traces = []
@@ -326,54 +380,15 @@ def static_svg(fig) -> str:
         if not cats[pkey]:
             ranges.setdefault(pkey, []).extend(v for v in _numbers(pos) if v is not None)
 
-    def scale(axis, v, lo_px, hi_px):
-        if cats.get(axis[0]) and axis in ("x", "y") and axis not in ranges:
-            n = len(cats[axis[0]])
-            k = cats[axis[0]].index(v) if v in cats[axis[0]] else 0
-            return lo_px + (k + 0.5) * (hi_px - lo_px) / max(n, 1)
-        lo, hi = min(ranges[axis]), max(ranges[axis])
-        if hi == lo:
-            hi = lo + 1.0
-        return lo_px + (float(v) - lo) * (hi_px - lo_px) / (hi - lo)
+    return traces, cats, ranges, skipped
 
-    x0, x1, y0, y1 = pad, w - pad, h - pad, pad // 2 + 12
-    parts.append(f'<rect x="{x0}" y="{y1}" width="{x1 - x0}" height="{y0 - y1}" fill="none" stroke="#999"/>')
-    for _, tr, kind, horizontal, xs, ys, base, yaxis in traces:
-        color = _COLORS[len(legend) % len(_COLORS)]
-        marker = getattr(getattr(tr, "marker", None), "color", None)
-        if isinstance(marker, str):
-            color = marker
-        name = tr.name or kind
-        if name not in [n for n, _ in legend]:
-            legend.append((name, color))
-        if kind == "scatter":
-            pts = [(scale("x", x, x0, x1), scale(yaxis, y, y0, y1)) for x, y in zip(xs, ys, strict=False)
-                   if y is not None and (isinstance(x, str) or x is not None)
-                   and _numbers([y])[0] is not None]
-            if "lines" in (tr.mode or "lines"):
-                parts.append('<polyline fill="none" stroke="{}" stroke-width="2" points="{}"/>'.format(
-                    color, " ".join(f"{a:.1f},{b:.1f}" for a, b in pts)))
-            if "markers" in (tr.mode or ""):
-                parts += [f'<circle cx="{a:.1f}" cy="{b:.1f}" r="3" fill="{color}"/>' for a, b in pts]
-        else:
-            bases = _numbers(base) if base is not None else [0.0] * len(ys if not horizontal else xs)
-            n_cat = max(len(cats["y" if horizontal else "x"]), 1)
-            thick = 0.7 * ((y0 - y1) if horizontal else (x1 - x0)) / n_cat
-            for p, v, b in zip(ys if horizontal else xs, _numbers(xs if horizontal else ys), bases, strict=False):
-                if v is None:
-                    continue
-                b = b or 0.0
-                lo_v, hi_v = (b, b + v) if kind == "bar" else (min(b, v), max(b, v))
-                if horizontal:
-                    c = scale("y", p, y1, y0)
-                    a, z = scale("x", lo_v, x0, x1), scale("x", hi_v, x0, x1)
-                    parts.append(f'<rect x="{min(a, z):.1f}" y="{c - thick / 2:.1f}" width="{abs(z - a):.1f}" '
-                                 f'height="{thick:.1f}" fill="{color}"/>')
-                else:
-                    c = scale("x", p, x0, x1)
-                    a, z = scale(yaxis, lo_v, y0, y1), scale(yaxis, hi_v, y0, y1)
-                    parts.append(f'<rect x="{c - thick / 2:.1f}" y="{min(a, z):.1f}" width="{thick:.1f}" '
-                                 f'height="{abs(z - a):.1f}" fill="{color}"/>')
+
+def _svg_text(fig, parts, legend, cats, ranges, skipped, scale, box) -> str:
+    """The axes' labels, titles, legend and note around the drawn traces, closed into the SVG document."""
+    import html as _html
+
+    w, h = _SVG_W, _SVG_H
+    x0, x1, y0, y1 = box
     # axis labels: the ranges' ends, categories, titles
     lay = fig.layout
 
@@ -416,6 +431,8 @@ def static_svg(fig) -> str:
                     f'{_html.escape(", ".join(sorted(set(skipped))))}</text>')
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" '
             f'font-family="sans-serif">{"".join(parts + text)}</svg>')
+
+
 
 
 def notebook_bundle(fig) -> dict:

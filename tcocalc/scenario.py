@@ -869,9 +869,14 @@ def load_scenario(path: str | Path) -> Scenario:
         return _load_shipped(str(path))
     p = Path(path)
     if p.suffix.lower() in (".xlsx", ".xlsm"):  # a tcocalc workbook's inputs sheet, validated as a TOML is
-        from .workbook import read_scenario
+        from .workbook import read_inputs
 
-        return read_scenario(p)
+        data, rows = read_inputs(p)
+        try:
+            return scenario_from_dict(data)
+        except ScenarioError as exc:  # the field, and the sheet's row it is on
+            at = f" (inputs sheet, row {rows[exc.field]})" if exc.field in rows else " (inputs sheet)"
+            raise ScenarioError(exc.field, f"{exc.message}{at}", problems=exc.problems) from None
     try:
         info = p.stat()
         if stat.S_ISFIFO(info.st_mode):  # opening a pipe blocks until a writer comes: wait a bounded time

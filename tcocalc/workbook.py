@@ -13,7 +13,7 @@ A workbook (:func:`write_workbook`) holds, in this order, the sheets it has of:
   per hour) are values;
 * ``inputs``: every scenario field set (dotted path, value, unit), and for a sweep the grid (a ``swept`` column).
   It reads back: ``tc.load_scenario("plan.xlsx")`` and ``tcocalc run plan.xlsx`` validate it as a TOML file
-  (:func:`read_scenario`), so a plan edited in Excel comes home;
+  (:func:`read_inputs`), so a plan edited in Excel comes home;
 * ``metrics``: metric, value, unit, meaning (for a sweep: the units of its metric columns);
 * ``phases``: the per-phase metrics;
 * ``sweep``: the candidate splits of a solved report, or the points of a :func:`tcocalc.sweep`;
@@ -40,7 +40,7 @@ from pathlib import Path
 from .errors import ScenarioError
 
 __all__ = ["label", "labelled", "inputs_frame", "provenance_frame", "write_workbook", "report_sheets", "SHEETS",
-           "COLUMN_UNITS", "FormulaSheet", "read_scenario", "sanitize", "output_path"]
+           "COLUMN_UNITS", "FormulaSheet", "read_inputs", "sanitize", "output_path"]
 
 SHEETS = ("plan", "inputs", "metrics", "phases", "sweep", "cost lines", "advice", "provenance")
 #: Characters a spreadsheet cell cannot hold (XML 1.0 forbids C0 controls other than tab, newline and return)
@@ -284,13 +284,11 @@ def plan_sheet(report, costs, metric_units: dict) -> FormulaSheet | None:
     ``economics.usd_per_gpu_hour`` (or its own ``<pool>_usd_per_gpu_hour``) takes it from there; a pool priced
     otherwise (a chip's ownership cost after a hardware swap) has its price as a value, named in ``how``.
     The model's outputs (run time, trained tokens per hour) are values: they do not depend on the price."""
-    from .economics.tco import pool_pricing
-
     scn, m = report.scenario, report.metrics
     econ = scn.economics
     if costs is None or not m.get("usd_per_hour") or not m.get("usd_per_mtok_trained"):
         return None
-    sides = {p.side: p for p in pool_pricing(scn)}
+    sides = ("trainer", "generator")
     rows, cost_keys = [], []
     for line, qty, unit, price in costs[["line", "quantity", "unit", "price [USD/unit-h]"]].itertuples(index=False):
         side = line.split(" ", 1)[0]
@@ -301,8 +299,7 @@ def plan_sheet(report, costs, metric_units: dict) -> FormulaSheet | None:
             how_q = "live sandboxes x sandbox.cpu_cores (the model's)"
         p, how_p = float(price), "a value: " + line[line.find("(") + 1:-1] if "(" in line else "a value"
         own = getattr(econ, f"{side}_usd_per_gpu_hour", None) if side in sides else None
-        basis = getattr(sides.get(side), "basis", None)
-        if basis == "scenario price" and "GPUs (" in line:
+        if line.endswith(", scenario price)") and "GPUs (" in line:  # the basis cost_lines names (tco.pool_pricing)
             field = f"economics.{side}_usd_per_gpu_hour" if own is not None else "economics.usd_per_gpu_hour"
             p, how_p = f"={{in:{field}}}", f"{field} on the inputs sheet"
         elif line == "sandbox CPU cores":
@@ -330,12 +327,11 @@ def plan_sheet(report, costs, metric_units: dict) -> FormulaSheet | None:
     return FormulaSheet(tuple(rows))
 
 
-def read_scenario(path):
-    """The scenario of a workbook's ``inputs`` sheet (path, value, unit rows, as :func:`inputs_frame` writes
-    them), validated as a TOML file is: :class:`ScenarioError` names the field (``trainer.gpus``) and the sheet's
-    row, or the file when it is not a workbook of tcocalc's."""
-    from .scenario import scenario_from_dict
-
+def read_inputs(path) -> tuple[dict, dict[str, int]]:
+    """The scenario data of a workbook's ``inputs`` sheet (path, value, unit rows, as :func:`inputs_frame` writes
+    them) as nested plain data, and each dotted path's row; ``tc.load_scenario("plan.xlsx")`` validates it as a
+    TOML file is, naming the field and the row. :class:`ScenarioError` names the file when it is not a workbook of
+    tcocalc's."""
     try:
         from openpyxl import load_workbook
 
@@ -367,12 +363,7 @@ def read_scenario(path):
             except ValueError:
                 pass
         _put(data, key.split("."), value)
-    try:
-        return scenario_from_dict(_lists(data))
-    except ScenarioError as exc:
-        row = where.get(exc.field)
-        at = f" (inputs sheet, row {row})" if row else " (inputs sheet)"
-        raise ScenarioError(exc.field, f"{exc.message}{at}", problems=exc.problems) from None
+    return _lists(data), where
 
 
 def _put(data: dict, keys: list[str], value) -> None:

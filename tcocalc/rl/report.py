@@ -106,11 +106,11 @@ class RLReport:
         """Write the metrics table as CSV (``value`` empty where Tinker does not offer the model) to a path (str or
         ``os.PathLike``) or a text buffer; ScenarioError names a path that is not one or cannot be written."""
         from ..errors import ScenarioError
-        from ..reports import to_csv_text
-        from ..workbook import output_path
+        from ..workbook import output_path, sanitize
 
         target = output_path(path)
-        text = to_csv_text(self.to_frame())
+        frame = self.to_frame()
+        text = frame.assign(**{c: frame[c].map(sanitize) for c in ("metric", "unit", "meaning")}).to_csv(index=False)
         if hasattr(target, "write"):
             target.write(text)
             return
