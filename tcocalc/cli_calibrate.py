@@ -28,8 +28,9 @@ def add_calibrate_parser(sub, read_scenario, usage_error) -> None:
                                         "slime, areal, prime-rl, open-instruct, trl")
     sp.add_argument("--steps", metavar="A:B", help="the logged steps to use, A included, B excluded (default: all "
                                                    "after the warm-up)")
-    sp.add_argument("--measured", metavar="KEY=VALUE", action="append", default=[],
-                    help="a measured figure by hand (e.g. step_time_s=310), over the log's; repeatable")
+    sp.add_argument("--measured", metavar="KEY=VALUE", action="extend", nargs="+", default=[],
+                    help="measured figures by hand (e.g. step_time_s=310 generation_s=200), over the log's; one "
+                         "flag takes several, and it repeats")
     sp.add_argument("-o", "--output", metavar="OUT.toml", help="write the calibrated scenario here")
     sp.add_argument("--json", action="store_true", help="print one JSON object: factors, stages, run, warnings")
     sp.set_defaults(func=lambda args: _cmd_calibrate(args, read_scenario, usage_error))

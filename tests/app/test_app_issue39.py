@@ -246,3 +246,10 @@ def test_n16_d12_d13_tables_read_like_the_tiles():
     assert "trainer_idle_fraction" not in set(table["metric"])
     assert "contract's units" not in at.caption[0].value
     assert "samp" not in metric(at, "Useful samples/s").value  # the tile no longer truncates its unit
+
+
+def test_n11_measured_takes_several_pairs_as_the_synopsis_reads(capsys):
+    from tcocalc.cli import main
+
+    assert main(["calibrate", "default", "--measured", "step_time_s=120", "response_tokens_mean=3000"]) == 0
+    assert "usage:" not in capsys.readouterr().err
