@@ -15,7 +15,7 @@ from .workbook import COLUMN_UNITS, labelled
 __all__ = ["metrics_table", "sweep_table", "phases_table", "timeline_table", "cost_table", "gap_table",
            "options_table", "sensitivity_table", "candidates_table", "compare_table", "display_table",
            "display_metrics", "human", "header", "pricing_text", "to_csv_text", "error_text", "TABLE_UNITS",
-           "workbook_bytes", "XLSX_MIME"]
+           "workbook_bytes", "XLSX_MIME", "readable_metrics", "phase_changes", "sandbox_start_tail_s"]
 
 XLSX_MIME = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 

@@ -11,10 +11,19 @@ import math
 import streamlit as st
 
 import tcocalc as tc
-from tcocalc import reports
 from tcocalc.app import shared as ui
 from tcocalc.figures import split_sweep_figure, timeline_figure
-from tcocalc.reports import XLSX_MIME, display_table, metrics_table, pricing_text, sweep_table, to_csv_text
+from tcocalc.reports import (
+    XLSX_MIME,
+    display_table,
+    metrics_table,
+    phase_changes,
+    pricing_text,
+    readable_metrics,
+    sandbox_start_tail_s,
+    sweep_table,
+    to_csv_text,
+)
 
 OBJECTIVE = "usd_per_useful_sample"
 SIM_STEPS, SIM_SEED = 12, 0
@@ -555,7 +564,7 @@ k[1].metric("vs Tinker (ours)", "not offered" if ratio is None else f"{ratio:.2f
             help="our cost per trained token over Tinker's list price for the same token mix, discards billed")
 k[2].metric("Run cost", ui.fmt(m["run_usd"], "USD"), help=ui.plural(shown.workload.steps, "rollout step"))
 k[3].metric("Run duration", ui.fmt(m["run_hours"], "h"), help=ui.plural(shown.workload.steps, "rollout step"))
-tail = reports.sandbox_start_tail_s(shown)
+tail = sandbox_start_tail_s(shown)
 if tail is not None:  # agentic runs: how long one step's sandboxes take to start (SemiAnalysis' start tail)
     sb = shown.sandbox
     st.caption(f"Sandbox start tail: {ui.fmt(tail / 60, 'min')} to start one step's sandboxes ("
@@ -573,7 +582,7 @@ for line in report.advice:
 
 with st.expander("All metrics", expanded=False):
     frame = metrics_table(report)
-    st.dataframe(reports.readable_metrics(report), hide_index=True)  # words and % here; the CSV keeps the numbers
+    st.dataframe(readable_metrics(report), hide_index=True)  # words and % here; the CSV keeps the numbers
     st.download_button("Download metrics (CSV)", to_csv_text(frame), "metrics.csv", "text/csv", key="dl_metrics")
     st.download_button("Download workbook (Excel)", ui.workbook(report, source if upload else f"{source}.toml"),
                        f"{report.scenario.name}.xlsx", XLSX_MIME, key="dl_xlsx",
@@ -594,7 +603,7 @@ if phases is not None and len(phases) > 1:
     cols = [c for c in ("phase", "start_step", "steps", "step_time_s", "trainer_idle_fraction",
                         "useful_samples_per_s", "wants_split") if c in phases.columns]
     table = phases[cols].copy()
-    changes = reports.phase_changes(shown)
+    changes = phase_changes(shown)
     if len(changes) == len(table):  # what each phase changes against the file's workload (audit N19)
         table.insert(1, "changes", changes)
     st.dataframe(display_table(table), hide_index=True)

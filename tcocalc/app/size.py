@@ -73,17 +73,19 @@ def _restore(files) -> None:
                 kept["size_target_value"] = float(q["size_target_value"])
         except ValueError:
             pass
-        for key in ("size_trainer_hw", "size_generator_hw", "size_modes"):
-            if key in q:
-                kept[key] = [v for v in q.get_all(key)]
+        names = set(ui.hardware_table()["name"])
+        for key, allowed in (("size_trainer_hw", names), ("size_generator_hw", names), ("size_modes", set(MODES))):
+            if key in q:  # a name the boxes do not offer is left out, never passed to them
+                kept[key] = [v for v in q.get_all(key) if v in allowed]
         if "size_bounds" in q:
             try:
                 kept["size_bounds"] = [float(v) for v in q.get_all("size_bounds")]
             except ValueError:
                 pass
-        for key in ("size_granularity", "size_max_gpus"):
-            if key in q and q[key].isdigit():
-                kept[key] = int(q[key])
+        if q.get("size_granularity") in ("1", "4", "8", "72"):
+            kept["size_granularity"] = int(q["size_granularity"])
+        if q.get("size_max_gpus", "").isdigit() and 2 <= int(q["size_max_gpus"]) <= 100_000:
+            kept["size_max_gpus"] = int(q["size_max_gpus"])
         if kept.get("size_scenario"):
             ss["_size_loaded"] = kept["size_scenario"]
     for key, value in kept.items():
@@ -124,6 +126,8 @@ if st.session_state.get("_size_loaded") != name or "size_trainer_hw" not in st.s
     st.session_state.update(size_trainer_hw=[tc.hardware(scn0.trainer.hardware).name],
                             size_generator_hw=[tc.hardware(scn0.generator.hardware).name],
                             size_bounds=sorted({1.0, 2.0, 4.0, own_bound}))
+if "size_bounds" in st.session_state:  # bounds kept from a link or a visit: those this scenario offers
+    st.session_state["size_bounds"] = [b for b in st.session_state["size_bounds"] if b in bound_choices]
 if "size_modes" not in st.session_state:
     st.session_state["size_modes"] = list(MODES)
 if "size_granularity" not in st.session_state:

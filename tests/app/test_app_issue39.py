@@ -253,3 +253,13 @@ def test_n11_measured_takes_several_pairs_as_the_synopsis_reads(capsys):
 
     assert main(["calibrate", "default", "--measured", "step_time_s=120", "response_tokens_mean=3000"]) == 0
     assert "usage:" not in capsys.readouterr().err
+
+
+def test_size_link_with_names_the_boxes_do_not_offer_is_not_a_traceback():
+    at = AppTest.from_file(SIZE, default_timeout=180)
+    at.query_params.update({"size_scenario": "default", "size_trainer_hw": ["H100-SXM", "TPU-v9"],
+                            "size_bounds": ["3.5", "2.0"], "size_max_gpus": "-5", "size_granularity": "7"})
+    at.run()
+    assert not at.exception
+    assert at.multiselect(key="size_trainer_hw").value == ["H100-SXM"]
+    assert at.multiselect(key="size_bounds").value == [2.0]
