@@ -567,7 +567,8 @@ k[3].metric("Run duration", ui.fmt(m["run_hours"], "h"), help=ui.plural(shown.wo
 tail = sandbox_start_tail_s(shown)
 if tail is not None:  # agentic runs: how long one step's sandboxes take to start (SemiAnalysis' start tail)
     sb = shown.sandbox
-    st.caption(f"Sandbox start tail: {ui.fmt(tail / 60, 'min')} to start one step's sandboxes ("
+    st.caption(f"Sandbox start tail: {ui.fmt(tail / 60, 'min') if tail >= 120 else ui.fmt(tail, 's')} to start "
+               f"one step's sandboxes ("
                + (f"at most {sb.max_starting:,} at once, " if sb.max_starting else "no cap on starts, ")
                + f"{sb.startup_s:g} s each, {sb.failure_rate:.0%} of starts fail and retry).")
 k = st.columns(2)  # wider tiles: their labels say which accounting they are, in full

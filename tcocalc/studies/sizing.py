@@ -670,6 +670,12 @@ def _mfu_note(scn: Scenario, opt) -> str:
     if t.mfu_busy is None:
         return ""
     on = t.mfu_measured_on.hardware if t.mfu_measured_on is not None else t.hardware
+    try:
+        others = {hardware(h).name for h in opt.trainer_hardware or ()} - {hardware(on).name}
+    except KeyError:
+        others = {"?"}
+    if not others:  # only the measured chip trains: nothing is carried
+        return ""
     if t.mfu_carry == "model":
         return (f" Every trainer chip uses the roofline training model's MFU (trainer.mfu_carry = \"model\"), "
                 f"{on} included, not the measured {t.mfu_busy:.1%}.")

@@ -57,3 +57,10 @@ def test_sizing_message_says_which_was_done():
     assert "carries to the other trainer chips as its ratio" in res.message
     res = tc.size_cluster(scn.with_values({"trainer.mfu_carry": "model"}), {"useful_samples_per_s": 2.0}, opts)
     assert "roofline training model's MFU" in res.message
+
+
+def test_sizing_on_the_measured_chip_alone_carries_nothing_and_says_nothing():
+    res = tc.size_cluster(tc.load_scenario(SA), {"useful_samples_per_s": 2.0},
+                          {"trainer_hardware": ["H200-SXM"], "generator_hardware": ["H200-SXM"], "modes": ["async"],
+                           "staleness_bounds": [5.0], "max_gpus": 512})
+    assert "carries to the other trainer chips" not in res.message
