@@ -294,12 +294,26 @@ def rl_accuracy() -> list[tuple[str, float, str]]:
     ]
 
 
+def validation_groups() -> list[tuple[str, float, str]]:
+    """Issue 36: `tcocalc validate --groups` (every group, cold, in a fresh process) and its headline figures."""
+    t0 = time.perf_counter()  # one cold run (about 10 s): the figure is the run a user waits for
+    subprocess.run([sys.executable, "-m", "tcocalc", "validate", "--groups"], check=True, stdout=subprocess.DEVNULL)
+    secs = time.perf_counter() - t0
+    from tcocalc.studies.validation_groups import validate
+
+    g = validate().groups.set_index("group")
+    return [("tcocalc validate --groups: every group, cold (fresh process)", secs, "< 60 s"),
+            *[(f"  {name} median |error| [%, not s]", float(g.loc[name, "median |error| [%]"]), target)
+              for name, target in (("NeMo RL (in-sample)", "<= 12"), ("other frameworks (development set)", "<= 25"),
+                                   ("stages", "<= 30"), ("leave-one-framework-out", "(reference)"))]]
+
+
 def main() -> None:
     print(f"# tcocalc benchmarks, {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
           f"python {platform.python_version()}")
     print(f"{'figure':66s} {'seconds':>9s}  target")
-    figures = (import_cost() + roofline() + rl() + sweep() + rl_accuracy() + sizing() + measurements()
-               + calibration() + workbook() + app())
+    figures = (import_cost() + roofline() + rl() + sweep() + rl_accuracy() + validation_groups() + sizing()
+               + measurements() + calibration() + workbook() + app())
     for name, secs, target in figures:
         print(f"{name:66s} {secs:9.4f}  {target}")
 

@@ -35,12 +35,12 @@ def test_measured_ratio_carries_to_other_chips():
 
 def test_report_says_which_was_done():
     scn = tc.load_scenario(SA)
-    kinds = {w["kind"]: w for w in tc.evaluate(scn.with_cluster(trainer_hardware="B200")).details["warnings"]}
-    assert "ratio" in kinds["measured_mfu_carried"]["message"] and kinds["measured_mfu_carried"]["ratio"] < 1
-    kinds = {w["kind"] for w in tc.evaluate(scn.with_values({"trainer.mfu_carry": "model"})).details["warnings"]}
+    kinds = {w.kind: w for w in tc.evaluate(scn.with_cluster(trainer_hardware="B200")).diagnosis.warnings}
+    assert "ratio" in kinds["measured_mfu_carried"].message and kinds["measured_mfu_carried"].numbers["ratio"] < 1
+    kinds = {w.kind for w in tc.evaluate(scn.with_values({"trainer.mfu_carry": "model"})).diagnosis.warnings}
     assert "measured_mfu_not_used" in kinds
     # another model: the measurement does not carry (a model's own kernels and layout), the roofline stands in
-    kinds = {w["kind"] for w in tc.evaluate(scn.with_values({"model.name": "Qwen3-30B-A3B"})).details["warnings"]}
+    kinds = {w.kind for w in tc.evaluate(scn.with_values({"model.name": "Qwen3-30B-A3B"})).diagnosis.warnings}
     assert "measured_mfu_dropped" in kinds
 
 
