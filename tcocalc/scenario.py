@@ -396,6 +396,10 @@ class CalibrationSection(_Section):
                                         description="the fitted factors: [calibration.factors]")
     measured: dict[str, float] = Field(default_factory=dict, strict=False, description="the measured run's "
                                        "steady-state figures the factors came from (keys of tc.calibrate)")
+    fit: str = Field("", max_length=2_000, description="empty when the fitted model matched every measured stage "
+                     "within its tolerance; otherwise why it does not hold (the stage and its residual, or the "
+                     "factor that breaks the physics): the factors then do not apply and no plan is called "
+                     "calibrated (tc.calibrate, docs/calibration.md)")
 
     @field_validator("measured")
     @classmethod

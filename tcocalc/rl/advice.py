@@ -272,13 +272,18 @@ def calibration_line(calibration: CalibrationStatus | dict, trust: Trust | dict 
     workbook print."""
     cal = calibration if isinstance(calibration, CalibrationStatus) else CalibrationStatus(
         calibrated=bool(calibration.get("calibrated")), source=calibration.get("source"),
-        factors=calibration.get("factors") or {}, dropped=calibration.get("dropped") or {})
+        factors=calibration.get("factors") or {}, dropped=calibration.get("dropped") or {},
+        misfit=calibration.get("misfit") or "", across_modes=calibration.get("across_modes") or "")
     err = _error_text(trust) if trust else ""
     dropped = f"; not carried over to this stack: {', '.join(cal.dropped)}" if cal.dropped else ""
+    if cal.misfit:
+        return (f"Not calibrated: {cal.misfit} (calibration from {cal.source}); the uncalibrated model"
+                + (f": {err}." if err else "."))
     if not cal.calibrated:
         text = "Uncalibrated model" + (f" (a run calibration from {cal.source} does not apply{dropped})"
                                        if cal.source else "")
         return text + (f": {err}." if err else ".")
     factors = ", ".join(f"{k} {v:,.3g} s" if k == "step_overhead_s" else f"{k} x{v:.3g}"
                         for k, v in cal.factors.items())
-    return f"Calibrated from {cal.source} ({factors}{dropped})" + (f"; {err}." if err else ".")
+    across = f"; {cal.across_modes}" if cal.across_modes else ""
+    return f"Calibrated from {cal.source} ({factors}{dropped}{across})" + (f"; {err}." if err else ".")

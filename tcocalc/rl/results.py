@@ -65,17 +65,22 @@ class ReportWarning:
 @dataclass(frozen=True)
 class CalibrationStatus:
     """Whether a run calibration applies and from what: ``calibrated``, the ``source`` (None when uncalibrated),
-    the ``factors`` that apply (name -> value; empty when uncalibrated) and the ``dropped`` ones (name -> the keys
-    whose stack differs)."""
+    the ``factors`` that apply (name -> value; empty when uncalibrated), the ``dropped`` ones (name -> the keys
+    whose stack differs), ``misfit`` (when the calibration's fit did not hold on its own measured run: the stage
+    and its residual; then nothing applies, "" otherwise) and ``across_modes`` (why factors taken on a run of
+    another mode carry a wider error; "" when the modes match)."""
 
     calibrated: bool
     source: str | None = None
     factors: dict = field(default_factory=dict)
     dropped: dict = field(default_factory=dict)
+    misfit: str = ""
+    across_modes: str = ""
 
     def as_dict(self) -> dict:
         return {"calibrated": self.calibrated, "source": self.source, "factors": dict(self.factors),
-                "dropped": {name: list(keys) for name, keys in self.dropped.items()}}
+                "dropped": {name: list(keys) for name, keys in self.dropped.items()}, "misfit": self.misfit,
+                "across_modes": self.across_modes}
 
 
 @dataclass(frozen=True)

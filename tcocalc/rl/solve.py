@@ -19,7 +19,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..catalog.calibration import prediction_errors
+from ..catalog.calibration import prediction_errors, rl_calibration
 from ..catalog.regimes import regime_errors, regime_of
 from ..economics.tco import gpus_paid
 from ..errors import InfeasibleError, ScenarioError
@@ -119,16 +119,25 @@ def trust_of(run, scenario: Scenario | None = None) -> Trust:
     calibration applies whole. The validation's calibrated rows share the measured run's model, hardware and
     framework, so no factor of theirs was dropped; a calibration that carries only some factors to this stack
     (another chip: the stage factors drop, the fixed per-step cost stays) is as good as the uncalibrated model on
-    the stages it lost."""
-    return trust(run.calibrated and not run.dropped, None if scenario is None else regime_of(scenario))
+    the stages it lost. Factors carried from a run of another mode (``run.across_modes``) get the error measured on
+    such pairs (data/rl_calibration.toml ``calibrate_across_modes_error``)."""
+    out = trust(run.calibrated and not run.dropped, None if scenario is None else regime_of(scenario))
+    if run.calibrated and run.across_modes:  # a pilot of another mode: the error measured on such pairs
+        rl = rl_calibration()
+        out = replace(out, basis="calibrated across modes", typical_error=rl["calibrate_across_modes_error"],
+                      within_25pct=rl["calibrate_across_modes_within_25pct"], rows=5,
+                      source="data/rl_calibration.toml calibrate_across_modes_error (pairs C-01..C-05)")
+    return out
 
 
 def calibration_status(run) -> CalibrationStatus:
     """Whether a run calibration applies and from what (``report.diagnosis.calibration``): ``calibrated``,
-    ``source``, the ``factors`` that apply and the ``dropped`` ones with the keys that differ."""
+    ``source``, the ``factors`` that apply, the ``dropped`` ones with the keys that differ and, when the calibration's
+    fit did not hold on its own measured run, why (``misfit``: the stage and its residual; then nothing applies)."""
     return CalibrationStatus(calibrated=run.calibrated, source=run.source,
                              factors=run.applied() if run.calibrated else {},
-                             dropped={name: tuple(keys) for name, keys in run.dropped})
+                             dropped={name: tuple(keys) for name, keys in run.dropped}, misfit=run.misfit,
+                             across_modes=run.across_modes)
 
 
 def _alternatives(scn: Scenario, cluster: Cluster, metrics: dict) -> list[str]:

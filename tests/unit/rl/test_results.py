@@ -42,7 +42,8 @@ def test_details_assembles_the_earlier_mapping_from_the_fields(drift):
     assert details["drift"]["flow"] is res.flow and details["drift"]["cluster"] is drift.cluster
     assert details["drift"]["trained_samples_per_s"] == float(res.flow.trained_per_s[0])
     assert details["pricing"] == [p.as_dict() for p in drift.diagnosis.pricing]
-    assert details["calibration"] == {"calibrated": False, "source": None, "factors": {}, "dropped": {}}
+    assert details["calibration"] == {"calibrated": False, "source": None, "factors": {}, "dropped": {}, "misfit": "",
+                                      "across_modes": ""}
     assert details["trust"]["typical_error"] == drift.diagnosis.trust.typical_error
     assert details["binding_limits"] is drift.diagnosis.binding_limits
 
