@@ -41,8 +41,8 @@ def _metric_text(value, unit: str, key: str = "") -> str:
     "1") as percentages to three figures; None as "not offered"."""
     from .display import is_ratio
 
-    if value is None:
-        return "not offered"
+    if value is None:  # a SemiAnalysis-style figure lacks a rental price; Tinker does not offer the model
+        return "no rental price" if key.startswith("semianalysis") else "not offered"
     if unit == "1":
         return f"{value:.2f}x" if is_ratio(key) else f"{100 * value:.3g}%"
     return _fmt(value)
@@ -67,10 +67,31 @@ def _cmd_hardware(args) -> int:
     from . import hardware_table
 
     df = hardware_table()
-    if not args.sources:
-        df = df[[c for c in df.columns if not c.endswith((" source", " date"))]]
-    _print_frame(df, as_csv=args.csv)
+    if not args.sources or not args.csv:
+        figures = df[[c for c in df.columns if not c.endswith((" source", " date"))]]
+        _print_frame(figures, as_csv=args.csv)
+        if args.sources:  # a terminal: each chip's sources below the table, wrapped (a table row was 1000s wide)
+            _print_sources(df)
+        return 0
+    _print_frame(df, as_csv=True)
     return 0
+
+
+def _print_sources(df, width: int = 120) -> None:
+    """Per accelerator, the figures that share a source and date, one wrapped paragraph each."""
+    import textwrap
+
+    print("\nSources (figure: source, date):")
+    for _, row in df.iterrows():
+        groups: dict[tuple, list[str]] = {}
+        for col in df.columns:
+            if col.endswith(" source") and isinstance(row[col], str) and row[col]:
+                fig = col.removesuffix(" source")
+                groups.setdefault((row[col], row.get(f"{fig} date") or ""), []).append(fig)
+        print(f"{row['name']}:")
+        for (source, date), figs in groups.items():
+            text = f"{', '.join(figs)}: {source}" + (f" ({date})" if date else "")
+            print(textwrap.fill(text, width=width, initial_indent="  ", subsequent_indent="    "))
 
 
 def _cmd_models(args) -> int:

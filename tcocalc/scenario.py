@@ -84,6 +84,10 @@ class TrainerSection(_Section):
     mfu_measured_on: MeasuredOn | None = Field(None, description="the trainer hardware and model mfu_busy was "
                                                "measured on; it applies only there (default: the scenario's own; "
                                                "written by with_values / with_cluster when either changes)")
+    mfu_carry: Literal["ratio", "model"] = Field("ratio", description="a measured mfu_busy on other trainer "
+                                                 "hardware: 'ratio' carries its measured-over-modelled ratio to the "
+                                                 "new chip's modelled MFU; 'model' uses the roofline training model "
+                                                 "on every chip, the measured one too (like-for-like comparisons)")
     framework_overhead: float | None = Field(None, ge=1.0, le=10.0, description="the framework's trainer time over "
                                              "the roofline training model's, forward and backward (default: preset; "
                                              "NeMo RL 1.2)")
@@ -865,7 +869,8 @@ def _too_large(source: str, size: int, *, at_least: bool = False) -> ScenarioErr
 
 
 def load_scenario(path: str | Path) -> Scenario:
-    """Read a scenario TOML file, or a shipped scenario by name.
+    """Read a scenario TOML file, a tcocalc workbook's inputs sheet (``.xlsx``, a plan edited in Excel), or a
+    shipped scenario by name.
 
     ``path`` is a file, or the name of a shipped scenario (:func:`scenarios` lists them): a string without a
     path separator and without the ``.toml`` suffix that is not an existing file, e.g. ``"default"``, reads
@@ -878,6 +883,15 @@ def load_scenario(path: str | Path) -> Scenario:
     if _is_scenario_name(path):
         return _load_shipped(str(path))
     p = Path(path)
+    if p.suffix.lower() in (".xlsx", ".xlsm"):  # a tcocalc workbook's inputs sheet, validated as a TOML is
+        from .workbook import read_inputs
+
+        data, rows = read_inputs(p)
+        try:
+            return scenario_from_dict(data)
+        except ScenarioError as exc:  # the field, and the sheet's row it is on
+            at = f" (inputs sheet, row {rows[exc.field]})" if exc.field in rows else " (inputs sheet)"
+            raise ScenarioError(exc.field, f"{exc.message}{at}", problems=exc.problems) from None
     try:
         info = p.stat()
         if stat.S_ISFIFO(info.st_mode):  # opening a pipe blocks until a writer comes: wait a bounded time

@@ -35,7 +35,7 @@ from ..roofline.training import (
     candidate_degrees,
     training_throughput,
 )
-from .cluster import Cluster, measured_mfu
+from .cluster import Cluster, measured_cluster, measured_mfu, mfu_measurement
 from .decode_floor import decode_floor_seconds
 from .phases import WorkloadStats
 from .settings import engine_config, settings
@@ -646,10 +646,7 @@ def trainer_capacity(scn, cluster: Cluster, ws: WorkloadStats, n_t) -> TrainerRa
     job = training_job(scn, cluster, ws)
     m, hw, precision, seq = job.m, job.acc, job.precision, job.seq
     n_t = np.atleast_1d(np.asarray(n_t, dtype=int))
-    if t.pinned_layout:
-        rates = np.array([_pinned_rate(job, pinned_layout(t, m, int(n))) for n in n_t])
-    else:
-        rates = _count_rates(job, tuple(int(n) for n in n_t))
+    rates = _job_rates(job, t, n_t)
     st = settings(scn, cluster)
     extra, overhead = st.extra_forward_passes, st.trainer_overhead
     run = cluster.run  # a run calibration's factors on the update and on the log-prob passes (1: none)
@@ -661,8 +658,34 @@ def trainer_capacity(scn, cluster: Cluster, ws: WorkloadStats, n_t) -> TrainerRa
         peak = hw.peak_flops_per_s(precision)
         return TrainerRates(np.where(fits, n_t * peak * mfu / (f_sample / overhead), 0.0),
                             np.where(fits, mfu / run.training, 0.0), rates[:, 2])
-    samples = rates[:, 0] * flop_rate_per_token / f_sample
-    return TrainerRates(samples, rates[:, 1] / (overhead * run.training), rates[:, 2])
+    # On other hardware a measured MFU carries as its measured-over-modelled ratio (mfu_measurement "carried")
+    ratio = carried_mfu_ratio(scn, cluster, ws)[0] if mfu_measurement(scn, cluster) == "carried" else 1.0
+    samples = rates[:, 0] * flop_rate_per_token / f_sample * ratio
+    return TrainerRates(samples, rates[:, 1] * ratio / (overhead * run.training), rates[:, 2])
+
+
+def _job_rates(job: TrainingJob, t, n_t) -> np.ndarray:
+    """(tokens/s, MFU, state bytes per GPU) per count: the pinned layout's, else the best layout's."""
+    if t.pinned_layout:
+        return np.array([_pinned_rate(job, pinned_layout(t, job.m, int(n))) for n in n_t])
+    return _count_rates(job, tuple(int(n) for n in n_t))
+
+
+def carried_mfu_ratio(scn, cluster: Cluster, ws: WorkloadStats) -> tuple[float, float]:
+    """(ratio, modelled MFU): a measured ``trainer.mfu_busy`` over the roofline training model's busy MFU on the
+    chip it was measured on (``trainer.mfu_measured_on``), at the scenario's trainer GPU count (the fewest that hold
+    the model there when that count does not). The ratio carries what the roofline misses of the framework and
+    the run (kernels, communication overlap, stalls) to another chip: its modelled MFU times the ratio (issue 39
+    item 1; docs/rl-modeling.md §3.2). (1, 0) when nothing fits on the measured chip."""
+    meas = measured_cluster(scn, cluster)
+    job = training_job(scn, meas, ws)
+    overhead = settings(scn, meas).trainer_overhead
+    mfu = _job_rates(job, scn.trainer, [scn.trainer.gpus])[0, 1]
+    if mfu <= 0:
+        need = trainer_min_gpus(scn, meas, ws)
+        mfu = _job_rates(job, scn.trainer, [need])[0, 1] if need else 0.0
+    modelled = mfu / overhead
+    return (scn.trainer.mfu_busy / modelled, modelled) if modelled > 0 else (1.0, 0.0)
 
 
 def trainer_min_gpus(scn, cluster: Cluster, ws: WorkloadStats) -> int | None:

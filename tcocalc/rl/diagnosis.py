@@ -382,18 +382,42 @@ def pricing_warnings(scn: Scenario) -> list[ReportWarning]:
 
 
 def mfu_warnings(scn: Scenario, cluster: Cluster, metrics: dict) -> list[ReportWarning]:
-    """A measured ``trainer.mfu_busy`` taken on other trainer hardware or another model, dropped for the roofline
-    training model's (``kind`` ``"measured_mfu_dropped"``)."""
-    if mfu_measurement(scn, cluster) != "dropped":
+    """How a measured ``trainer.mfu_busy`` reached this trainer: carried to other hardware as its
+    measured-over-modelled ratio (``kind`` ``"measured_mfu_carried"``), set aside for the roofline model on every
+    chip (``trainer.mfu_carry = "model"``, ``"measured_mfu_not_used"``), or dropped for the roofline training
+    model's where it was taken with another model (``"measured_mfu_dropped"``)."""
+    how = mfu_measurement(scn, cluster)
+    if how not in ("carried", "model", "dropped"):
         return []
     on, t = scn.trainer.mfu_measured_on, scn.trainer
+    where = f"{on.hardware} with {on.model}" if on is not None else f"{cluster.trainer.name} with {scn.model.name}"
+    numbers = {"mfu_busy": t.mfu_busy, "measured_on": on.hardware if on else cluster.trainer.name,
+               "measured_model": on.model if on else scn.model.name}
+    busy = metrics["trainer_mfu_busy"]
+    if how == "carried":
+        from .capacity import carried_mfu_ratio
+        from .phases import workload_stats
+
+        ratio, modelled = carried_mfu_ratio(scn, cluster, workload_stats(scn))
+        return [ReportWarning("measured_mfu_carried",
+                              f"Measured MFU carried like for like: trainer.mfu_busy {t.mfu_busy:.1%} was measured on "
+                              f"{where}, where the roofline training model gives {modelled:.1%}; that ratio "
+                              f"({ratio:.2f}x) applies to {cluster.trainer.name}'s modelled MFU, so it trains at "
+                              f"{busy:.1%} while busy. Set trainer.mfu_carry = \"model\" to compare every chip on "
+                              f"the model instead.",
+                              numbers={**numbers, "ratio": ratio, "modelled_mfu_busy": modelled})]
+    if how == "model":
+        return [ReportWarning("measured_mfu_not_used",
+                              f"Measured MFU not used (trainer.mfu_carry = \"model\"): every trainer chip, "
+                              f"{where.split(' with ')[0]} included, uses the roofline training model's MFU "
+                              f"({busy:.1%} while busy here) in place of the measured {t.mfu_busy:.1%}.",
+                              numbers=numbers)]
     return [ReportWarning("measured_mfu_dropped",
                           f"Measured MFU no longer applies: trainer.mfu_busy {t.mfu_busy:.3g} was measured on "
-                          f"{on.hardware} with {on.model}, and the trainer now runs {cluster.trainer.name} with "
-                          f"{scn.model.name}, so the roofline training model's MFU "
-                          f"({metrics['trainer_mfu_busy']:.1%} while busy) is used. Measure it there and set "
-                          f"trainer.mfu_busy to use yours.",
-                          numbers={"mfu_busy": t.mfu_busy, "measured_on": on.hardware, "measured_model": on.model})]
+                          f"{where}, and the trainer now runs {cluster.trainer.name} with "
+                          f"{scn.model.name}, so the roofline training model's MFU ({busy:.1%} "
+                          f"while busy) is used. Measure it there and set trainer.mfu_busy to use yours.",
+                          numbers=numbers)]
 
 
 def calibration_warnings(cluster: Cluster) -> list[ReportWarning]:
