@@ -202,9 +202,7 @@ UNDESCRIBED = {
 
 def _type_text(annotation) -> str:
     from types import NoneType, UnionType
-    from typing import Literal, Union, get_args, get_origin
-
-    from typing import Annotated
+    from typing import Annotated, Literal, Union, get_args, get_origin
 
     origin = get_origin(annotation)
     if origin is Annotated:  # a constrained type (scenario.Name): the type it constrains
@@ -240,9 +238,9 @@ def _default_text(field) -> str:
 
 
 def _bounds_text(field) -> str:
-    import annotated_types as at
-
     import typing
+
+    import annotated_types as at
 
     out = []
     inner = [m for a in typing.get_args(field.annotation) if typing.get_origin(a) is typing.Annotated

@@ -873,7 +873,7 @@ def main(argv: list[str] | None = None) -> int:
         from ._version import __version__
 
         print(f"tcocalc {__version__}")
-        return EXIT_OK
+        raise SystemExit(EXIT_OK)  # as argparse's own --version action exits
     args, extra = parser.parse_known_args(_negative_values(parser, argv))
     if extra and args.command != "app":
         parser.error(f"unrecognized arguments: {' '.join(extra)}")

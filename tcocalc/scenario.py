@@ -1026,7 +1026,7 @@ def loads_scenario(text: str, *, source: str = "<text>") -> Scenario:
         at = re.search(r"at line (\d+)", str(exc))
         last = len(text.rstrip("\r\n").splitlines())
         if "end of document" in str(exc) or (_cut_off(text) and at is not None and int(at.group(1)) >= last):
-            raise _truncated(text, source, f"not valid TOML: {exc}") from None
+            raise _truncated(text, source, str(exc), "is not valid TOML and looks truncated") from None
         raise ScenarioError("toml", f"{source} is not valid TOML: {exc}") from None
     except RecursionError:  # tomllib recurses once per array / inline-table level: far past the limit
         raise ScenarioError("toml", f"{source} nests arrays or inline tables far deeper than the limit of "
@@ -1056,12 +1056,12 @@ def _cut_off(text: str) -> bool:
     return bool(text) and not text.endswith(("\n", "\r"))
 
 
-def _truncated(text: str, source: str, problem: str) -> ScenarioError:
+def _truncated(text: str, source: str, problem: str, what: str = "looks truncated") -> ScenarioError:
     """A ScenarioError (field ``toml``) saying the file looks cut off, where it ends (the last table and line) and
     what that left wrong (``problem``)."""
     lines = text.rstrip("\r\n").splitlines() or [""]
     tables = [m.group(1).strip() for m in re.finditer(r"^[ \t]*\[\[?([^\]\n]*)\]", text, re.MULTILINE)]
     inside = f"inside [{shown(tables[-1], 60)}]" if tables else "before its first table"
-    return ScenarioError("toml", f"{source} looks truncated: it ends {inside}, in the middle of line {len(lines)} "
+    return ScenarioError("toml", f"{source} {what}: it ends {inside}, in the middle of line {len(lines)} "
                                  f"({shown(lines[-1].strip(), 60)!r}) with no final newline, so the rest of the file "
                                  f"is missing; restore the whole file ({shown(problem, 400)})")

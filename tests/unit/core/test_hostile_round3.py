@@ -227,7 +227,9 @@ def test_shipped_scenarios_stay_far_inside_the_limits(name):
 @pytest.mark.parametrize("argv", [["-V"], ["--version"], ["run", "default", "--version"], ["run", "-V"],
                                   ["size", "default", "--version"], ["hardware", "-V"]])
 def test_version_anywhere_prints_the_version(argv, capsys):
-    assert main(argv) == 0
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    assert done.value.code == 0
     out = capsys.readouterr()
     assert out.out.startswith("tcocalc ") and "usage" not in out.err
 
