@@ -856,7 +856,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     from .cli_calibrate import add_calibrate_parser
 
-    p.add_argument("--version", action="version", version=f"tcocalc {__version__}")
+    p.add_argument("-V", "--version", action="version", version=f"tcocalc {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     for name, func, helptext in (("hardware", _cmd_hardware, "the accelerator table"),
                                  ("models", _cmd_models, "the model table")):
@@ -895,7 +895,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status (:data:`EXIT_CODES`)."""
     parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    head = argv[:argv.index("app")] if "app" in argv else argv  # after `app`, every argument is Streamlit's
+    if "--version" in head or "-V" in head:  # anywhere, as in `tcocalc run x --version`, not argparse's usage
+        from ._version import __version__
+
+        print(f"tcocalc {__version__}")
+        raise SystemExit(EXIT_OK)  # as argparse's own --version action exits
+    args, extra = parser.parse_known_args(_negative_values(parser, argv))
     if extra and args.command != "app":
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "app":  # everything after `app` is Streamlit's (argparse leaves its --flags unparsed)
@@ -910,6 +917,31 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, RecursionError, MemoryError) as exc:  # never a traceback for bad input
         print(f"tcocalc: error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
         return EXIT_SCENARIO
+
+
+def _negative_values(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """``--flag -5`` as ``--flag=-5`` for every flag that takes one value, so that the flag's own check names what
+    is wrong with ``-5`` or ``-5:3`` (argparse takes a dash-led value for an option and says "expected one
+    argument"). A value that is itself one of the parser's flags is left alone."""
+    takes_value, flags = set(), set()
+    parsers = [parser]
+    while parsers:
+        for action in parsers.pop()._actions:
+            flags.update(action.option_strings)
+            if action.option_strings and action.nargs is None and isinstance(action, argparse._StoreAction):
+                takes_value.update(action.option_strings)
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend(action.choices.values())
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] in takes_value and i + 1 < len(argv) and argv[i + 1].startswith("-") and argv[i + 1] != "-" \
+                and argv[i + 1].split("=")[0] not in flags:
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
 
 
 def _one_line(exc: BaseException) -> str:

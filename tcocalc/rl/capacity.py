@@ -358,7 +358,8 @@ def generator_capacity(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int |
     ``max_gpus``: the largest generator pool it serves; when even that cannot hold the usual instance (a
     1-GPU generator, say), the best instance that fits in it is used instead."""
     setup = ServingSetup.of(scn, cluster, ws)
-    return timed(_named(scn, ws, lambda: _steady_best(scn, setup, max_gpus)), cluster.run.generation, setup.shape)
+    return timed(_named(scn, ws, lambda: _steady_best(scn, setup, max_gpus), setup), cluster.run.generation,
+                 setup.shape)
 
 
 def _steady_best(scn, setup: ServingSetup, max_gpus: int | None) -> GeneratorCapacity:
@@ -382,10 +383,12 @@ def trajectory_length_keys(scn, ws: WorkloadStats) -> str:
     return ", ".join(key for size, key in sorted(parts, key=lambda p: -p[0]) if size > 0)
 
 
-def _named(scn, ws: WorkloadStats, call):
+def _named(scn, ws: WorkloadStats, call, setup: ServingSetup | None = None):
     """``call()``, its roofline errors named for the scenario: a pinned degree the model refuses is
     ``generator.tp`` (not the roofline's ``parallel.tp``); a context no layout holds names the generator pool, the
-    length and the keys that make it (:func:`trajectory_length_keys`)."""
+    length and the keys that make it (:func:`trajectory_length_keys`), and the inputs that pinned the instance
+    (``generator.tp``) or shrank its memory (``generator.gpu_memory_utilization``) with the value that would fit
+    (:func:`pinned_inputs_hint`)."""
     try:
         return call()
     except ScenarioError as exc:
@@ -395,9 +398,58 @@ def _named(scn, ws: WorkloadStats, call):
     except InfeasibleError as exc:
         if str(exc).startswith("generator"):
             raise
-        raise InfeasibleError(f"generator: {exc} (generator.precision, generator.hardware); or shorten the "
-                              f"trajectories ({trajectory_length_keys(scn, ws)})",
+        hint = "" if setup is None else pinned_inputs_hint(scn, setup, None)
+        raise InfeasibleError(f"generator: {exc} ({hint or 'generator.precision, generator.hardware'}); or shorten "
+                              f"the trajectories ({trajectory_length_keys(scn, ws)})",
                               min_gpus=exc.min_gpus, layout=exc.layout) from None
+
+
+def pinned_inputs_hint(scn, setup: ServingSetup, gpus: int | None) -> str:
+    """What the scenario's own generator inputs do to an instance that does not fit (on ``gpus`` GPUs; ``None``:
+    as pinned): ``generator.tp = 1`` pins a layout too small, ``generator.gpu_memory_utilization = 0.051`` leaves
+    too little memory; each with the value that fits (searched with the capacity model itself), or "" when the
+    scenario pins neither. Issue 40 item 5: an infeasibility names the input that causes it and what would fit."""
+    g, parts = scn.generator, []
+    if g.tp is not None:
+        tps = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= max(getattr(setup.acc, "scaleup_domain_gpus", 8), 8)]
+        fit = next((t for t in tps if t != g.tp and (gpus is None or t <= gpus) and _fits(setup, t, gpus)), None)
+        parts.append(f"generator.tp = {g.tp} pins the instance; " + (
+            f"generator.tp = {fit} fits, or leave generator.tp out to search the instance" if fit is not None else
+            "no tensor-parallel degree up to the NVLink domain fits"))
+    u = g.gpu_memory_utilization
+    if u is not None:
+        fit_u = _fitting_utilization(setup, g.tp, gpus, u)
+        parts.append(f"generator.gpu_memory_utilization = {u:g} leaves the engine {u * setup.acc.hbm_bytes / 1e9:,.1f} "
+                     f"GB of each GPU's {setup.acc.hbm_bytes / 1e9:,.0f} GB for weights, activations and KV cache; "
+                     + (f"{fit_u:.2f} fits" if fit_u is not None else "even 1.0 does not fit")
+                     + (f" on {gpus} GPUs" if gpus is not None else ""))
+    return "; ".join(parts)
+
+
+def _fits(setup: ServingSetup, tp: int | None, gpus: int | None) -> bool:
+    """Whether ``setup`` serves the model with the instance pinned to ``tp`` (or searched within ``gpus``)."""
+    try:
+        cap = _generator_capacity(setup, tp, None if tp is not None else gpus)
+    except (InfeasibleError, ScenarioError):
+        return False
+    return gpus is None or cap.instance_gpus <= gpus
+
+
+def _fitting_utilization(setup: ServingSetup, tp: int | None, gpus: int | None, u: float) -> float | None:
+    """The smallest ``gpu_memory_utilization`` above ``u``, in hundredths, at which the instance fits
+    (:func:`_fits`); None when even 1.0 does not (bisection: about seven capacity searches, on the error path)."""
+    def at(hundredths: int) -> bool:
+        share = hundredths / 100
+        cal = memory_calibration(setup.acc, setup.cal, share, setup.rl_cal)  # sets the budget afresh
+        return _fits(replace(setup, cal=cal, engine=replace(setup.engine, gpu_memory_utilization=share)), tp, gpus)
+
+    lo, hi = int(u * 100), 100  # lo: does not fit (the scenario's own value or below)
+    if not at(hi):
+        return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if at(mid) else (mid, hi)
+    return hi / 100
 
 
 def generator_capacities(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int | None = None) -> tuple:
@@ -410,7 +462,7 @@ def generator_capacities(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int
     or when it does not fit. The engine settings are resolved once for both."""
     setup = ServingSetup.of(scn, cluster, ws)
     g = cluster.run.generation
-    cap = _named(scn, ws, lambda: _steady_best(scn, setup, max_gpus))
+    cap = _named(scn, ws, lambda: _steady_best(scn, setup, max_gpus), setup)
     if scn.generator.tp is not None or setup.engine.disaggregated or cap.instance.dp <= 1:
         return (timed(cap, g, setup.shape),)
     try:  # the same GPUs as one tensor- and expert-parallel instance
