@@ -315,6 +315,25 @@ def sweep() -> list[tuple[str, float, str]]:
              "reference")]
 
 
+def workbook() -> list[tuple[str, float, str]]:
+    """Issue 39 item 3 (helper "planner"): the workbook of a 1,000-point sweep (formats, widths, frozen headers) and a
+    report's workbook with its live plan sheet, written to memory."""
+    import io
+
+    import numpy as np
+
+    import tcocalc as tc
+
+    scn = tc.load_scenario("default")
+    res = tc.sweep(scn, {"economics.usd_per_gpu_hour": np.linspace(1.0, 3.0, 50),
+                         "workload.response_tokens_mean": np.linspace(4000.0, 15000.0, 20)})
+    report = tc.evaluate(tc.load_scenario("semianalysis_qwen3_235b_h200"))
+    return [("workbook of a 1,000-point sweep (SweepResult.to_excel, in memory)",
+             _best(lambda: res.to_excel(io.BytesIO()), repeats=3), "< 5 s"),
+            ("workbook of a report with its live plan sheet (report.to_excel)",
+             _best(lambda: report.to_excel(io.BytesIO()), repeats=3), "reference")]
+
+
 def app() -> list[tuple[str, float, str]]:
     from pathlib import Path
 
@@ -370,7 +389,7 @@ def main() -> None:
           f"python {platform.python_version()}")
     print(f"{'figure':66s} {'seconds':>9s}  target")
     figures = (import_cost() + roofline() + rl() + sweep() + rl_accuracy() + validation_groups() + sizing()
-               + measurements() + million_line_log() + calibration() + app())
+               + measurements() + million_line_log() + calibration() + workbook() + app())
     for name, secs, target in figures:
         print(f"{name:66s} {secs:9.4f}  {target}")
 
