@@ -169,8 +169,8 @@ def sizing() -> list[tuple[str, float, str]]:
 
 def bounded() -> list[tuple[str, float, str]]:
     """Issue 40 item 7: scenarios the schema accepts answer within 10 s each, cold (evaluate, solve_split): the
-    GLM-5 scenario in sync mode with its staleness bound, in periodic mode with partial rollouts, and with 64
-    phases of different workloads (the most :data:`~tcocalc.scenario.MAX_PHASE_WORKLOADS` accepts)."""
+    GLM-5 scenario in sync mode with its staleness bound, in periodic mode with partial rollouts, and with as many
+    different phase workloads as :data:`~tcocalc.scenario.MAX_PHASE_WORKLOADS` accepts."""
     import tomllib
     from pathlib import Path
 

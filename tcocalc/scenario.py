@@ -37,9 +37,9 @@ MAX_NESTING_DEPTH = 16
 4; every table, inline table and array adds one (array items count as a level). Scenarios need 4 or 5; the
 limit stops pathological nesting before anything recurses on it (validation, :meth:`Scenario.to_toml`)."""
 
-MAX_PHASE_WORKLOADS = 64
+MAX_PHASE_WORKLOADS = 32
 """Most different phase workloads (``[[phases]]`` override sets) a scenario may have: each costs a full evaluation
-of the model, of every candidate split when solving (about 0.1 s for an agentic GLM-5 phase on 2 cores), so
+of the model, of every candidate split when solving (0.1-0.2 s for an agentic GLM-5 phase on 2 cores), so
 evaluate and solve_split stay within seconds (issue 40 item 7; benchmarks/run.py). Phases that repeat a workload
 share its evaluation and do not count twice."""
 
