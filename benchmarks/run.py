@@ -246,9 +246,14 @@ def calibration() -> list[tuple[str, float, str]]:
     phases = {"step_time_s": 1.3 * step, "generation_s": 0.9 * step, "training_s": 0.2 * step,
               "weight_sync_s": 20.0, "response_tokens_mean": 11000.0}
     every = _best(lambda: tc.calibrate(semi, phases), repeats=3)
+    pilot = tc.load_scenario("tests/data/pilot/verl_gpg_qwen2_7b_8gpu.toml")
+    log = "tests/data/logs/verl_qwen2-7b_math_excerpt.log"
+    real = _best(lambda: tc.calibrate(pilot, tc.load_measurements(log)), repeats=3)
     s = calibration_validation_summary(calibration_pairs_table())
     return [("calibrate: step time alone (SemiAnalysis Qwen3-235B, async 64:192)", one, "< 1 s"),
             ("calibrate: step, generation, training, push and mean response", every, "< 1 s"),
+            ("calibrate: a real verl console log, read and fitted (tests/data/logs/verl_qwen2-7b_math_excerpt.log)",
+             real, "< 1 s"),
             ("  calibrated siblings, NeMo RL: median |error| [%, not s]", 100 * s["calibrated_median_abs_error"],
              "<= 8"),
             ("  calibrated siblings, NeMo RL: within +-25% [%, not s]", 100 * s["calibrated_within_25pct"], ">= 90"),
@@ -322,12 +327,26 @@ def rl_accuracy() -> list[tuple[str, float, str]]:
     ]
 
 
+def validation_groups() -> list[tuple[str, float, str]]:
+    """Issue 36: `tcocalc validate --groups` (every group, cold, in a fresh process) and its headline figures."""
+    t0 = time.perf_counter()  # one cold run (about 10 s): the figure is the run a user waits for
+    subprocess.run([sys.executable, "-m", "tcocalc", "validate", "--groups"], check=True, stdout=subprocess.DEVNULL)
+    secs = time.perf_counter() - t0
+    from tcocalc.studies.validation_groups import validate
+
+    g = validate().groups.set_index("group")
+    return [("tcocalc validate --groups: every group, cold (fresh process)", secs, "< 60 s"),
+            *[(f"  {name} median |error| [%, not s]", float(g.loc[name, "median |error| [%]"]), target)
+              for name, target in (("NeMo RL (in-sample)", "<= 12"), ("other frameworks (development set)", "<= 25"),
+                                   ("stages", "<= 30"), ("leave-one-framework-out", "(reference)"))]]
+
+
 def main() -> None:
     print(f"# tcocalc benchmarks, {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
           f"python {platform.python_version()}")
     print(f"{'figure':66s} {'seconds':>9s}  target")
-    figures = (import_cost() + roofline() + rl() + sweep() + rl_accuracy() + sizing() + bounded() + measurements()
-               + calibration() + app())
+    figures = (import_cost() + roofline() + rl() + sweep() + rl_accuracy() + validation_groups() + sizing()
+               + bounded() + measurements() + calibration() + app())
     for name, secs, target in figures:
         print(f"{name:66s} {secs:9.4f}  {target}")
 

@@ -12,7 +12,8 @@ moves a published figure fails until the pages are regenerated (in the same comm
 
 Blocks (what prints them):
 
-* ``docs/validation.md``: the headline summary, ``tcocalc validate --markdown`` (roofline cases),
+* ``docs/validation.md``: the headline summary, ``tcocalc validate --groups`` (the RL model by groups: NeMo RL
+  in-sample, other frameworks, stages, leave-one-framework-out), ``tcocalc validate --markdown`` (roofline cases),
   ``tcocalc validate --long-output --markdown``, ``tcocalc validate --rl --markdown``, the on/off-policy pairs
   (``tc.rl_speedup_pairs``), the refit timings (``tc.rl_refit_table``) and the shipped scenarios' metrics;
 * ``docs/scenario-schema.md``: every key of :class:`tcocalc.scenario.Scenario` (description, default, bounds,
@@ -122,6 +123,30 @@ def accuracy_summary() -> dict:
     }
 
 
+@functools.cache
+def _groups():
+    import tcocalc as tc
+
+    return tc.validate()
+
+
+def groups_summary() -> str:
+    """The summary's bullet for ``tcocalc validate --groups`` (issue 36)."""
+    v = _groups()
+    g = v.groups.set_index("group")
+    fw = v.frameworks.set_index("id")
+    s1 = ", ".join(f"{fw.loc[i, 'predicted']:.2f}x against {fw.loc[i, 'published']:.2f}x"
+                   + ("" if fw.loc[i, "within"] else " (outside its band)") for i in ("S1-1", "S1-2", "S1-3"))
+
+    def line(name: str) -> str:
+        return f"{g.loc[name, 'median |error| [%]']:.1f}% ({g.loc[name, 'within']} within)"
+
+    return (f"* **RL model by groups** (`tcocalc validate --groups`): NeMo RL (in-sample) "
+            f"{line('NeMo RL (in-sample)')}; other frameworks' published runs (development set) "
+            f"**{line('other frameworks (development set)')}**; leave one framework out "
+            f"{line('leave-one-framework-out')}; stages {line('stages')}; set-1 speed-ups {s1}.\n")
+
+
 def validation_summary() -> str:
     a = accuracy_summary()
     return (f"* **Roofline engine** (`tcocalc validate`): median \\|error\\| **{a['median']:.1f}%** over "
@@ -135,7 +160,8 @@ def validation_summary() -> str:
             f"\\|error\\| **{a['nemo_median']:.1f}%**, {a['nemo_within']} of {a['nemo_rows']} within ±25%; verl "
             f"median **{a['verl_median']:.1f}%** over {a['verl_rows']} runs; {a['pairs_right']} of {a['pairs']} "
             f"on/off-policy pairs predicted on the published side of 1.0.\n"
-            f"* **Weight sync and refit timings**: {a['refit_within']} of {a['refit_rows']} within ±25%.\n")
+            f"* **Weight sync and refit timings**: {a['refit_within']} of {a['refit_rows']} within ±25%.\n"
+            + groups_summary())
 
 
 def validation_pairs() -> str:
@@ -471,7 +497,18 @@ def readme_accuracy() -> str:
             f"* calibrated on one published run's step time (`tc.calibrate`), its {c['pairs']} NeMo RL siblings "
             f"(another mode or GPU count) are predicted with a median |error| of "
             f"{100 * c['calibrated_median_abs_error']:.1f}%, {100 * c['calibrated_within_25pct']:.0f}% within ±25% "
-            f"(uncalibrated {100 * c['uncalibrated_median_abs_error']:.1f}%; docs/calibration.md).\n")
+            f"(uncalibrated {100 * c['uncalibrated_median_abs_error']:.1f}%; docs/calibration.md);\n"
+            + _readme_out_of_sample())
+
+
+def _readme_out_of_sample() -> str:
+    """The README's bullet for other frameworks' published runs (``tcocalc validate --groups``)."""
+    g = _groups().groups.set_index("group")
+    dev, lofo = g.loc["other frameworks (development set)"], g.loc["leave-one-framework-out"]
+    return (f"* out of sample, on other frameworks' published runs (verl recipes, AReaL, checkpoint-engine, real verl "
+            f"logs; `tcocalc validate --groups`): median {dev['median |error| [%]']:.1f}%, {dev['within']} within "
+            f"their band ({lofo['median |error| [%]']:.1f}% with nothing fitted on the predicted framework); this, "
+            f"per regime, is the typical error every uncalibrated report states.\n")
 
 
 def readme_solve() -> str:
@@ -486,6 +523,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "validation-roofline": lambda: _cli("validate", "--markdown"),
     "validation-long-output": lambda: _cli("validate", "--long-output", "--markdown"),
     "validation-rl": lambda: _cli("validate", "--rl", "--markdown"),
+    "validation-groups": lambda: _cli("validate", "--groups"),
     "validation-pairs": validation_pairs,
     "validation-refit": validation_refit,
     "validation-scenarios": validation_scenarios,
@@ -500,7 +538,8 @@ BLOCKS: dict[str, Callable[[], str]] = {
 }
 
 PAGES: dict[str, tuple[str, ...]] = {
-    "docs/validation.md": ("validation-summary", "validation-roofline", "validation-long-output", "validation-rl",
+    "docs/validation.md": ("validation-summary", "validation-groups", "validation-roofline", "validation-long-output",
+                           "validation-rl",
                            "validation-pairs", "validation-refit", "validation-calibration", "validation-scenarios"),
     "docs/calibration.md": ("calibration-summary",),
     "docs/scenario-schema.md": ("scenario-schema", "scenario-presets"),

@@ -61,7 +61,7 @@ _EXPORTS: dict[str, str] = {
     "scenarios": "scenario",
     "MAX_SCENARIO_BYTES": "scenario",
     "METRIC_UNITS": "rl.report",
-    "RLReport": "rl.report",
+    "RLReport": "rl.results",
     "evaluate": "rl.solve",
     "solve_split": "rl.solve",
     "size_cluster": "studies.sizing",
@@ -71,6 +71,8 @@ _EXPORTS: dict[str, str] = {
     "simulated_events_estimate": "rl.sim.simulate",
     "simulated_steps": "rl.sim.simulate",
     "rl_validation_table": "studies.rl_validation",
+    "validate": "studies.validation_groups",
+    "Validation": "studies.validation_groups",
     "rl_speedup_pairs": "studies.rl_validation",
     "rl_validation_summary": "studies.rl_validation",
     "rl_refit_table": "studies.rl_validation",
@@ -140,7 +142,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from .modes import MODES, ModeTraits  # noqa: F401
     from .rl.advice import calibration_line  # noqa: F401
-    from .rl.report import METRIC_UNITS, RLReport, metric_quantities  # noqa: F401
+    from .rl.report import METRIC_UNITS, metric_quantities  # noqa: F401
+    from .rl.results import RLReport  # noqa: F401
     from .rl.sim.simulate import simulate, simulated_events_estimate, simulated_steps  # noqa: F401
     from .rl.solve import evaluate, solve_split  # noqa: F401
     from .roofline.charts import attainable_flops_per_s, operating_points, ridge_table  # noqa: F401
@@ -167,6 +170,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         rl_validation_summary,
         rl_validation_table,
     )
+    from .studies.validation_groups import Validation, validate  # noqa: F401
     from .studies.whatif import build_rent_tinker, calibration_of, multitenancy, sensitivity, tinker_gap  # noqa: F401
     from .sweeps import SweepResult, sweep  # noqa: F401
     from .units import Q_, get_registry  # noqa: F401

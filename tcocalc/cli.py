@@ -86,6 +86,11 @@ def _cmd_models(args) -> int:
 def _cmd_validate(args) -> int:
     from . import validation_table
 
+    if args.groups:  # issue 36: every group, computed by the library
+        from .studies.validation_groups import groups_report
+
+        print(groups_report(), end="")
+        return 0
     if args.rl:
         return _rl_only(args)
     if args.long_output:
@@ -365,7 +370,7 @@ def _write_csv(run: dict, out) -> None:
         sweep_table(report.sweep).to_csv(out / "sweep.csv", index=False)
     if sim is not None:
         metrics_table(sim).to_csv(out / "metrics_simulated.csv", index=False)
-        timeline_table(sim.details["timeline"]).to_csv(out / "timeline.csv", index=False)
+        timeline_table(sim.simulation.timeline).to_csv(out / "timeline.csv", index=False)
 
 
 def _stems(runs: list[dict]) -> list[str]:
@@ -414,7 +419,7 @@ def _write_xlsx(run: dict, path) -> None:
     sheets = report_sheets(report, METRIC_UNITS, costs, scenario_file=run["file"])
     if sim is not None:
         sheets["simulated metrics"] = sim.to_frame()
-        sheets["timeline"] = sim.details["timeline"]
+        sheets["timeline"] = sim.simulation.timeline
     try:
         write_workbook(path, sheets)
     except ScenarioError as exc:
@@ -469,17 +474,17 @@ def _print_heading(run: dict, solved: bool) -> None:
           + (" (solved split)" if solved else ""))
     from .rl.advice import calibration_line
 
-    details = run["report"].details
-    print(calibration_line(details.get("calibration") or {}, details.get("trust")))
-    if run["report"].details.get("pricing"):
+    found = run["report"].diagnosis
+    print(calibration_line(found.calibration, found.trust))
+    if found.pricing:
         from .economics.tco import pricing_text
 
-        print(f"priced: {pricing_text(run['report'].details['pricing'])}")
+        print(f"priced: {pricing_text(found.pricing)}")
 
 
 def _steps_text(run: dict) -> str:
     """"N steps", saying so when the default event budget cut them below the default."""
-    n = run["sim"].details["steps"]
+    n = run["sim"].simulation.steps
     cut = run["default_sim_steps"] and n < min(run["report"].scenario.workload.steps, DEFAULT_SIM_STEPS)
     return f"{n} steps" + (f" within the default budget of {DEFAULT_SIM_EVENTS:,} events; --sim-steps for more"
                            if cut else "")
@@ -492,7 +497,7 @@ def _print_one(run: dict, solved: bool) -> None:
     _print_heading(run, solved)
     if sim is not None:
         print(f"  {'metric':40s} {'analytical':>14s} {'simulated':>14s} unit   ({_steps_text(run)}, "
-              f"seed {sim.details['seed']})")
+              f"seed {sim.simulation.seed})")
     for key, value in report.metrics.items():
         unit, meaning = METRIC_UNITS[key]
         shown = _metric_text(value, unit, key)
@@ -550,7 +555,7 @@ def _print_side_by_side(runs: list[dict], solved: bool) -> None:
     if simulated:
         steps = " / ".join(dict.fromkeys(_steps_text(run) for run in runs))
         print(f"  {'':40s} " + " ".join(f"{'analytical':>{width}s} {'simulated':>{width}s}" for _ in runs)
-              + f"   ({steps} steps, seed {runs[0]['sim'].details['seed']})")
+              + f"   ({steps} steps, seed {runs[0]['sim'].simulation.seed})")
     for key, (unit, _meaning) in METRIC_UNITS.items():
         cells = []
         for run in runs:
@@ -848,6 +853,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--markdown", action="store_true", help="print a Markdown table (as in docs/validation.md)")
     sp.add_argument("--rl", action="store_true", help="only the RL step-time section (NeMo RL and verl runs); with "
                                                       "--csv or --markdown in that format")
+    sp.add_argument("--groups", action="store_true", help="the RL model by groups: NeMo RL (in-sample), other "
+                                                          "frameworks, stages, leave-one-framework-out (Markdown)")
     sp.add_argument("--long-output", action="store_true", help="only TensorRT-LLM's 131 published long-output "
                                                                "throughput rows; with --csv or --markdown")
     sp.add_argument("--calibration", action="store_true", help="only the leave-one-out check of tc.calibrate on the "

@@ -28,8 +28,12 @@ def add_calibrate_parser(sub, read_scenario, usage_error) -> None:
                                         "slime, areal, prime-rl, open-instruct, trl")
     sp.add_argument("--steps", metavar="A:B", help="the logged steps to use, A included, B excluded (default: all "
                                                    "after the warm-up)")
-    sp.add_argument("--measured", metavar="KEY=VALUE", action="append", default=[],
-                    help="a measured figure by hand (e.g. step_time_s=310), over the log's; repeatable")
+    sp.add_argument("--measured", metavar="KEY=VALUE", action="extend", nargs="+", default=[],
+                    help="measured figures by hand (e.g. step_time_s=310 generation_s=200), over the log's; repeatable")
+    sp.add_argument("--exposed", metavar="KEY", action="append", default=[],
+                    help="the hand-typed KEY times only the trainer's wait for it (exposed time, e.g. NeMo RL's "
+                         "'exposed generation'), not the stage's whole time: --measured generation_s=32.5 --exposed "
+                         "generation_s; the key exposed_generation_s=32.5 says the same")
     sp.add_argument("-o", "--output", metavar="OUT.toml", help="write the calibrated scenario here")
     sp.add_argument("--json", action="store_true", help="print one JSON object: factors, stages, run, warnings")
     sp.set_defaults(func=lambda args: _cmd_calibrate(args, read_scenario, usage_error))
@@ -64,16 +68,39 @@ def _cmd_calibrate(args, read_scenario, usage_error) -> int:
         raise usage_error("log", "give the run's log, or its figures with --measured KEY=VALUE")
     if hand:
         figures = _merged(figures, hand)
-    cal = calibrate(scn, figures, source=source)
+    unknown = sorted(set(args.exposed) - set(hand))
+    if unknown:
+        raise usage_error("--exposed", f"{', '.join(unknown)} is not typed with --measured; --exposed marks a "
+                                       f"hand-typed time (e.g. --measured generation_s=32.5 --exposed generation_s)")
+    cal = calibrate(scn, figures, source=source, exposed=tuple(args.exposed))
     if args.output:
-        _write(cal, args.output, usage_error)
+        _write(cal, args.output, _original_text(args.scenario), usage_error)
+    status = 0 if cal.calibrated else 1  # not calibrated: the fit does not hold (docs/cli.md, exit status)
     if args.json:
         print(json.dumps(_record(cal), indent=1))
-        return 0
+        return status
     print(cal)
     if args.output:
-        print(f"wrote {args.output}: `tcocalc run {args.output} --solve` plans with these factors")
-    return 0
+        print(f"wrote {args.output}: `tcocalc run {args.output} --solve` plans with these factors" if cal.calibrated
+              else f"wrote {args.output}: its [calibration] says the fit does not hold, so `tcocalc run "
+                   f"{args.output}` plans with the uncalibrated model and says so")
+    return status
+
+
+def _original_text(where: str) -> str | None:
+    """The measured run's scenario text, to keep its comments in ``-o`` (a file, or a shipped scenario's file);
+    None for standard input or what cannot be read."""
+    from ._data import scenarios_dir
+
+    if where == "-":
+        return None
+    for path in (Path(where), scenarios_dir() / f"{where}.toml"):
+        try:
+            if path.is_file():
+                return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError, ValueError):
+            return None
+    return None
 
 
 class _Merged(dict):
@@ -92,19 +119,22 @@ def _merged(log, hand: dict[str, float]):
     return _Merged(log, hand) if log else hand
 
 
-def _write(cal, path: str, usage_error) -> None:
+def _write(cal, path: str, original: str | None, usage_error) -> None:
+    from .studies.calibrate import calibrated_toml
+
     target = Path(path)
     if target.suffix.lower() != ".toml":
         raise usage_error("--output", f"write the calibrated scenario to a .toml file, got {path!r}")
     try:
-        cal.scenario.to_toml(target)
+        target.write_text(calibrated_toml(cal, original), encoding="utf-8")
     except OSError as exc:
         raise usage_error("--output", f"cannot write {path!r}: {exc.strerror or exc}") from None
 
 
 def _record(cal) -> dict:
     """The calibration as plain data (the ``--json`` object)."""
-    return {"source": cal.source, "date": cal.date, "run": cal.run.model_dump(),
+    return {"calibrated": cal.calibrated, "status": cal.status, "misfit": cal.misfit,
+            "source": cal.source, "date": cal.date, "run": cal.run.model_dump(),
             "factors": {f.name: {"value": f.value, "unit": f.unit, "fitted_from": list(f.fitted_from)}
                         for f in cal.factors},
             "stages": [{"stage": s.stage, "measured_s": s.measured_s, "before_s": s.before_s, "after_s": s.after_s,

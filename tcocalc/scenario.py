@@ -336,6 +336,12 @@ class Economics(_Section):
         return v
 
 
+REPORT_KEYS = ("binding_limits", "warnings", "discards", "pricing", "calibration", "trust",
+               "smallest_total_gpus_99pct", "smallest_split_99pct")
+"""The report fields that ``report.details`` (kept for compatibility) holds beside the phase names: no phase may be
+called so."""
+
+
 class Phase(_Section):
     """``[[phases]]``: a change of workload from ``start_step`` on (e.g. longer responses, more tool calls)."""
 
@@ -392,6 +398,10 @@ class CalibrationSection(_Section):
                                         description="the fitted factors: [calibration.factors]")
     measured: dict[str, float] = Field(default_factory=dict, strict=False, description="the measured run's "
                                        "steady-state figures the factors came from (keys of tc.calibrate)")
+    fit: str = Field("", max_length=2_000, description="empty when the fitted model matched every measured stage "
+                     "within its tolerance; otherwise why it does not hold (the stage and its residual, or the "
+                     "factor that breaks the physics): the factors then do not apply and no plan is called "
+                     "calibrated (tc.calibrate, docs/calibration.md)")
 
     @field_validator("measured")
     @classmethod
@@ -421,6 +431,11 @@ class Scenario(_Section):
     @field_validator("phases")
     @classmethod
     def _phases_sorted(cls, v):
+        for i, p in enumerate(v):  # report.details keeps phase names beside these keys (tcocalc.rl.results)
+            if p.name in REPORT_KEYS:
+                raise ScenarioError(f"phases.{i}.name", f"{p.name!r} is a key of report.details "
+                                                        f"({', '.join(REPORT_KEYS)}); give the phase another name, "
+                                                        f"e.g. {p.name + '_phase'!r}")
         starts = [p.start_step for p in v]
         for i in range(1, len(starts)):
             if starts[i] <= starts[i - 1]:

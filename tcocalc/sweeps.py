@@ -29,18 +29,16 @@ from typing import Annotated, Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
-from .economics.tco import cluster_usd_per_hour
 from .errors import InfeasibleError, ScenarioError, TcocalcError
+from .rl.pipeline import reprice
 from .rl.report import (
     METRIC_UNITS,
     OBJECTIVES,
     assert_finite,
     binding_text,
     combine_phases,
-    contract_metrics,
     scalar_metrics,
 )
-from .rl.sandboxes import sandbox_load
 from .rl.solve import evaluate, solve_split
 from .scenario import Scenario, plain_values
 from .workbook import inputs_frame, label, labelled, provenance_frame, write_workbook
@@ -157,7 +155,7 @@ def _row(base: Scenario, edits: dict, solve: bool, objective: str, physics: dict
         scn = base.with_values(edits)
         if solve:
             report = solve_split(scn, objective)
-            metrics, limits = report.metrics, report.details["binding_limits"]
+            metrics, limits = report.metrics, report.diagnosis.binding_limits
         else:
             metrics, limits = _evaluated(scn, edits, physics)
     except TcocalcError as exc:
@@ -187,23 +185,15 @@ def _evaluated(scn: Scenario, edits: dict, physics: dict) -> tuple[dict, dict]:
             physics[key] = exc
             raise
         physics[key] = known
-        return known.metrics, known.details["binding_limits"]
-    return _repriced(scn, known), known.details["binding_limits"]
+        return known.metrics, known.diagnosis.binding_limits
+    return _repriced(scn, known), known.diagnosis.binding_limits
 
 
 def _repriced(scn: Scenario, physics) -> dict:
     """The contract metrics of ``scn`` from another point's evaluation (``physics``, an RLReport whose
-    scenario differs from ``scn`` only in economics): per phase the same stage results (workload statistics,
-    pool rates, flow, staleness), live sandboxes, then ``scn``'s cluster $/hour and the contract metrics, the
-    phases combined as :func:`tcocalc.evaluate` combines them."""
-    parts = []
-    for detail in physics.details.values():
-        if not (isinstance(detail, dict) and "flow" in detail):
-            continue  # "binding_limits", "warnings"
-        ws, rates, flow, stale = detail["workload"], detail["rates"], detail["flow"], detail["staleness"]
-        live = sandbox_load(scn, ws, flow)
-        usd_h = cluster_usd_per_hour(scn, rates.n_t, rates.n_g, live * scn.sandbox.cpu_cores)
-        parts.append((ws, scalar_metrics(contract_metrics(scn, ws, rates, flow, stale, live, usd_h))))
+    scenario differs from ``scn`` only in economics): each phase's stages re-priced
+    (:func:`~tcocalc.rl.pipeline.reprice`), the phases combined as :func:`tcocalc.evaluate` combines them."""
+    parts = [(r.workload, scalar_metrics(reprice(scn, r).metrics)) for r in physics.phase_results]
     metrics = scalar_metrics(combine_phases(scn, parts))
     assert_finite(metrics)
     return metrics

@@ -146,6 +146,22 @@ def write_workbook(path, sheets: dict) -> Path:
     return target
 
 
+def _calibration_cell(report) -> str:
+    """Whether the plan is calibrated, from what, or why not (``report.diagnosis.calibration`` and ``.trust``): the
+    same words as tc.calibration_line, "not calibrated: <why>" whenever the calibration's fit does not hold."""
+    if report.diagnosis is None:
+        return "uncalibrated"
+    status, trust = report.diagnosis.calibration, report.diagnosis.trust
+    err = ("; no out-of-sample evidence for this regime" if trust.typical_error is None
+           else f"; typical step-time error ±{math.ceil(100 * trust.typical_error - 1e-9)}%")
+    if status.misfit:
+        return f"not calibrated: {status.misfit}{err}"
+    if status.calibrated:
+        across = f"; {status.across_modes}" if status.across_modes else ""
+        return f"calibrated from {status.source}{across}{err}"
+    return f"uncalibrated{err}"
+
+
 def report_sheets(report, metric_units: dict, cost_lines=None, *, scenario_file: str | None = None) -> dict:
     """The sheets of an :class:`~tcocalc.RLReport`'s workbook (``metric_units``: ``tc.METRIC_UNITS``)."""
     import pandas as pd
@@ -160,5 +176,5 @@ def report_sheets(report, metric_units: dict, cost_lines=None, *, scenario_file:
         sheets["cost lines"] = cost_lines
     sheets["advice"] = pd.DataFrame({"advice": list(report.advice)})
     sheets["provenance"] = provenance_frame(scenario_name=report.scenario.name, scenario_file=scenario_file,
-                                            source=report.source)
+                                            source=report.source, extra={"calibration": _calibration_cell(report)})
     return sheets

@@ -411,14 +411,15 @@ if solve and (shown.trainer.gpus, shown.generator.gpus) != (scn.trainer.gpus, sc
     st.rerun()
 mode = shown.orchestration.mode
 split = ui.split_text(m, mode)
-calibrated = report.details["calibration"]["calibrated"]
+found = report.diagnosis
+calibrated = found.calibration.calibrated
 st.subheader(("" if tc.MODES[mode].shared_pool else "Split ") + split + (" (solved)" if solve else "")
              + (", calibrated" if calibrated else ""))
-st.caption(ui.calibration_text(report.details))
+st.caption(tc.calibration_line(found.calibration, found.trust))
 moved = ss.get("_solved_from")
 if solve and moved and tuple(moved[:2]) == (scn.trainer.gpus, scn.generator.gpus):
     st.caption(f"*Find the best split* filled the inputs with this split; before solving: {moved[2]}.")
-st.caption(f"Priced: {pricing_text(report.details['pricing'])}.")
+st.caption(f"Priced: {pricing_text(found.pricing)}.")
 if report.phases is not None and "prefill_gpus" in report.phases.columns:  # disaggregated: the generator's pools
     pools = report.phases.iloc[0]
     st.caption(f"Generator pools: {ui.plural(int(pools['prefill_gpus']), 'prefill GPU')} in "
@@ -507,7 +508,7 @@ if st.toggle(f"Simulate {ui.plural(SIM_STEPS, 'step')}", key="simulate", **initi
         else:
             with st.spinner("Simulating…"):
                 sim = ui.simulate(shown, sim_steps, SIM_SEED)
-        sim_metrics, timeline = sim.metrics, sim.details["timeline"]
+        sim_metrics, timeline = sim.metrics, sim.simulation.timeline
         st.plotly_chart(timeline_figure(timeline), key="timeline_chart")
         st.caption(f"Simulated on {ui.split_text(sim_metrics, mode)}: {sim_metrics['useful_samples_per_s']:.3g} "
                    f"useful samples/s, trainer idle {sim_metrics['trainer_idle_fraction']:.0%} (analytical "

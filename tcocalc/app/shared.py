@@ -116,10 +116,10 @@ def calibrate(scn: tc.Scenario, log, framework: str | None, steps: str | None, t
     return tc.calibrate(scn, {**dict(m), **typed} if typed else m, source=source)
 
 
-def calibration_text(details: dict) -> str:
-    """Whether a report is calibrated (from what, which factors, which dropped) and the typical step-time error
-    that goes with it (report.details["calibration"] and ["trust"]; tc.calibration_line)."""
-    return tc.calibration_line(details.get("calibration") or {}, details.get("trust"))
+def calibration_text(attrs: dict) -> str:
+    """Whether a study is calibrated (from what, which factors, which dropped) and the typical step-time error
+    that goes with it (its ``attrs["calibration"]`` and ``["trust"]``, tc.calibration_of; tc.calibration_line)."""
+    return tc.calibration_line(attrs.get("calibration") or {}, attrs.get("trust"))
 
 
 def simulate_takes_progress() -> bool:

@@ -21,6 +21,7 @@ from .._names import normalize
 from ..catalog.accelerators import hardware
 from ..catalog.prices import semianalysis_price_rows
 from ..errors import MissingSpecError, UnknownEntryError
+from .tco import cluster_usd_per_hour
 from .tinker import price_row
 
 __all__ = ["semianalysis_usd_per_gpu_hour", "semianalysis_tinker_usd_per_mtok"]
@@ -58,3 +59,15 @@ def semianalysis_tinker_usd_per_mtok(model_name: str, prompt_tokens: float, resp
     usd = (prompt_tokens * row["prefill_usd_per_mtok"]
            + response_tokens * (row["sample_usd_per_mtok"] + row["train_usd_per_mtok"]))
     return usd / total
+
+
+def semianalysis_cluster_usd_per_hour(scn, n_t, n_g, cpu_cores):
+    """The cluster's cost per hour [USD/h] with each pool at the study's rental $/GPU-hour
+    (:func:`semianalysis_usd_per_gpu_hour`) and the sandbox CPUs as in the scenario
+    (:func:`~tcocalc.economics.tco.cluster_usd_per_hour`); None where the study has no price for a paid pool's
+    hardware."""
+    r_t = semianalysis_usd_per_gpu_hour(scn.trainer.hardware)
+    r_g = semianalysis_usd_per_gpu_hour(scn.generator.hardware)
+    if r_t is None or (r_g is None and not scn.orchestration.traits.shared_pool):
+        return None
+    return cluster_usd_per_hour(scn, n_t, n_g, cpu_cores, (r_t, r_g))

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -209,7 +210,7 @@ PRICE_BASES = {
 
 @dataclass(frozen=True)
 class PoolPrice:
-    """One pool's $/GPU-hour and why (``report.details["pricing"]``): ``side``, ``hardware`` (catalog name),
+    """One pool's $/GPU-hour and why (``report.diagnosis.pricing``): ``side``, ``hardware`` (catalog name),
     ``usd_per_gpu_hour``, ``basis`` (a key of :data:`PRICE_BASES`), ``set_for`` (the accelerator the scenario's
     price was set for, where it no longer applies; else None) and ``text``, one sentence saying it."""
 
@@ -303,13 +304,12 @@ def pool_pricing(scn: Scenario) -> tuple[PoolPrice, PoolPrice]:
     return _pool_price(scn, "trainer"), _pool_price(scn, "generator")
 
 
-def pricing_text(pricing) -> str:
-    """Each paid pool's price and why in one line (``report.details["pricing"]`` or :class:`PoolPrice` values),
-    pools priced alike said once: "trainer and generator H200-SXM at 1.59 USD/GPU-h, the scenario's price (...)"."""
-    items = [p.as_dict() if isinstance(p, PoolPrice) else p for p in pricing]
+def pricing_text(prices: Sequence[PoolPrice]) -> str:
+    """Each paid pool's price and why in one line (``report.diagnosis.pricing``), pools priced alike said once:
+    "trainer and generator H200-SXM at 1.59 USD/GPU-h, the scenario's price (...)"."""
     said: dict[str, list[str]] = {}
-    for p in items:
-        said.setdefault(p["text"].removeprefix(f"{p['side']} "), []).append(p["side"])
+    for p in prices:
+        said.setdefault(p.text.removeprefix(f"{p.side} "), []).append(p.side)
     return "; ".join(f"{' and '.join(sides)} {text}" for text, sides in said.items())
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from ..scenario import Scenario
 from .diagnosis import Arrangement
 from .flow import streamed
-from .pipeline import PhaseResult
+from .results import CalibrationStatus, PhaseResult, Sizing, Trust
 from .search import OBJECTIVE_LABEL, SIDE_MAX, SPLIT_TOLERANCE, Sweep, gain, objective_values
 
 __all__ = ["Facts", "limit_lines", "arrangement_line", "general_advice", "split_line", "infeasible_side",
@@ -223,18 +223,18 @@ def neighbour_line(scn: Scenario, sw: Sweep, score, objective: str, g: int, i: i
     return f"Neighbouring splits in the search ({g}-GPU granularity): " + "; ".join(parts) + "."
 
 
-def sizing_advice(sizing: dict | None, chosen: dict) -> list[str]:
-    if sizing is None or sizing["total"] >= sizing["of_total"]:
+def sizing_advice(sizing: Sizing | None, chosen: dict) -> list[str]:
+    if sizing is None or sizing.total >= sizing.of_total:
         return []
     s = sizing
-    split = ("one pool" if s["trainer_gpus"] == s["generator_gpus"] == s["total"] else
-             f"{s['trainer_gpus']:,}:{s['generator_gpus']:,}")
-    reach = s["useful_samples_per_s"] / s["best_useful_samples_per_s"]
-    return [f"Cluster size: {s['total']:,} GPUs ({split}) reach {reach:.1%} of the "
-            f"{s['best_useful_samples_per_s']:.3g} useful samples/s that the best split of all {s['of_total']:,} "
-            f"GPUs reaches, at $/useful sample {_per_useful(s['usd_per_hour'], s['useful_samples_per_s'])} instead "
+    split = ("one pool" if s.trainer_gpus == s.generator_gpus == s.total else
+             f"{s.trainer_gpus:,}:{s.generator_gpus:,}")
+    reach = s.useful_samples_per_s / s.best_useful_samples_per_s
+    return [f"Cluster size: {s.total:,} GPUs ({split}) reach {reach:.1%} of the "
+            f"{s.best_useful_samples_per_s:.3g} useful samples/s that the best split of all {s.of_total:,} "
+            f"GPUs reaches, at $/useful sample {_per_useful(s.usd_per_hour, s.useful_samples_per_s)} instead "
             f"of {_per_useful(chosen['usd_per_hour'], chosen['useful_samples_per_s'])}: the other "
-            f"{s['of_total'] - s['total']:,} GPUs add cost, not throughput."]
+            f"{s.of_total - s.total:,} GPUs add cost, not throughput."]
 
 
 def _pct(share: float) -> str:
@@ -245,19 +245,45 @@ def _per_useful(usd_per_hour: float, useful: float) -> str:
     return f"{usd_per_hour / 3600 / useful:.3g}" if useful > 0 else "n/a"
 
 
-def calibration_line(calibration: dict, trust: dict | None = None) -> str:
+def _error_text(trust: Trust | dict) -> str:
+    """The typical step-time error in words: the out-of-sample figure of the scenario's regime (rounded up), the
+    calibrated figure, or that the regime has no out-of-sample evidence (never another regime's figure)."""
+    trust = trust.as_dict() if isinstance(trust, Trust) else trust
+    regime = trust.get("regime")
+    if trust.get("typical_error") is None:
+        return (f"no out-of-sample evidence for this regime ({regime or 'unknown'}), so its step-time error is "
+                f"unmeasured")
+    pct = math.ceil(100 * trust["typical_error"] - 1e-9)
+    where = ""
+    if trust.get("basis") == "uncalibrated" and regime:
+        n, fws = trust["rows"], " and ".join(trust.get("frameworks") or ())
+        where = (f"measured out of sample on {n} published run{'s' if n != 1 else ''}" + (f" of {fws}" if fws else "")
+                 + f" in its regime, {regime}; ")
+    return f"typical step-time error ±{pct}% ({where}samples/s, $/Mtok and the run's time and cost follow it)"
+
+
+def calibration_line(calibration: CalibrationStatus | dict, trust: Trust | dict | None = None) -> str:
     """One sentence: whether a plan is calibrated, from what run, with which factors (and which did not carry over
     to this stack), and the typical step-time error that goes with it. ``calibration`` is
-    ``report.details["calibration"]`` (:func:`~tcocalc.rl.solve.calibration_status`), ``trust``
-    ``report.details["trust"]`` (:func:`~tcocalc.rl.solve.trust`: the median |error| of the validation rows)."""
-    err = (f"typical step-time error ±{100 * trust['typical_error']:.0f}% (samples/s, $/Mtok and the run's time "
-           f"and cost follow it)") if trust else ""
-    dropped = (f"; not carried over to this stack: {', '.join(calibration['dropped'])}"
-               if calibration.get("dropped") else "")
-    if not calibration.get("calibrated"):
-        text = "Uncalibrated model" + (f" (a run calibration from {calibration['source']} does not apply{dropped})"
-                                       if calibration.get("source") else "")
+    ``report.diagnosis.calibration`` (:func:`~tcocalc.rl.solve.calibration_status`), ``trust``
+    ``report.diagnosis.trust`` (:func:`~tcocalc.rl.solve.trust`: uncalibrated, the leave-one-framework-out median
+    |error| of the scenario's regime, or that the regime has none; calibrated, the calibration's leave-one-out
+    figure); the mappings ``report.details`` gives are taken too. The one sentence the CLI, the app, sizing and the
+    workbook print."""
+    cal = calibration if isinstance(calibration, CalibrationStatus) else CalibrationStatus(
+        calibrated=bool(calibration.get("calibrated")), source=calibration.get("source"),
+        factors=calibration.get("factors") or {}, dropped=calibration.get("dropped") or {},
+        misfit=calibration.get("misfit") or "", across_modes=calibration.get("across_modes") or "")
+    err = _error_text(trust) if trust else ""
+    dropped = f"; not carried over to this stack: {', '.join(cal.dropped)}" if cal.dropped else ""
+    if cal.misfit:
+        return (f"Not calibrated: {cal.misfit} (calibration from {cal.source}); the uncalibrated model"
+                + (f": {err}." if err else "."))
+    if not cal.calibrated:
+        text = "Uncalibrated model" + (f" (a run calibration from {cal.source} does not apply{dropped})"
+                                       if cal.source else "")
         return text + (f": {err}." if err else ".")
     factors = ", ".join(f"{k} {v:,.3g} s" if k == "step_overhead_s" else f"{k} x{v:.3g}"
-                        for k, v in calibration["factors"].items())
-    return f"Calibrated from {calibration['source']} ({factors}{dropped})" + (f"; {err}." if err else ".")
+                        for k, v in cal.factors.items())
+    across = f"; {cal.across_modes}" if cal.across_modes else ""
+    return f"Calibrated from {cal.source} ({factors}{dropped}{across})" + (f"; {err}." if err else ".")

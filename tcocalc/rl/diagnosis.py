@@ -16,13 +16,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..catalog.accelerators import hardware as catalog_hardware
-from ..economics.tco import amortisation_text, paid_pools, pool_pricing
+from ..economics.tco import PoolPrice, amortisation_text, paid_pools, pool_pricing
 from ..errors import InfeasibleError, TcocalcError
 from ..scenario import Scenario
 from .capacity import pinned_layout, smallest_fitting_layout, trainer_min_gpus, trajectory_length_keys
 from .cluster import Cluster, mfu_measurement, resolve
-from .pipeline import PhaseResult, phase_results
+from .pipeline import phase_results
 from .report import combine_phases
+from .results import PhaseResult, ReportWarning
 from .search import SPLIT_TOLERANCE
 
 __all__ = ["Arrangement", "check_sides", "pinned_layout_error", "binding_limits", "group_warnings",
@@ -141,16 +142,17 @@ def binding_limits(scn: Scenario, cluster: Cluster, results: list[PhaseResult],
     return out, float(combine_phases(looser, [(r.workload, r.metrics) for r in loose])["useful_samples_per_s"][0])
 
 
-def group_warnings(scn: Scenario, results: list[PhaseResult]) -> list[dict]:
+def group_warnings(scn: Scenario, results: list[PhaseResult]) -> list[ReportWarning]:
     """Workloads in which no group, or hardly any (under :data:`USEFUL_GROUP_FLOOR`), carries signal (§6)."""
     filt = scn.orchestration.filter_zero_advantage
     if scn.workload.group_size == 1:
         effect = ("zero-advantage filtering discards every rollout, and step time and run cost are those of a "
                   "run that never fills a batch" if filt else
                   "every sample has zero advantage and useful samples/s is 0 (no cost per useful sample)")
-        return [{"kind": "group_size_1", "phase": None, "useful_group_fraction": 0.0, "floor": USEFUL_GROUP_FLOOR,
-                 "message": f"No group can carry signal: with workload.group_size 1 each group has a single "
-                            f"reward, so none has reward variance; {effect}. Use group_size 2 or more."}]
+        return [ReportWarning("group_size_1", f"No group can carry signal: with workload.group_size 1 each group "
+                                              f"has a single reward, so none has reward variance; {effect}. Use "
+                                              f"group_size 2 or more.",
+                              numbers={"useful_group_fraction": 0.0, "floor": USEFUL_GROUP_FLOOR})]
     out = []
     for res in results:
         f = res.workload.useful_group_fraction
@@ -159,11 +161,12 @@ def group_warnings(scn: Scenario, results: list[PhaseResult]) -> list[dict]:
         where = "" if len(results) == 1 else f" in phase {res.workload.phase}"
         effect = ("zero-advantage filtering discards nearly every rollout, so step time and run cost are extreme"
                   if filt else "nearly every trained sample has zero advantage")
-        out.append({"kind": "few_useful_groups", "phase": res.workload.phase, "useful_group_fraction": f,
-                    "floor": USEFUL_GROUP_FLOOR,
-                    "message": f"Only {f:.1%} of groups carry signal{where}, under the {USEFUL_GROUP_FLOOR:.0%} "
-                               f"floor: nearly all prompts are always or never solved (workload.solve_rate), so "
-                               f"{effect}. Filter the prompt set by difficulty first."})
+        out.append(ReportWarning("few_useful_groups", f"Only {f:.1%} of groups carry signal{where}, under the "
+                                                      f"{USEFUL_GROUP_FLOOR:.0%} floor: nearly all prompts are always "
+                                                      f"or never solved (workload.solve_rate), so {effect}. Filter "
+                                                      f"the prompt set by difficulty first.",
+                                 phase=res.workload.phase,
+                                 numbers={"useful_group_fraction": f, "floor": USEFUL_GROUP_FLOOR}))
     return out
 
 
@@ -178,11 +181,11 @@ _FEW_STARTS = 10.0  # sandbox start attempts per start (1/(1 - failure_rate)) fr
 _GROUP_LOSS = 0.5   # share of groups lost to failed sandbox starts from which a warning names it
 
 
-def _warning(kind: str, keys: list[str], message: str, phase: str | None = None, **numbers) -> dict:
-    return {"kind": kind, "phase": phase, "keys": keys, "message": message, **numbers}
+def _warning(kind: str, keys: list[str], message: str, phase: str | None = None, **numbers) -> ReportWarning:
+    return ReportWarning(kind, message, tuple(keys), phase, numbers)
 
 
-def input_warnings(scn: Scenario, cluster: Cluster) -> list[dict]:
+def input_warnings(scn: Scenario, cluster: Cluster) -> list[ReportWarning]:
     """Settings a good scenario may carry but this one cannot use or should not trust, each naming its keys
     (``keys``): a staleness bound or partial rollout in a mode that has no use for them (warned, not refused:
     switching a shipped async scenario to sync keeps its bound), trajectories beyond the model's context
@@ -210,7 +213,7 @@ def input_warnings(scn: Scenario, cluster: Cluster) -> list[dict]:
     return out
 
 
-def _context_warnings(scn: Scenario, cluster: Cluster) -> list[dict]:
+def _context_warnings(scn: Scenario, cluster: Cluster) -> list[ReportWarning]:
     """Trajectories longer than the model's context (``max_position_embeddings``; none when it is not known)."""
     w, limit = scn.workload, cluster.model.max_position_embeddings
     if not limit:
@@ -248,7 +251,7 @@ def discard_causes(results: list[PhaseResult]) -> dict:
             "oversampling": ws.oversample_waste}
 
 
-def _sandbox_warning(scn: Scenario, results: list[PhaseResult]) -> list[dict]:
+def _sandbox_warning(scn: Scenario, results: list[PhaseResult]) -> list[ReportWarning]:
     """Sandbox starts that fail so often that start-up attempts or lost groups dominate (§7)."""
     sb, ws = scn.sandbox, max((r.workload for r in results), key=lambda w: w.sandbox_loss)
     if not ws.uses_sandbox or sb.failure_rate <= 0:
@@ -304,7 +307,8 @@ def _extreme_causes(scn: Scenario, results: list[PhaseResult]) -> list[tuple[str
             for _, text, keys in sorted(found, key=lambda f: -f[0])]
 
 
-def outcome_warnings(scn: Scenario, results: list[PhaseResult], metrics: dict, said: list[dict] = ()) -> list[dict]:
+def outcome_warnings(scn: Scenario, results: list[PhaseResult], metrics: dict,
+                     said: list[ReportWarning] = ()) -> list[ReportWarning]:
     """Results that no plan should act on, with their cause: a step longer than :data:`IMPLAUSIBLE_STEP_S` or a run
     dearer than the world's GDP (:data:`WORLD_GDP_USD`), the largest factors named by their keys; and sandbox
     starts that fail so often that they dominate (before, the advice blamed zero-advantage groups). ``said``: the
@@ -349,50 +353,52 @@ def arrangement_gain(scn: Scenario, other: Scenario, cluster: Cluster, metrics: 
     return alt[0], x0, alt[1]
 
 
-def pricing(scn: Scenario) -> list[dict]:
-    """Each paid pool's $/GPU-hour and why (``report.details["pricing"]``; :func:`~tcocalc.economics.tco.pool_pricing`:
+def pricing(scn: Scenario) -> tuple[PoolPrice, ...]:
+    """Each paid pool's $/GPU-hour and why (``report.diagnosis.pricing``; :func:`~tcocalc.economics.tco.pool_pricing`:
     ``side``, ``hardware``, ``usd_per_gpu_hour``, ``basis``, ``set_for``, ``text``)."""
     paid = {side for side, _ in paid_pools(scn, 0, 0)}
-    return [p.as_dict() for p in pool_pricing(scn) if p.side in paid]
+    return tuple(p for p in pool_pricing(scn) if p.side in paid)
 
 
-def pricing_warnings(scn: Scenario) -> list[dict]:
+def pricing_warnings(scn: Scenario) -> list[ReportWarning]:
     """Paid pools whose scenario price was set for other hardware, now priced at their own ownership cost
     (``kind`` ``"price_not_for_hardware"``; one warning per accelerator, naming its pools)."""
-    moved: dict[tuple, list[dict]] = {}
+    moved: dict[tuple, list[PoolPrice]] = {}
     for p in pricing(scn):
-        if p["basis"] == "ownership cost":
-            moved.setdefault((p["hardware"], p["set_for"]), []).append(p)
+        if p.basis == "ownership cost":
+            moved.setdefault((p.hardware, p.set_for), []).append(p)
     out = []
     for (hw, was), pools in moved.items():
-        sides = [p["side"] for p in pools]
+        sides = [p.side for p in pools]
         which = "the trainer and generator pools run" if len(sides) == 2 else f"the {sides[0]} pool runs"
-        price = pools[0]["usd_per_gpu_hour"]
-        out.append({"kind": "price_not_for_hardware", "phase": None, "sides": tuple(sides), "hardware": hw,
-                    "set_for": was, "usd_per_gpu_hour": price,
-                    "message": f"Price no longer applies: the scenario's GPU price was set for {was}, and {which} on "
-                               f"{hw}, priced at {hw}'s ownership cost instead: {price:.3g} USD/GPU-h, "
-                               f"{amortisation_text(hw)}. Set economics.hardware_prices.{hw} to use your own."})
+        price = pools[0].usd_per_gpu_hour
+        out.append(ReportWarning("price_not_for_hardware",
+                                 f"Price no longer applies: the scenario's GPU price was set for {was}, and {which} "
+                                 f"on {hw}, priced at {hw}'s ownership cost instead: {price:.3g} USD/GPU-h, "
+                                 f"{amortisation_text(hw)}. Set economics.hardware_prices.{hw} to use your own.",
+                                 numbers={"sides": tuple(sides), "hardware": hw, "set_for": was,
+                                          "usd_per_gpu_hour": price}))
     return out
 
 
-def mfu_warnings(scn: Scenario, cluster: Cluster, metrics: dict) -> list[dict]:
+def mfu_warnings(scn: Scenario, cluster: Cluster, metrics: dict) -> list[ReportWarning]:
     """A measured ``trainer.mfu_busy`` taken on other trainer hardware or another model, dropped for the roofline
     training model's (``kind`` ``"measured_mfu_dropped"``)."""
     if mfu_measurement(scn, cluster) != "dropped":
         return []
     on, t = scn.trainer.mfu_measured_on, scn.trainer
-    return [{"kind": "measured_mfu_dropped", "phase": None, "mfu_busy": t.mfu_busy, "measured_on": on.hardware,
-             "measured_model": on.model,
-             "message": f"Measured MFU no longer applies: trainer.mfu_busy {t.mfu_busy:.3g} was measured on "
-                        f"{on.hardware} with {on.model}, and the trainer now runs {cluster.trainer.name} with "
-                        f"{scn.model.name}, so the roofline training model's MFU ({metrics['trainer_mfu_busy']:.1%} "
-                        f"while busy) is used. Measure it there and set trainer.mfu_busy to use yours."}]
+    return [ReportWarning("measured_mfu_dropped",
+                          f"Measured MFU no longer applies: trainer.mfu_busy {t.mfu_busy:.3g} was measured on "
+                          f"{on.hardware} with {on.model}, and the trainer now runs {cluster.trainer.name} with "
+                          f"{scn.model.name}, so the roofline training model's MFU "
+                          f"({metrics['trainer_mfu_busy']:.1%} while busy) is used. Measure it there and set "
+                          f"trainer.mfu_busy to use yours.",
+                          numbers={"mfu_busy": t.mfu_busy, "measured_on": on.hardware, "measured_model": on.model})]
 
 
-def calibration_warnings(cluster: Cluster) -> list[dict]:
+def calibration_warnings(cluster: Cluster) -> list[ReportWarning]:
     """The run calibration's factors that do not carry over to this scenario (:mod:`tcocalc.rl.run_factors`)."""
-    return [{"kind": "calibration_dropped", "phase": None, "message": w} for w in cluster.run.warnings]
+    return [ReportWarning("calibration_dropped", w) for w in cluster.run.warnings]
 
 
 def serving_alternative(scn: Scenario, cluster: Cluster, metrics: dict) -> Arrangement | None:

@@ -10,7 +10,6 @@ metric builder.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -22,28 +21,11 @@ from .cluster import Cluster
 from .flow import STEP_MODELS, Flow, Rates, clear_tail_tables, pool_rates
 from .phases import WorkloadStats, phase_list, workload_stats
 from .report import contract_metrics
+from .results import PhaseResult
 from .sandboxes import sandbox_load
 from .staleness import Staleness, staleness
 
-__all__ = ["PhaseResult", "evaluate_splits", "phase_results", "clear_caches"]
-
-
-@dataclass(frozen=True)
-class PhaseResult:
-    """Every stage's result for one phase over the candidate splits."""
-
-    workload: WorkloadStats
-    generator: GeneratorCapacity
-    rates: Rates
-    flow: Flow
-    staleness: Staleness
-    sandboxes: np.ndarray      # live sandboxes [sandbox]
-    usd_per_hour: np.ndarray   # cluster cost [USD/h]
-    metrics: dict              # contract metrics of the phase (arrays over splits)
-
-    @property
-    def feasible(self) -> np.ndarray:
-        return self.rates.feasible
+__all__ = ["PhaseResult", "evaluate_splits", "phase_results", "finish", "reprice", "clear_caches"]
 
 
 def evaluate_splits(cluster: Cluster, scn: Scenario, ws: WorkloadStats, n_t, n_g) -> PhaseResult:
@@ -59,7 +41,7 @@ def evaluate_splits(cluster: Cluster, scn: Scenario, ws: WorkloadStats, n_t, n_g
     gcap, *alternatives = generator_capacities(scn, cluster, ws, max_gpus=int(np.max(n_g)))
     rates = pool_rates(cluster, scn, ws, gcap, n_t, n_g)
     flow = step_model(scn, ws, gcap, rates)
-    result = _stages(scn, ws, gcap, rates, flow)
+    result = finish(scn, ws, gcap, rates, flow)
     for alt in alternatives:
         alt_rates = pool_rates(cluster, scn, ws, alt, n_t, n_g)
         if not np.any(alt_rates.feasible & (_ceiling(alt_rates) > result.flow.trained_per_s)):
@@ -67,20 +49,31 @@ def evaluate_splits(cluster: Cluster, scn: Scenario, ws: WorkloadStats, n_t, n_g
         alt_flow = step_model(scn, ws, alt, alt_rates)
         wins = alt_rates.feasible & (alt_flow.trained_per_s > result.flow.trained_per_s)
         if wins.all():
-            result = _stages(scn, ws, alt, alt_rates, alt_flow)
+            result = finish(scn, ws, alt, alt_rates, alt_flow)
         elif wins.any():
-            result = _merged(wins, _stages(scn, ws, alt, alt_rates, alt_flow), result)
+            result = _merged(wins, finish(scn, ws, alt, alt_rates, alt_flow), result)
     return result
 
 
-def _stages(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, rates: Rates, flow: Flow) -> PhaseResult:
-    """Staleness, sandbox load, cluster cost and the contract metrics of one instance's flow."""
-    stale = staleness(scn, ws, gcap, flow)
-    live = sandbox_load(scn, ws, flow)
+def finish(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, rates: Rates, flow: Flow, *,
+           stale: Staleness | None = None, live=None) -> PhaseResult:
+    """The stage tail of one instance's flow: staleness, sandbox load, cluster cost and the contract metrics.
+    ``stale`` and ``live`` (live sandboxes) are taken as given where measured (the simulator's run), else derived
+    from the flow; every caller that turns stages into metrics goes through here (evaluate, a sweep's re-pricing,
+    the simulator)."""
+    stale = staleness(scn, ws, gcap, flow) if stale is None else stale
+    live = sandbox_load(scn, ws, flow) if live is None else live
     usd_h = cluster_usd_per_hour(scn, rates.n_t, rates.n_g, live * scn.sandbox.cpu_cores)
     metrics = contract_metrics(scn, ws, rates, flow, stale, live, usd_h)
     return PhaseResult(workload=ws, generator=gcap, rates=rates, flow=flow, staleness=stale, sandboxes=live,
                        usd_per_hour=usd_h, metrics=metrics)
+
+
+def reprice(scn: Scenario, result: PhaseResult) -> PhaseResult:
+    """``result`` (one phase's stages) under ``scn``, a scenario that differs from the one evaluated only in
+    economics: the same workload, rates, flow and staleness, then sandbox load, cluster cost and contract metrics
+    again (:func:`finish`)."""
+    return finish(scn, result.workload, result.generator, result.rates, result.flow, stale=result.staleness)
 
 
 def _pick(mask: np.ndarray, a, b):

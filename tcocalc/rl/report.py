@@ -11,12 +11,11 @@ with the sandbox start-up ramp, run cost). The analytical model (:mod:`tcocalc.r
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..economics.semianalysis import semianalysis_tinker_usd_per_mtok, semianalysis_usd_per_gpu_hour
-from ..economics.tco import cluster_usd_per_hour, gpus_paid
+from ..economics.semianalysis import semianalysis_cluster_usd_per_hour, semianalysis_tinker_usd_per_mtok
+from ..economics.tco import gpus_paid
 from ..economics.tinker import price_row
 from ..errors import InfeasibleError, MissingSpecError
 from ..scenario import Scenario
@@ -26,7 +25,7 @@ from .rollouts import multiturn_prefill_tokens
 from .sandboxes import ramp_hours
 from .staleness import Staleness
 
-__all__ = ["METRIC_UNITS", "RUN_METRICS", "OBJECTIVES", "RLReport", "contract_metrics", "combine_phases",
+__all__ = ["METRIC_UNITS", "RUN_METRICS", "OBJECTIVES", "contract_metrics", "combine_phases",
            "tinker_usd_per_mtok", "semianalysis_metrics", "scalar_metrics", "assert_finite", "metric_quantities",
            "binding_text", "HEADLINE_METRICS"]
 
@@ -77,61 +76,6 @@ RUN_METRICS = ("tinker_usd_per_mtok", "cost_ratio_vs_tinker", "run_hours", "run_
 OBJECTIVES = ("usd_per_useful_sample", "useful_samples_per_s")
 
 
-@dataclass(frozen=True)
-class RLReport:
-    """Result of :func:`~tcocalc.evaluate`, :func:`~tcocalc.solve_split` or :func:`~tcocalc.simulate`.
-
-    ``metrics`` has exactly the contract's keys (:data:`METRIC_UNITS`); ``details`` holds the
-    intermediate quantities; ``phases`` (DataFrame) the per-phase metrics and the split each phase
-    wants; ``sweep`` (DataFrame) every candidate split when solved; ``advice`` says what to change.
-    """
-
-    scenario: Scenario
-    metrics: dict
-    details: dict = field(default_factory=dict)
-    phases: object = None
-    sweep: object = None
-    advice: tuple[str, ...] = ()
-    source: str = "analytical"
-
-    def to_frame(self):
-        """Metrics as a DataFrame: metric, value, unit, meaning."""
-        import pandas as pd
-
-        rows = [{"metric": k, "value": v, "unit": METRIC_UNITS[k][0], "meaning": METRIC_UNITS[k][1]}
-                for k, v in self.metrics.items()]
-        return pd.DataFrame(rows)
-
-    def to_csv(self, path) -> None:
-        """Write the metrics table as CSV (``value`` empty where Tinker does not offer the model)."""
-        self.to_frame().to_csv(path, index=False)
-
-    def quantities(self) -> dict:
-        """The metrics as pint quantities of ``tc.get_registry()`` (units of :data:`METRIC_UNITS`; None stays
-        None): ``report.quantities()["step_time_s"].to("min")``."""
-        return metric_quantities(self.metrics)
-
-    def to_excel(self, path, *, scenario_file: str | None = None):
-        """Write the report as an .xlsx workbook (:mod:`tcocalc.workbook`): inputs, metrics with units, phases,
-        the split sweep when solved, cost lines and provenance; returns the path. ScenarioError names a path
-        that cannot be written."""
-        from ..economics.tco import cost_lines
-        from ..workbook import report_sheets, write_workbook
-
-        m = self.metrics
-        costs = cost_lines(self.scenario, m["trainer_gpus"], m["generator_gpus"], m["sandbox_cpu_cores"])
-        return write_workbook(path, report_sheets(self, METRIC_UNITS, costs, scenario_file=scenario_file))
-
-    def _repr_html_(self) -> str:
-        from ..display import metrics_card
-
-        limits = self.details.get("binding_limits") or {}
-        return metrics_card(f"RLReport ({self.source}): {self.scenario.name}", self.metrics, METRIC_UNITS,
-                            keys=HEADLINE_METRICS, subtitle=self.scenario.description,
-                            highlight=f"Binding limit: {binding_text(limits)}" if limits else "",
-                            notes=self.advice)
-
-
 #: The metrics a report's notebook card shows first (all of them are in ``metrics``).
 HEADLINE_METRICS = ("trainer_gpus", "generator_gpus", "step_time_s", "useful_samples_per_s", "trainer_idle_fraction",
                     "generator_idle_fraction", "trainer_mfu", "mean_staleness_steps", "usd_per_hour",
@@ -147,7 +91,7 @@ def metric_quantities(metrics: dict) -> dict:
 
 
 def binding_text(limits: dict) -> str:
-    """``details["binding_limits"]`` (phase -> limits) as text: ``"staleness"``, or per phase where they
+    """``report.diagnosis.binding_limits`` (phase -> limits) as text: ``"staleness"``, or per phase where they
     differ (``"base: trainer; drift: generator"``)."""
     kinds = {phase: ", ".join(k) or "none" for phase, k in limits.items()}
     if len(set(kinds.values())) <= 1:
@@ -249,15 +193,13 @@ def semianalysis_metrics(scn: Scenario, parts: list[tuple[WorkloadStats, dict]],
     trained tokens (prompt and observations at prefill, response at sample + train), weighted by trained tokens.
     Reproduces Prime RL $6.90 / 2.01x and slime $16.23 / 4.86x within 10% (tests/unit/studies/test_tinker_gap.py).
     """
-    r_t = semianalysis_usd_per_gpu_hour(scn.trainer.hardware)
-    r_g = semianalysis_usd_per_gpu_hour(scn.generator.hardware)
-    if r_t is None or (r_g is None and not scn.orchestration.traits.shared_pool):
+    usd_hs = [semianalysis_cluster_usd_per_hour(scn, met["trainer_gpus"], met["generator_gpus"],
+                                                met["sandbox_cpu_cores"]) for _, met in parts]
+    if any(usd_h is None for usd_h in usd_hs):
         usd = None
     else:
         run = 0.0
-        for (_, met), d in zip(parts, durations, strict=True):
-            usd_h = cluster_usd_per_hour(scn, met["trainer_gpus"], met["generator_gpus"], met["sandbox_cpu_cores"],
-                                         (r_t, r_g))
+        for usd_h, d in zip(usd_hs, durations, strict=True):
             run = run + usd_h * d / 3600.0
         usd = run / (trained_tok / 1e6)
     tinker = [semianalysis_tinker_usd_per_mtok(scn.model.name, ws.traj_tokens - ws.response_mean, ws.response_mean,

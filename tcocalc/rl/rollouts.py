@@ -82,6 +82,8 @@ def uncapped_mean(capped_mean: float, sigma: float, cap: float) -> float:
     def gap(m):
         return capped_moment(1, lognormal_mu(m, sigma), sigma, cap) - capped_mean
 
+    if gap(capped_mean) >= 0:  # no spread (or too little to truncate anything): the capped mean is the mean
+        return float(capped_mean)
     hi = capped_mean * 2.0
     while gap(hi) < 0:
         hi *= 2.0

@@ -45,7 +45,9 @@ TRANSFER_KEYS: dict[str, tuple[str, ...]] = {
 class RunFactors:
     """The calibration factors that apply to one scenario (1 and 0 s: the uncalibrated model), where they came
     from (``source``; ``None`` when uncalibrated), the factors dropped because the stack differs and why
-    (``dropped``: name -> the keys that differ) and the warnings to report."""
+    (``dropped``: name -> the keys that differ), the warnings to report and, for a calibration whose fit did not
+    hold on its own measured run, why (``misfit``: then no factor applies); ``across_modes``: why factors from a
+    measured run of another kind of step predict this plan less well ("" when the modes' steps are built alike)."""
 
     generation: float = 1.0
     training: float = 1.0
@@ -56,11 +58,14 @@ class RunFactors:
     source: str | None = None
     dropped: tuple[tuple[str, tuple[str, ...]], ...] = ()
     warnings: tuple[str, ...] = ()
+    misfit: str = ""
+    across_modes: str = ""
 
     @property
     def calibrated(self) -> bool:
-        """A calibration applies: at least one of its factors (other than neutral ones) carries over."""
-        return self.source is not None and bool(self.applied())
+        """A calibration applies: it fitted its measured run (no ``misfit``) and at least one of its factors (other
+        than neutral ones) carries over."""
+        return self.source is not None and not self.misfit and bool(self.applied())
 
     def applied(self) -> dict[str, float]:
         """The factors that apply and change something, by name (neutral ones left out)."""
@@ -89,6 +94,9 @@ def run_factors(scn: Scenario, cluster, engine: str, weight_sync: str) -> RunFac
     cal = scn.calibration
     if cal is None:
         return UNCALIBRATED
+    if cal.fit:  # the fit did not hold on its own measured run: nothing of it applies (docs/calibration.md)
+        return RunFactors(source=cal.source or "a measured run", misfit=cal.fit,
+                          warnings=(f"not calibrated: {cal.fit}",))
     run = cal.run
     measured = {"model": run.model, "trainer_hardware": run.trainer_hardware,
                 "generator_hardware": run.generator_hardware, "trainer_precision": run.trainer_precision,
@@ -111,8 +119,28 @@ def run_factors(scn: Scenario, cluster, engine: str, weight_sync: str) -> RunFac
                                         for k in differ))
         else:
             values[name] = value
+    across = _across_modes(run.mode, scn.orchestration.mode) if values else ""
+    if across:
+        warnings.append(f"calibration: {across}")
     return RunFactors(**values, source=cal.source or "a measured run", dropped=tuple(dropped),
-                      warnings=tuple(warnings))
+                      warnings=tuple(warnings), across_modes=across)
+
+
+def _across_modes(measured: str, target: str) -> str:
+    """Why factors from a run of mode ``measured`` predict a ``target`` plan less well, or "": a run whose
+    generation and training alternate (colocated, sync) or that does not stream carries to a plan whose step is built
+    otherwise. Its measured generation mixes the engine's speed with the wait for the batch's slowest trajectory and
+    the pool's switch, and its step adds generation to training; no step-time log separates them, so the factors
+    carry the synchronous tail into a plan that overlaps or streams (issue 37; data/rl_calibration.toml
+    ``calibrate_across_modes_error``, measured on pairs C-01..C-05)."""
+    a, b = MODES[measured], MODES[target]
+    if (a.alternates, a.streaming) == (b.alternates, b.streaming):
+        return ""
+    how = ("alternates generation and training" if a.alternates else
+           "streams generation" if a.streaming else "generates in synchronous batches")
+    return (f"carried across modes: the measured {measured} run {how}, this {target} plan does not; its logged "
+            f"generation mixes the engine's speed with the wait for the batch's slowest trajectory and the switch, "
+            f"which a step-time log cannot separate, so the step-time error is wider")
 
 
 def _show(name: str, value: float) -> str:

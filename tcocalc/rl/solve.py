@@ -6,19 +6,21 @@ stages over every candidate split at once (:mod:`tcocalc.rl.search`), combines p
 best feasible split for the objective, keeping the scenario's own split unless another gains more than
 :data:`SPLIT_TOLERANCE`. A colocated scenario has one candidate (its single pool) and goes through the same path.
 
-What limits the split is diagnosed as numbers (:mod:`tcocalc.rl.diagnosis`: ``report.details["binding_limits"]``,
-``["warnings"]``, the other arrangements of the split) and said in words (:mod:`tcocalc.rl.advice`:
-``report.advice``); :func:`solve_split` also names what stops a further move (the neighbouring splits) and the
-smallest total GPU count that would reach 99% of the best throughput (cluster sizing).
+What limits the split is diagnosed as numbers (:mod:`tcocalc.rl.diagnosis`: ``report.diagnosis``, a
+:class:`~tcocalc.rl.results.Diagnosis` with the binding limits and warnings; the other arrangements of the split)
+and said in words (:mod:`tcocalc.rl.advice`: ``report.advice``); :func:`solve_split` also names what stops a
+further move (the neighbouring splits) and the smallest total GPU count that would reach 99% of the best throughput
+(cluster sizing).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..catalog.calibration import prediction_errors
+from ..catalog.calibration import prediction_errors, rl_calibration
+from ..catalog.regimes import regime_errors, regime_of
 from ..economics.tco import gpus_paid
 from ..errors import InfeasibleError, ScenarioError
 from ..scenario import Scenario
@@ -26,8 +28,9 @@ from . import advice as words
 from . import diagnosis
 from .cluster import Cluster, resolve
 from .diagnosis import USEFUL_GROUP_FLOOR
-from .pipeline import PhaseResult, phase_results
-from .report import OBJECTIVES, RLReport, assert_finite, combine_phases, scalar_metrics
+from .pipeline import phase_results
+from .report import OBJECTIVES, assert_finite, combine_phases, scalar_metrics
+from .results import CalibrationStatus, Diagnosis, PhaseResult, RLReport, Sizing, Trust
 from .search import MAX_CANDIDATES, SIZING_SHARE, SPLIT_TOLERANCE, gain, score, search, smallest_total, sweep_frame
 
 __all__ = ["evaluate", "solve_split", "phase_results", "calibration_status", "trust", "trust_of", "TRUST_METRICS",
@@ -58,15 +61,15 @@ class _Assessed:
 
     metrics: dict
     phases: object
-    details: dict
-    results: list[PhaseResult]
+    diagnosis: Diagnosis
+    results: tuple[PhaseResult, ...]
     facts: words.Facts
 
 
 def _assess(scn: Scenario, cluster: Cluster, looser: bool = True) -> _Assessed:
-    """The scenario's own split through every stage, with its warnings, binding limits, calibration and typical
-    error in ``details``; ``looser=False`` skips the re-evaluation at one more step of staleness (only the advice
-    quotes it)."""
+    """The scenario's own split through every stage, with its :class:`Diagnosis` (warnings, binding limits,
+    prices, calibration and typical error); ``looser=False`` skips the re-evaluation at one more step of staleness
+    (only the advice quotes it)."""
     n_t, n_g = scn.trainer.gpus, scn.generator.gpus
     results = phase_results(scn, cluster, [n_t], [n_g])
     for res in results:
@@ -74,51 +77,67 @@ def _assess(scn: Scenario, cluster: Cluster, looser: bool = True) -> _Assessed:
     parts = [(res.workload, scalar_metrics(res.metrics)) for res in results]
     metrics = scalar_metrics(combine_phases(scn, parts))
     assert_finite(metrics)
-    details = {res.workload.phase: {"cluster": cluster, "workload": res.workload, "generator": res.generator,
-                                    "flow": res.flow,
-                                    "rates": res.rates, "staleness": res.staleness,
-                                    "weight_sync_s": float(res.rates.t_sync[0]),
-                                    "rollout_latency_s": float(res.flow.rollout_latency_s[0]),
-                                    "trained_samples_per_s": float(res.flow.trained_per_s[0])}
-               for res in results}
     limits, loose = diagnosis.binding_limits(scn, cluster, results, looser)
-    details["binding_limits"] = limits
     groups = diagnosis.group_warnings(scn, results)
-    details["warnings"] = (diagnosis.outcome_warnings(scn, results, metrics, groups)
-                           + diagnosis.input_warnings(scn, cluster) + groups + diagnosis.pricing_warnings(scn)
-                           + diagnosis.mfu_warnings(scn, cluster, metrics) + diagnosis.calibration_warnings(cluster))
-    details["discards"] = diagnosis.discard_causes(results)
-    details["pricing"] = diagnosis.pricing(scn)
-    details["calibration"] = calibration_status(cluster.run)
-    details["trust"] = trust_of(cluster.run)
-    return _Assessed(metrics, _phase_table(parts, results), details, results,
+    warnings = (diagnosis.outcome_warnings(scn, results, metrics, groups)
+                + diagnosis.input_warnings(scn, cluster) + groups + diagnosis.pricing_warnings(scn)
+                + diagnosis.mfu_warnings(scn, cluster, metrics) + diagnosis.calibration_warnings(cluster))
+    found = Diagnosis(binding_limits=limits, warnings=tuple(warnings), discards=diagnosis.discard_causes(results),
+                      pricing=diagnosis.pricing(scn), calibration=calibration_status(cluster.run),
+                      trust=trust_of(cluster.run, scn))
+    return _Assessed(metrics, _phase_table(parts, results), found, tuple(results),
                      words.Facts(metrics, results[0], limits, loose))
 
 
-def trust(calibrated: bool) -> dict:
-    """How far to trust the headline figures (``report.details["trust"]``): the typical relative error of a step
-    time predicted this way (``typical_error``, the median |error| of the validation; ``within_25pct``, its share
-    within ±25%), whether that is the calibrated or the uncalibrated figure, the validation it comes from, and the
-    metrics it applies to (:data:`TRUST_METRICS`: each follows the step time one for one)."""
+def trust(calibrated: bool, regime: str | None = None) -> Trust:
+    """How far to trust the headline figures (``report.diagnosis.trust``): the typical relative error of a step
+    time predicted this way (``typical_error``; ``within_25pct``, the share of the validation rows within ±25%),
+    whether that is the calibrated or the uncalibrated figure (``basis``), the validation it comes from, and the
+    metrics it applies to (:data:`TRUST_METRICS`: each follows the step time one for one).
+
+    Uncalibrated, the figure is the leave-one-framework-out error of the published runs of the scenario's
+    ``regime`` (:func:`~tcocalc.catalog.regimes.regime_of`; data/prediction_errors.toml ``[regimes]``, from
+    ``tcocalc validate --groups``), with the ``frameworks`` behind it; a regime without such runs (or no regime
+    given) has ``typical_error`` and ``within_25pct`` None and ``rows`` 0: no out-of-sample evidence, never another
+    regime's figure."""
     kind = "calibrated" if calibrated else "uncalibrated"
     e = prediction_errors()[kind]
-    return {"basis": kind, "typical_error": e["median_abs_error"], "within_25pct": e["within_25pct"],
-            "rows": e["rows"], "source": e["source"], "metrics": TRUST_METRICS}
+    if calibrated:
+        return Trust(basis=kind, typical_error=e["median_abs_error"], within_25pct=e["within_25pct"], rows=e["rows"],
+                     source=e["source"], metrics=TRUST_METRICS, regime=regime)
+    r = regime_errors().get(regime) if regime is not None else None
+    if r is None:
+        return Trust(basis=kind, typical_error=None, within_25pct=None, rows=0,
+                     source=f"no out-of-sample evidence for this regime ({regime or 'unknown'}): no published run of "
+                            f"it in the leave-one-framework-out validation", metrics=TRUST_METRICS, regime=regime)
+    return Trust(basis=kind, typical_error=r["median_abs_error"], within_25pct=r["within_25pct"], rows=r["rows"],
+                 source=r["source"], metrics=TRUST_METRICS, regime=regime, frameworks=tuple(r["frameworks"]))
 
 
-def trust_of(run) -> dict:
-    """:func:`trust` of a resolved run calibration: the calibrated figure only where the calibration applies whole.
-    The validation's calibrated rows share the measured run's model, hardware and framework, so no factor of theirs
-    was dropped; a calibration that carries only some factors to this stack (another chip: the stage factors drop,
-    the fixed per-step cost stays) is as good as the uncalibrated model on the stages it lost."""
-    return trust(run.calibrated and not run.dropped)
+def trust_of(run, scenario: Scenario | None = None) -> Trust:
+    """:func:`trust` of a resolved run calibration and the scenario's regime: the calibrated figure only where the
+    calibration applies whole. The validation's calibrated rows share the measured run's model, hardware and
+    framework, so no factor of theirs was dropped; a calibration that carries only some factors to this stack
+    (another chip: the stage factors drop, the fixed per-step cost stays) is as good as the uncalibrated model on
+    the stages it lost. Factors carried from a run of another mode (``run.across_modes``) get the error measured on
+    such pairs (data/rl_calibration.toml ``calibrate_across_modes_error``)."""
+    out = trust(run.calibrated and not run.dropped, None if scenario is None else regime_of(scenario))
+    if run.calibrated and run.across_modes:  # a pilot of another mode: the error measured on such pairs
+        rl = rl_calibration()
+        out = replace(out, basis="calibrated across modes", typical_error=rl["calibrate_across_modes_error"],
+                      within_25pct=rl["calibrate_across_modes_within_25pct"], rows=5,
+                      source="data/rl_calibration.toml calibrate_across_modes_error (pairs C-01..C-05)")
+    return out
 
 
-def calibration_status(run) -> dict:
-    """Whether a run calibration applies and from what (``report.details["calibration"]``): ``calibrated``,
-    ``source``, the ``factors`` that apply and the ``dropped`` ones with the keys that differ."""
-    return {"calibrated": run.calibrated, "source": run.source, "factors": run.applied() if run.calibrated else {},
-            "dropped": {name: list(keys) for name, keys in run.dropped}}
+def calibration_status(run) -> CalibrationStatus:
+    """Whether a run calibration applies and from what (``report.diagnosis.calibration``): ``calibrated``,
+    ``source``, the ``factors`` that apply, the ``dropped`` ones with the keys that differ and, when the calibration's
+    fit did not hold on its own measured run, why (``misfit``: the stage and its residual; then nothing applies)."""
+    return CalibrationStatus(calibrated=run.calibrated, source=run.source,
+                             factors=run.applied() if run.calibrated else {},
+                             dropped={name: tuple(keys) for name, keys in run.dropped}, misfit=run.misfit,
+                             across_modes=run.across_modes)
 
 
 def _alternatives(scn: Scenario, cluster: Cluster, metrics: dict) -> list[str]:
@@ -130,12 +149,15 @@ def _alternatives(scn: Scenario, cluster: Cluster, metrics: dict) -> list[str]:
 def evaluate(scenario: Scenario, *, calibration=None, advice: bool = True) -> RLReport:
     """Metrics of the split given in the scenario (``trainer.gpus`` : ``generator.gpus``).
 
-    ``report.details["binding_limits"]`` maps each phase to the limits that cap its throughput
-    (``"trainer"``, ``"generator"``, ``"staleness"``, ``"sandbox_start"``, ``"sandbox_concurrency"``);
-    ``report.details["warnings"]`` lists workloads in which hardly any group carries signal (dicts with
-    ``kind``, ``phase``, ``useful_group_fraction``, ``floor``, ``message``) and calibration factors that do not carry
-    over; ``details["calibration"]`` says whether a run calibration applies and from what, ``details["trust"]`` the
-    typical error of the headline figures; ``report.advice`` says it all in words. Raises :class:`InfeasibleError`
+    ``report.phase_results`` holds each phase's stage results (:class:`~tcocalc.rl.results.PhaseResult`) and
+    ``report.diagnosis`` (:class:`~tcocalc.rl.results.Diagnosis`) what they mean: ``binding_limits`` maps each phase
+    to the limits that cap its throughput (``"trainer"``, ``"generator"``, ``"staleness"``, ``"sandbox_start"``,
+    ``"sandbox_concurrency"``); ``warnings`` (:class:`~tcocalc.rl.results.ReportWarning` values: ``kind``,
+    ``message``, ``keys``, ``phase``, ``numbers``) names workloads in which hardly any group carries signal,
+    settings that cannot be used, prices and calibration factors that do not carry over; ``pricing`` each paid
+    pool's price (:class:`~tcocalc.economics.tco.PoolPrice`); ``calibration`` whether a run calibration applies
+    and from what, ``trust`` the typical error of the headline figures; ``report.advice`` says it all in words
+    (``report.details``, the earlier mapping, is kept for compatibility). Raises :class:`InfeasibleError`
     naming the side that cannot hold the model and the GPUs that would (``min_gpus``, and ``layout`` where a serving
     instance is meant). ``calibration``: a :class:`~tcocalc.catalog.calibration.CalibrationSet` (trial factors,
     e.g. the fit script's) instead of the shipped ones, carried in the resolved cluster to every stage.
@@ -149,12 +171,13 @@ def evaluate(scenario: Scenario, *, calibration=None, advice: bool = True) -> RL
     scn = scenario
     cluster = resolve(scn, calibration)
     a = _assess(scn, cluster, looser=advice)
+    report = RLReport(scenario=scn, metrics=a.metrics, phase_results=a.results, cluster=cluster,
+                      diagnosis=a.diagnosis, phases=a.phases)
     if not advice:
-        return RLReport(scenario=scn, metrics=a.metrics, details=a.details, phases=a.phases)
-    lines = [w["message"] for w in a.details["warnings"]] + words.limit_lines(scn, a.facts, solved=False)
+        return report
+    lines = [w.message for w in a.diagnosis.warnings] + words.limit_lines(scn, a.facts, solved=False)
     lines += _alternatives(scn, cluster, a.metrics)
-    return RLReport(scenario=scn, metrics=a.metrics, details=a.details, phases=a.phases,
-                    advice=tuple(lines + words.general_advice(scn, a.metrics, a.details["discards"])))
+    return replace(report, advice=tuple(lines + words.general_advice(scn, a.metrics, a.diagnosis.discards)))
 
 
 def solve_split(scenario: Scenario, objective: str = "usd_per_useful_sample", *, granularity: int | None = None,
@@ -175,11 +198,10 @@ def solve_split(scenario: Scenario, objective: str = "usd_per_useful_sample", *,
 
     ``report.advice`` compares the scenario's split with the chosen one, names what limits the chosen one and
     why neither neighbouring split is taken, and, when fewer GPUs would do, the cluster size:
-    ``report.details["smallest_total_gpus_99pct"]`` is the smallest total GPU count (the scenario's total,
-    then quarter-octave steps down) whose best split reaches :data:`SIZING_SHARE` (99%) of the best useful
-    samples/s of all the GPUs, and ``details["smallest_split_99pct"]`` that split (None when no sample is
-    useful). ``details["binding_limits"]`` and ``details["warnings"]`` are as in :func:`evaluate`, and so is
-    ``calibration``.
+    ``report.diagnosis.sizing`` (:class:`~tcocalc.rl.results.Sizing`) is the smallest total GPU count (the
+    scenario's total, then quarter-octave steps down) whose best split reaches :data:`SIZING_SHARE` (99%) of the best
+    useful samples/s of all the GPUs, with that split (None when no sample is useful). The rest of
+    ``report.diagnosis`` is as in :func:`evaluate`, and so is ``calibration``.
     """
     if objective not in OBJECTIVES:
         raise ScenarioError("objective", f"must be one of {OBJECTIVES}, got {objective!r}")
@@ -210,10 +232,9 @@ def solve_split(scenario: Scenario, objective: str = "usd_per_useful_sample", *,
     chosen = given if gain(scores[given], scores[best]) <= SPLIT_TOLERANCE else best
     chosen_scn = scn if chosen == given else scn.with_split(int(sw.n_t[chosen]), int(sw.n_g[chosen]))
     a = _assess(chosen_scn, cluster)
-    sizing = smallest_total(scn, cluster, g, sw, cons)
-    details = {**a.details, "smallest_total_gpus_99pct": sizing and sizing["total"],
-               "smallest_split_99pct": sizing and (sizing["trainer_gpus"], sizing["generator_gpus"])}
-    advice = [w["message"] for w in a.details["warnings"]]
+    found = smallest_total(scn, cluster, g, sw, cons)
+    sizing = found and Sizing(**found)
+    advice = [w.message for w in a.diagnosis.warnings]
     if scn.orchestration.traits.shared_pool:
         advice.append("colocated: one pool, nothing to split")
         advice += words.limit_lines(scn, a.facts, solved=True)
@@ -227,11 +248,12 @@ def solve_split(scenario: Scenario, objective: str = "usd_per_useful_sample", *,
                  diagnosis.wider_tp_alternative(chosen_scn, cluster, a.results, a.metrics),
                  diagnosis.nvlink_alternative(chosen_scn, cluster, a.metrics)]
         advice += [words.arrangement_line(x) for x in found if x is not None]
-    advice += words.sizing_advice(sizing, a.metrics) + words.general_advice(scn, a.metrics, a.details["discards"])
+    advice += words.sizing_advice(sizing, a.metrics) + words.general_advice(scn, a.metrics, a.diagnosis.discards)
     phases_df = a.phases
     if len(sw.results) > 1:
         wants = [int(np.argmin(score(objective, sw.ok, res.metrics))) for res in sw.results]
         phases_df = phases_df.assign(wants_split=[f"{int(sw.n_t[i])}:{int(sw.n_g[i])}" for i in wants])
     table = sweep_frame(sw, gpus_paid(scn, sw.n_t, sw.n_g), objective, best, chosen, given)
-    return RLReport(scenario=chosen_scn, metrics=a.metrics, details=details, phases=phases_df, sweep=table,
+    return RLReport(scenario=chosen_scn, metrics=a.metrics, phase_results=a.results, cluster=cluster,
+                    diagnosis=replace(a.diagnosis, sizing=sizing), phases=phases_df, sweep=table,
                     advice=tuple(advice))

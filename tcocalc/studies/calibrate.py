@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
+import warnings as _warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -39,13 +41,19 @@ from ..rl.solve import evaluate
 from ..scenario import CalibratedRun, CalibrationFactors, CalibrationSection, Scenario
 
 __all__ = ["calibrate", "RunCalibration", "Factor", "StageFit", "TIME_KEYS", "WORKLOAD_KEYS", "MEASUREMENT_KEYS",
-           "stage_times"]
+           "EXPOSED_KEY", "EXPOSABLE", "stage_times", "calibrated_toml"]
 
 TIME_KEYS = ("step_time_s", "generation_s", "training_s", "logprob_s", "weight_sync_s", "switching_s")
 """Measured times :func:`calibrate` fits [s per optimizer step, steady state]."""
 WORKLOAD_KEYS = ("response_tokens_mean", "response_tokens_max", "prompt_tokens", "samples_per_step")
 """Measured workload figures that replace the scenario's assumed ones [tokens; samples per step]."""
 MEASUREMENT_KEYS = TIME_KEYS + WORKLOAD_KEYS
+EXPOSED_KEY = "exposed_generation_s"
+"""The trainer's wait for the generation [s per step] (NeMo RL's ``exposed_generation``, verl's fully-async
+``timing_s/wait``...): the part of the generation a streaming run does not hide, compared with the model's trainer
+wait rather than with the whole generation (the same as ``generation_s`` marked exposed)."""
+EXPOSABLE = ("generation_s",)
+"""The measured times that may be given as exposed time (:func:`calibrate`'s ``exposed``)."""
 
 #: The stage each factor scales, in words (for the printed calibration and docs/calibration.md).
 SCALES = {
@@ -104,8 +112,10 @@ class RunCalibration:
     ``factors`` (each with the measurement it came from), ``run`` (the measured run's identity: model, each pool's
     hardware and precision, engine, framework, mode, split, transport), ``stages`` (per measured stage, the model
     before and after), ``measured`` and ``workload`` (the measured figures, and the scenario keys they replaced),
-    ``scenario`` (the measured run with its measured workload and this calibration applied), ``source``, ``date``
-    and ``warnings``."""
+    ``scenario`` (the measured run with its measured workload and this calibration applied), ``source``, ``date``,
+    ``warnings``, ``misfit`` (why it is not calibrated; "" when it is) and, for a run that generates in synchronous
+    batches, ``generation_parts``: the calibrated model's generation per step split into what it is made of
+    (:func:`_generation_parts`) [s]."""
 
     factors: tuple[Factor, ...]
     stages: tuple[StageFit, ...]
@@ -116,6 +126,19 @@ class RunCalibration:
     source: str
     date: str
     warnings: tuple[str, ...] = ()
+    misfit: str = ""
+    generation_parts: tuple[tuple[str, float], ...] = ()
+
+    @property
+    def calibrated(self) -> bool:
+        """The fit holds: every measured stage within its tolerance and the calibrated run within the physics
+        (``misfit`` empty). When not, the factors are kept for inspection but apply nowhere."""
+        return not self.misfit
+
+    @property
+    def status(self) -> str:
+        """One line: "calibrated" or "not calibrated: <why>" (what every door says)."""
+        return "calibrated" if self.calibrated else f"not calibrated: {self.misfit}"
 
     def factor(self, name: str) -> float:
         """The value of factor ``name`` (:data:`~tcocalc.rl.run_factors.FACTOR_NAMES`)."""
@@ -128,7 +151,7 @@ class RunCalibration:
         """The ``[calibration]`` table a scenario carries (:meth:`Scenario.with_run_calibration`)."""
         return CalibrationSection(source=self.source, date=self.date, run=self.run,
                                   factors=CalibrationFactors(**{f.name: f.value for f in self.factors}),
-                                  measured=dict(self.measured))
+                                  measured=dict(self.measured), fit=self.misfit)
 
     def to_frame(self):
         """Per measured stage: measured, model before and after [s], errors [%] (DataFrame)."""
@@ -152,6 +175,8 @@ class RunCalibration:
         lines = [f"Calibration from {self.source} ({self.date}): {r.model}, {r.trainer_gpus} x {r.trainer_hardware} "
                  f"trainer ({r.trainer_precision}), {r.generator_gpus} x {r.generator_hardware} generator "
                  f"({r.generator_precision}, KV {r.kv_precision}, {r.engine}), {r.framework}, {r.mode}",
+                 self.status[:1].upper() + self.status[1:] + ("" if self.calibrated else
+                                                              ": the factors below apply to no plan"),
                  f"{'stage':<16}{'measured [s]':>14}{'before [s]':>12}{'after [s]':>12}{'before':>9}{'after':>9}"]
         for s in self.stages:
             lines.append(f"{s.stage + (' (exposed)' if s.exposed else ''):<16}{s.measured_s:>14,.2f}"
@@ -161,7 +186,10 @@ class RunCalibration:
             value = f"{f.value:,.3g} s" if f.unit == "s" else f"x{f.value:.3g}"
             lines.append(f"  {f.name:<16}{value:>10}  {f.scales}; from "
                          f"{', '.join(f.fitted_from) or 'no measurement (neutral)'}")
-        lines += [f"warning: {w}" for w in self.warnings]
+        if self.generation_parts:
+            lines.append("generation phase (model, calibrated): " + " + ".join(f"{name} {sec:,.3g} s"
+                                                                         for name, sec in self.generation_parts))
+        lines += [f"warning: {w}" for w in self.warnings if w != f"not calibrated: {self.misfit}"]
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
@@ -174,14 +202,16 @@ class RunCalibration:
 
 
 # ---------------------------------------------------------------- checking what was measured
-def _measured(measurements) -> tuple[dict[str, float], set[str], list[str]]:
+def _measured(measurements, extra_exposed=()) -> tuple[dict[str, float], set[str], list[str]]:
     """(figures by key, keys logged as exposed time only, warnings) of a measurements mapping; MeasurementError
-    naming the key for a value that is not a finite number above zero, or when no time is given."""
+    naming the key for a value that is not a finite number above zero, or when no time is given. Exposed time: the
+    Measurements' ``exposed`` keys, :data:`EXPOSED_KEY` (the trainer's wait, typed under its own key) and
+    ``extra_exposed`` (keys the caller marks, e.g. ``--exposed generation_s``)."""
     if not isinstance(measurements, Mapping):
         raise MeasurementError("measurements", f"expected a mapping of measured figures (or tc.load_measurements' "
                                                f"result), got {type(measurements).__name__}")
     out, warnings = {}, []
-    unknown = sorted(str(k) for k in measurements if k not in MEASUREMENT_KEYS)
+    unknown = sorted(str(k) for k in measurements if k not in MEASUREMENT_KEYS and k != EXPOSED_KEY)
     if unknown:
         warnings.append(f"measurements: ignored unknown key{'s' if len(unknown) > 1 else ''} "
                         f"{', '.join(unknown)}; known: {', '.join(MEASUREMENT_KEYS)}")
@@ -195,11 +225,33 @@ def _measured(measurements) -> tuple[dict[str, float], set[str], list[str]]:
         if not math.isfinite(value) or value <= 0:
             raise MeasurementError(f"measurements.{key}", f"must be a finite number above zero, got {value!r}",
                                    key=key)
+        if key in TIME_KEYS and value > _TIME_MAX:
+            raise MeasurementError(f"measurements.{key}", f"{value:,.4g} s per step is beyond any RL step (at most "
+                                   f"{_TIME_MAX:,.0f} s, {_TIME_MAX / 86400:.1f} days): check the unit (seconds "
+                                   f"per optimizer step)", key=key)
         out[key] = value
-    if not any(k in out for k in TIME_KEYS):
+    if not any(k in out for k in TIME_KEYS) and EXPOSED_KEY not in measurements:
         raise MeasurementError("measurements", f"no time measured: give at least one of {', '.join(TIME_KEYS)} "
                                                "[s per step]")
     exposed = {k for k in getattr(measurements, "exposed", ()) if k in out}
+    if EXPOSED_KEY in measurements:  # the trainer's wait for generation, typed under its own key
+        if "generation_s" in out:
+            raise MeasurementError(f"measurements.{EXPOSED_KEY}", f"give generation_s (the generation's whole time) "
+                                   f"or {EXPOSED_KEY} (the trainer's wait for it), not both", key=EXPOSED_KEY)
+        value = measurements[EXPOSED_KEY]
+        if isinstance(value, bool) or not isinstance(value, int | float | np.number) or not (
+                math.isfinite(float(value)) and 0 < float(value) <= _TIME_MAX):
+            raise MeasurementError(f"measurements.{EXPOSED_KEY}", f"must be a number of seconds above zero and at "
+                                   f"most {_TIME_MAX:,.0f}, got {value!r}", key=EXPOSED_KEY)
+        out["generation_s"] = float(value)
+        exposed.add("generation_s")
+    for key in sorted(set(extra_exposed)):
+        if key not in EXPOSABLE:
+            raise MeasurementError("exposed", f"{key!r} cannot be marked as exposed time: only "
+                                              f"{', '.join(EXPOSABLE)} (the trainer's wait for the generation)")
+        if key not in out:
+            raise MeasurementError("exposed", f"{key} is marked as exposed time but not measured")
+        exposed.add(key)
     warnings += [str(w) for w in getattr(measurements, "warnings", ())]
     return out, exposed, warnings
 
@@ -209,9 +261,14 @@ def _with_workload(scn: Scenario, meas: dict[str, float], warnings: list[str]) -
     w, values = scn.workload, {}
     if "prompt_tokens" in meas:
         values["workload.prompt_tokens"] = meas["prompt_tokens"]
-    if "response_tokens_max" in meas:
-        values["workload.response_tokens_max"] = max(meas["response_tokens_max"], meas.get("response_tokens_mean",
-                                                                                          0.0))
+    if "response_tokens_max" in meas:  # the longest response logged: the cap only where the scenario sets none
+        longest = max(meas["response_tokens_max"], meas.get("response_tokens_mean", 0.0))
+        if w.response_tokens_max is None:
+            values["workload.response_tokens_max"] = longest
+        elif longest > w.response_tokens_max:
+            warnings.append(f"measurements: the longest response logged ({longest:,.0f} tokens) is above the "
+                            f"configured cap workload.response_tokens_max {w.response_tokens_max:,.0f}: the cap is "
+                            f"kept; check the run's max_response_length")
     if "samples_per_step" in meas:
         prompts = meas["samples_per_step"] / w.group_size
         whole = max(1, round(prompts))
@@ -327,9 +384,12 @@ def _factors(free: list[str], x) -> RunFactors:
     return RunFactors(**values)
 
 
-def _fit(model: _RunModel, meas: dict[str, float], exposed: set[str], free: list[str]) -> RunFactors:
-    """The MAP factors: least squares over log factors (and the fixed cost in units of its prior scale) of the
-    measured stages' log errors over the measurement's log-sd, plus each factor's prior term."""
+def _fit(model: _RunModel, meas: dict[str, float], exposed: set[str], free: list[str],
+         floors: dict[str, float]) -> tuple[RunFactors | None, str]:
+    """(the MAP factors, "") or (None, why the solver stopped): least squares over log factors (and the fixed cost in
+    units of its prior scale) of the measured stages' log errors over the measurement's log-sd, plus each factor's
+    prior term, started strictly inside the bounds; a factor may not go below its physical floor (``floors``,
+    :func:`_floors`)."""
     from scipy.optimize import least_squares
 
     cal = model.cluster.rl_cal
@@ -344,17 +404,143 @@ def _fit(model: _RunModel, meas: dict[str, float], exposed: set[str], free: list
         fit = [(math.log(max(m[k], 1e-12)) - math.log(meas[k])) / sigma_m for k in keys]
         return np.array(fit + [v / prior[n] for n, v in zip(free, u * scale, strict=True)])
 
-    lo = np.array([0.0 if n == "step_overhead_s" else math.log(0.02) for n in free]) / scale
-    hi = np.array([meas["step_time_s"] if n == "step_overhead_s" else math.log(50.0) for n in free]) / scale
-    res = least_squares(residuals, np.zeros(len(free)), bounds=(lo, hi), method="trf", diff_step=1e-4,
-                        xtol=1e-10, ftol=1e-10, gtol=1e-10)
+    lo = np.array([0.0 if n == "step_overhead_s" else math.log(max(0.02, floors.get(n, 0.0))) for n in free]) / scale
+    hi = np.array([min(meas["step_time_s"], _OVERHEAD_MAX) if n == "step_overhead_s" else math.log(50.0)
+                   for n in free]) / scale
+    # start strictly inside the bounds: on a bound (the fixed cost at 0 s) the trust-region step is clipped to nothing
+    # and the solver stops at once with every factor at 1 (issue 37)
+    x0 = np.clip(np.zeros(len(free)), lo + _INSIDE * (hi - lo), hi - _INSIDE * (hi - lo))
+    try:
+        with np.errstate(all="ignore"), _warnings.catch_warnings():  # extreme figures: the check below names them
+            _warnings.simplefilter("ignore", RuntimeWarning)
+            res = least_squares(residuals, x0, bounds=(lo, hi), method="trf", diff_step=1e-4, xtol=1e-10,
+                                ftol=1e-10, gtol=1e-10, max_nfev=_MAX_EVALUATIONS)
+    except (ValueError, FloatingPointError, ArithmeticError, np.linalg.LinAlgError) as exc:  # never a solver's text
+        return None, f"the least-squares solver stopped ({type(exc).__name__})"
     x = res.x * scale
     if "step_overhead_s" in free and x[free.index("step_overhead_s")] < 1e-6:  # at its bound: no fixed cost
         x[free.index("step_overhead_s")] = 0.0
-    return _factors(free, x)
+    if not np.all(np.isfinite(x)):
+        return None, "the least-squares solver returned no finite factors"
+    return _factors(free, x), ""
 
 
-def calibrate(scenario: Scenario, measurements, *, source: str | None = None, calibration=None) -> RunCalibration:
+#: The largest fixed per-step cost a [calibration] table holds (CalibrationFactors.step_overhead_s) [s].
+_OVERHEAD_MAX = next(m.le for m in CalibrationFactors.model_fields["step_overhead_s"].metadata
+                     if getattr(m, "le", None) is not None)
+#: The longest measured time per step accepted [s]: the [calibration] table's own limit on a fixed cost.
+_TIME_MAX = 1e6
+#: Where the fit starts, as a share of each bound's range from the bound (strictly inside).
+_INSIDE = 0.01
+#: The most model evaluations one fit may take (each about 5-20 ms; a converged fit takes 10-40).
+_MAX_EVALUATIONS = 200
+
+
+def _misfit(stages, cal) -> str:
+    """Why the calibrated model does not hold on its own measured run: each measured stage it misses beyond the
+    stage's tolerance (data/rl_calibration.toml ``calibrate_tolerance_*``), with its residual; "" when none."""
+    misses = []
+    for s in stages:
+        tol = cal["calibrate_tolerance_transfer" if s.stage in _TRANSFER_STAGES else "calibrate_tolerance_compute"]
+        if not math.isfinite(s.after_s) or abs(s.error_after) > tol:
+            off = (f"{s.error_after:+.0%}" if abs(s.error_after) < 10 else f"{s.after_s / s.measured_s:.3g} times "
+                   f"the measured")
+            misses.append(f"{s.stage}: model {s.after_s:,.3g} s against {s.measured_s:,.3g} s measured, {off}, "
+                          f"tolerance ±{tol:.0%}")
+    return f"the fit did not converge ({'; '.join(misses)})" if misses else ""
+
+
+#: Stages measured in seconds of a step of minutes, whose timers differ most between frameworks.
+_TRANSFER_STAGES = ("weight_sync_s", "switching_s")
+
+
+def _unphysical(mfu_busy: float, training: float, cal) -> str:
+    """Why a calibrated measured run breaks the physics, naming the factor: the trainer's busy MFU (model FLOPs over
+    the datasheet peak while it trains) above the published ceiling (``calibrate_mfu_ceiling``); "" when it holds.
+    The roofline is the hard bound (an MFU of 100% is the datasheet's peak); the ceiling is the best any published
+    run reached, so a factor beyond it says the pilot's times or the scenario's layout are not what ran."""
+    ceiling = cal["calibrate_mfu_ceiling"]
+    if math.isfinite(mfu_busy) and mfu_busy <= ceiling:
+        return ""
+    bound = "faster than the trainer's datasheet peak allows" if mfu_busy > 1.0 else "above every published run"
+    return (f"the calibration breaks the physics (training factor x{training:.3g} gives a busy trainer MFU of "
+            f"{mfu_busy:.0%}, {bound}; ceiling {ceiling:.0%}, data/rl_calibration.toml calibrate_mfu_ceiling): "
+            f"check the trainer's GPU count, the samples per step and the response lengths against the run")
+
+
+#: Why each factor has a floor (:func:`_floors`).
+_FLOOR_WHY = {"training": "the trainer's busy MFU at the ceiling calibrate_mfu_ceiling",
+              "generation": "a decode step as fast as the datasheet's HBM bandwidth reads the weights"}
+
+
+def _floors(model: _RunModel, mfu_busy: float, cal) -> dict[str, float]:
+    """The smallest factor the physics allows: training, the uncalibrated busy MFU over the ceiling (the calibrated
+    MFU is the uncalibrated one over the factor); generation, the batch-1 decode step's HBM floor over the model's
+    step (:func:`_faster_than_hbm`). Where a floor is not finite or not positive the factor keeps its range."""
+    from ..rl.capacity import generator_capacity
+
+    out = {}
+    if math.isfinite(mfu_busy) and mfu_busy > 0:
+        out["training"] = mfu_busy / cal["calibrate_mfu_ceiling"]
+    gcap = generator_capacity(model.scn, model.cluster, model.ws)
+    m = model.cluster.model
+    floor = gcap.weights_per_gpu_bytes * m.params_active / m.params_total / model.cluster.generator.hbm_bytes_per_s
+    if math.isfinite(floor) and floor > 0 and gcap.t0 > 0:
+        out["generation"] = floor / gcap.t0
+    return {k: v for k, v in out.items() if math.isfinite(v) and 0 < v < 50.0}
+
+
+def _generation_parts(model: _RunModel, f: RunFactors, after: dict[str, float]) -> tuple[tuple[str, float], ...]:
+    """What a synchronous batch's generation is made of, in the calibrated model [s per step]: the engine at its
+    steady-state throughput (the step's generated tokens over the generator's tokens/s, the part a streaming plan
+    pays at the same engine speed), the wait for the batch's slowest trajectories as the batch drains (the rest of
+    the batch's generation: what a streaming plan does not pay) and, colocated, the pool's switch. Empty for a
+    streaming run. The generation factor scales the engine in both (its decode step line ``t0 + t1·b``); a log that
+    times the whole generation cannot tell them apart, which is why a plan carried across modes states a wider
+    error (docs/calibration.md, "Across modes")."""
+    from ..rl.capacity import generator_capacity
+
+    scn = model.scn
+    if scn.orchestration.traits.streaming:
+        return ()
+    gcap = generator_capacity(scn, model.cluster, model.ws)
+    rates = model.result(RunFactors()).rates
+    tokens = float(np.ravel(rates.batch)[0]) * float(np.ravel(rates.generated_per_trained)[0])
+    gpus = int(np.ravel(gcap.replicas(scn.generator.gpus))[0]) * gcap.instance_gpus
+    rate = gcap.tokens_per_s_per_gpu * gpus
+    if not (rate > 0 and math.isfinite(tokens)):
+        return ()
+    engine = min(tokens / rate * f.generation, after["generation_s"])
+    parts = [("engine at its steady-state throughput", engine),
+             ("wait for the batch's slowest trajectories", max(0.0, after["generation_s"] - engine))]
+    if after["switching_s"] > 0:
+        parts.append(("the pool's switch", after["switching_s"]))
+    return tuple(parts)
+
+
+def _faster_than_hbm(model: _RunModel, generation: float) -> str:
+    """Why the calibrated generator breaks the roofline, naming the factor, or "": a decode step of one trajectory
+    must read the weights its token touches (the active share of each GPU's weights, ``weights_per_gpu_bytes x
+    params_active / params_total``) at no more than the datasheet's HBM bandwidth (hardware_specs/), so the
+    calibrated step time at batch 1 (``t0 x generation``) cannot be shorter (docs/rl-modeling.md §4.2's decode
+    roofline with every efficiency 1)."""
+    from ..rl.capacity import generator_capacity
+
+    gcap = generator_capacity(model.scn, model.cluster, model.ws)
+    m = model.cluster.model
+    touched = gcap.weights_per_gpu_bytes * m.params_active / m.params_total  # [B per GPU per decode step]
+    floor = touched / model.cluster.generator.hbm_bytes_per_s
+    step = gcap.t0 * generation
+    if not (math.isfinite(step) and step < floor):
+        return ""
+    return (f"the calibration breaks the physics (generation factor x{generation:.3g} gives a decode step of "
+            f"{1e3 * step:.3g} ms at batch 1, faster than reading the {touched / 1e9:.3g} GB "
+            f"of weights a token touches per GPU at {model.cluster.generator.name}'s datasheet HBM bandwidth allows "
+            f"({1e3 * floor:.3g} ms)): check the generator's GPUs, its parallelism and the response lengths")
+
+
+def calibrate(scenario: Scenario, measurements, *, source: str | None = None, calibration=None,
+              exposed=()) -> RunCalibration:
     """Fit the RL model's per-stage factors to a measured run (module docstring; docs/calibration.md).
 
     Parameters
@@ -367,25 +553,45 @@ def calibrate(scenario: Scenario, measurements, *, source: str | None = None, ca
         trainer wait).
     source : what the figures came from (default: the Measurements' file and steps, else "measurements").
     calibration : a :class:`~tcocalc.catalog.calibration.CalibrationSet` instead of the shipped roofline factors.
+    exposed : measured keys that time only the part the trainer waits for (:data:`EXPOSABLE`: ``generation_s``),
+        e.g. a figure typed off a console's "exposed generation"; the key :data:`EXPOSED_KEY` says the same.
+
+    The result is calibrated only when the fitted model matches every measured stage within its tolerance and the
+    calibrated run keeps the trainer's busy MFU under the published ceiling (data/rl_calibration.toml
+    ``calibrate_tolerance_*``, ``calibrate_mfu_ceiling``); otherwise ``RunCalibration.misfit`` names the stage and
+    its residual (or the factor), the scenario's ``[calibration]`` carries it as ``fit``, and no factor applies
+    anywhere (every report, the CLI, the app and sizing say "not calibrated: ...").
 
     Raises MeasurementError (a ScenarioError) naming the key for a value that is not a finite number above zero, for
     no time at all, or for phase times that do not fit in the measured step for the mode; InfeasibleError when the
     measured run does not fit its hardware. Unknown keys are ignored with a warning, as are stages the mode does
     not have; a fitted factor outside the plausible range (data/rl_calibration.toml) adds a warning.
     """
-    meas, exposed, warnings = _measured(measurements)
+    meas, exposed, warnings = _measured(measurements, exposed)
     base = scenario.with_values({"calibration": None}) if scenario.calibration is not None else scenario
     scn, workload = _with_workload(base, meas, warnings)
     cluster = resolve(scn, calibration)
     cal = cluster.rl_cal
     _check_consistency(scn, meas, cal["calibrate_consistency_tolerance"])
-    evaluate(scn, calibration=calibration, advice=False)  # the typed error naming a side that cannot hold the model
+    plain = evaluate(scn, calibration=calibration, advice=False)  # the typed error naming a side that cannot hold it
     model = _RunModel.of(scn, cluster)
     meas = _applicable(model, meas, warnings)
+    if not any(k in meas for k in TIME_KEYS):
+        raise MeasurementError("measurements", f"no time this {scn.orchestration.mode} run has a stage for: give at "
+                                               f"least one of step_time_s, generation_s, training_s, weight_sync_s")
     free = _free(model, meas)
-    fitted = _fit(model, meas, exposed, free)
-    before, after = model.stages(RunFactors(), exposed), model.stages(fitted, exposed)
+    floors = _floors(model, float(plain.metrics["trainer_mfu_busy"]), cal)
+    fitted, stopped = _fit(model, meas, exposed, free, floors)
+    before = model.stages(RunFactors(), exposed)
+    after = model.stages(fitted, exposed) if fitted is not None else before
+    fitted = fitted or RunFactors()
     stages = tuple(StageFit(k, meas[k], before[k], after[k], k in exposed) for k in TIME_KEYS if k in meas)
+    misfit = (f"the fit did not converge ({stopped})" if stopped else "") or _misfit(stages, cal)
+    if misfit and fitted is not None:  # say which factors the physics held back
+        held = [f"{n} x{getattr(fitted, n):.3g} at its floor ({_FLOOR_WHY[n]})" for n in floors
+                if n in free and getattr(fitted, n) <= floors[n] * 1.001]
+        if held:
+            misfit += "; " + "; ".join(held)
     factors = tuple(_factor(name, fitted, free, meas) for name in FACTOR_NAMES)
     warnings += _implausible(factors, cal)
     st = settings(scn, cluster)
@@ -398,7 +604,15 @@ def calibrate(scenario: Scenario, measurements, *, source: str | None = None, ca
                         trainer_gpus=scn.trainer.gpus, generator_gpus=scn.generator.gpus, weight_sync=st.weight_sync)
     out = RunCalibration(factors=factors, stages=stages, run=run, measured=tuple(sorted(meas.items())),
                          workload=tuple(sorted(workload.items())), scenario=scn, source=source or _source(measurements),
-                         date=dt.date.today().isoformat(), warnings=tuple(warnings))
+                         date=dt.date.today().isoformat(), warnings=tuple(warnings), misfit=misfit,
+                         generation_parts=_generation_parts(model, fitted, after))
+    if not misfit:  # the fit holds on its stages: does the calibrated run still obey the physics?
+        mfu = evaluate(scn.with_run_calibration(out), calibration=calibration, advice=False).metrics
+        misfit = (_unphysical(float(mfu["trainer_mfu_busy"]), fitted.training, cal)
+                  or _faster_than_hbm(model, fitted.generation))
+        out = replace(out, misfit=misfit)
+    if misfit:
+        out = replace(out, warnings=(f"not calibrated: {misfit}",) + out.warnings)
     return replace(out, scenario=scn.with_run_calibration(out))
 
 
@@ -439,3 +653,75 @@ def _source(measurements) -> str:
     if not steps:
         return str(path)
     return f"{path} (step {steps[0]})" if steps[0] == steps[1] else f"{path} (steps {steps[0]}-{steps[1]})"
+
+
+# ---------------------------------------------------------------- writing the calibrated scenario
+def calibrated_toml(cal: RunCalibration, original: str | None = None) -> str:
+    """The calibrated measured run as TOML text: with ``original`` (the measured run's scenario file), that text
+    with its comments and layout kept, the measured workload's values written in place in ``[workload]`` (a
+    trailing comment kept) and the ``[calibration]`` table (any old one removed) appended; else, or where the text
+    cannot be edited so that it reads back as the same scenario, :meth:`Scenario.to_toml`."""
+    from ..scenario import loads_scenario
+
+    if original is None:
+        return cal.scenario.to_toml()
+    try:
+        text = _edited(cal, original)
+        same = loads_scenario(text).model_dump() == cal.scenario.model_dump()
+    except (ScenarioError, ValueError, KeyError):
+        same = False
+    return text if same else cal.scenario.to_toml()
+
+
+#: How the comment lines -o writes above [calibration] begin (dropped with an old table when re-calibrating).
+_NOTE = ("# tcocalc calibrate, ", "# (the measured workload")
+_HEADER = re.compile(r"^\s*\[\[?\s*([A-Za-z0-9_.\-\" ]+?)\s*\]\]?\s*(#.*)?$")
+
+
+def _edited(cal: RunCalibration, original: str) -> str:
+    import tomli_w
+
+    lines, out, table = original.splitlines(), [], ""
+    for line in lines:  # drop an old [calibration] and its sub-tables
+        m = _HEADER.match(line)
+        if m:
+            table = m.group(1).replace('"', "").replace(" ", "")
+        if table == "calibration" or table.startswith("calibration.") or line.startswith(_NOTE):
+            continue
+        out.append(line)
+    from ..scenario import loads_scenario
+
+    old_w = loads_scenario(original).workload.model_dump(mode="json", exclude_none=True)
+    changed = {k: v for k, v in cal.scenario.workload.model_dump(mode="json", exclude_none=True).items()
+               if not isinstance(v, dict) and v != old_w.get(k)}
+    out = _set_in_table(out, "workload", changed)
+    section = cal.scenario.calibration.model_dump(mode="json", exclude_defaults=False)
+    block = tomli_w.dumps({"calibration": section}).rstrip("\n")
+    status = cal.status
+    note = [f"{_NOTE[0]}{cal.date}: {status}", f"{_NOTE[1]} above and this table were written by tcocalc "
+            "calibrate; docs/calibration.md)"]
+    return "\n".join(out).rstrip("\n") + "\n\n" + "\n".join(note) + "\n" + block + "\n"
+
+
+def _set_in_table(lines: list[str], table: str, values: dict) -> list[str]:
+    """``lines`` with each ``key = value`` of ``values`` set inside ``[table]`` (in place, a trailing comment kept;
+    else added after the header). KeyError when the text has no such header (the caller falls back)."""
+    import tomli_w
+
+    start = next((i for i, ln in enumerate(lines) if (m := _HEADER.match(ln)) and m.group(1).strip() == table), None)
+    if start is None:
+        raise KeyError(table)
+    end = next((i for i in range(start + 1, len(lines)) if _HEADER.match(lines[i])), len(lines))
+    out = list(lines)
+    for key, value in values.items():
+        shown = tomli_w.dumps({key: value}).strip()
+        pattern = re.compile(rf"^(\s*){re.escape(key)}\s*=\s*[^#]*?(\s*#.*)?$")
+        for i in range(start + 1, end):
+            m = pattern.match(out[i])
+            if m:
+                out[i] = f"{m.group(1)}{shown}{m.group(2) or ''}"
+                break
+        else:
+            out.insert(start + 1, shown)
+            end += 1
+    return out

@@ -81,7 +81,7 @@ class SizingResult:
     """Every feasible candidate (``candidates``: meeting the target first, best first), the Pareto front of
     run cost against run time (``pareto``), the best plan meeting the target (``best``, None when none does)
     and a one-paragraph ``message`` (what was found, or what limited the closest candidate, and whether the figures
-    are calibrated). ``calibration`` and ``trust`` are what ``report.details`` gives for the scenario as given: the
+    are calibrated). ``calibration`` and ``trust`` are ``report.diagnosis``'s, as mappings, for the scenario: the
     run calibration and where it came from, the typical error of the figures; a candidate's ``calibrated`` column
     says whether the measured run's factors carry over to its hardware."""
 
@@ -93,7 +93,7 @@ class SizingResult:
     options: SizingOptions = field(default_factory=SizingOptions)
     tinker: dict | None = None  # the run on Tinker: usd_per_mtok, trained_mtok, run_usd, meets_target; None: not listed
     calibration: dict = field(default_factory=dict)  # the run calibration on the scenario's hardware (as evaluate's)
-    trust: dict = field(default_factory=dict)  # the typical error of its figures (as report.details["trust"])
+    trust: dict = field(default_factory=dict)  # the typical error of its figures (report.diagnosis.trust)
 
     @property
     def met(self) -> bool:
@@ -481,7 +481,7 @@ def _binding_words(scn: Scenario, df, r, opt: SizingOptions, calibration=None) -
     """What holds the closest candidate's throughput, from its own evaluation's binding limits
     (:func:`~tcocalc.rl.diagnosis.binding_limits`): the staleness bound, generation, the trainer or the sandboxes."""
     try:
-        limits = evaluate(_plan_of(scn, r), advice=False, calibration=calibration).details["binding_limits"]
+        limits = evaluate(_plan_of(scn, r), advice=False, calibration=calibration).diagnosis.binding_limits
     except TcocalcError:
         limits = {}
     kinds = list(dict.fromkeys(k for phase in limits.values() for k in phase))
@@ -682,10 +682,10 @@ def _calibration_note(scn: Scenario, df, calibration) -> tuple[dict, dict, str]:
     to some hardware pairs, naming up to :data:`PAIRS_NAMED` of them (every candidate's in its
     ``calibration_dropped`` column; the transfer rule of docs/calibration.md)."""
     run = resolve(scn, calibration).run
-    status, own = calibration_status(run), trust_of(run)
+    status, own = calibration_status(run), trust_of(run, scn)
     text = " " + calibration_line(status, own)
-    if status["source"] is not None:
-        mine, lost = set(status["dropped"]), {}
+    if status.source is not None:
+        mine, lost = set(status.dropped), {}
         pairs = df.loc[:, ["trainer_hardware", "generator_hardware", "calibration_dropped"]].drop_duplicates()
         for t, g, dropped in pairs.itertuples(index=False):
             if dropped and set(dropped.split(", ")) != mine:
@@ -695,7 +695,7 @@ def _calibration_note(scn: Scenario, df, calibration) -> tuple[dict, dict, str]:
                                                        PAIRS_NAMED else "")
             text += (f" On {named} the measured run's {dropped} factors do not carry over (column "
                      f"calibration_dropped).")
-    return status, own, text
+    return status.as_dict(), own.as_dict(), text
 
 
 #: Hardware pairs a sizing message names for one set of factors that do not carry over (the rest are counted).

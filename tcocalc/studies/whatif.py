@@ -40,15 +40,17 @@ SEMIANALYSIS_TINKER_ACCOUNTING = ("SemiAnalysis-style: list price with the promp
 
 def calibration_of(scenario) -> dict:
     """Whether a study's figures are calibrated: ``{"calibration": ..., "trust": ...}`` as an evaluation's
-    ``report.details`` gives them (:func:`~tcocalc.rl.solve.calibration_status`, :func:`~tcocalc.rl.solve.trust`).
+    mappings (``report.diagnosis.calibration`` and ``.trust`` as dicts: :func:`~tcocalc.rl.solve.calibration_status`,
+    :func:`~tcocalc.rl.solve.trust`).
     Every study here carries it: a DataFrame in ``df.attrs``, :func:`multitenancy`'s dict as keys."""
     run = resolve(scenario).run
-    return {"calibration": calibration_status(run), "trust": trust_of(run)}
+    return {"calibration": calibration_status(run).as_dict(), "trust": trust_of(run, scenario).as_dict()}
 
 
 def _calibration_in(report) -> dict:
     """:func:`calibration_of` as an evaluation of the scenario already gives it (no second resolve)."""
-    return {"calibration": report.details["calibration"], "trust": report.details["trust"]}
+    d = report.diagnosis
+    return {"calibration": d.calibration.as_dict(), "trust": d.trust.as_dict()}
 
 
 def build_rent_tinker(scenario, *, ownership=None):
@@ -56,7 +58,7 @@ def build_rent_tinker(scenario, *, ownership=None):
     listed provider (list price x the tier's goodput factor) vs Tinker's list price (DataFrame).
 
     One price per plan: ``build (own)`` is what :func:`~tcocalc.evaluate` charges (each pool's price and why:
-    ``report.details["pricing"]``, :func:`~tcocalc.economics.tco.pool_pricing`), the same figure the Plan and Size
+    ``report.diagnosis.pricing``, :func:`~tcocalc.economics.tco.pool_pricing`), the same figure the Plan and Size
     pages show. ``ownership`` (a :class:`~tcocalc.economics.tco.CostInputs`, e.g. the Cost page's) adds a row
     ``build (ownership cost)``: the pools on its accelerator at :func:`~tcocalc.economics.tco.gpu_hour_cost` of it,
     the others at the scenario's price. ``usd_per_gpu_hour`` is the GPUs' price alone (sandbox CPUs, the same for
@@ -69,7 +71,7 @@ def build_rent_tinker(scenario, *, ownership=None):
     gpu_hours_per_hour = gpus_paid(scn, m["trainer_gpus"], m["generator_gpus"])
     cpu_h = m["sandbox_cpu_cores"] * scn.economics.usd_per_cpu_core_hour
     tokens_per_hour = (m["usd_per_hour"] / m["usd_per_mtok_trained"]) * 1e6
-    pricing = base.details["pricing"]
+    pricing = base.diagnosis.pricing
 
     def owned(option: str, prices: tuple[float, float], accounting: str, source: str) -> dict:
         gpu_usd_h = cluster_usd_per_hour(scn, m["trainer_gpus"], m["generator_gpus"], 0.0, prices)

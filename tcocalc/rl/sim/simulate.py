@@ -21,13 +21,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ...economics.tco import cluster_usd_per_hour
 from ...errors import InfeasibleError, ScenarioError
 from ...scenario import Scenario
 from ..capacity import sample_flops, trajectory_flops_coefficients
 from ..flow import Flow, Rates, lru_retention, sandbox_attempts, streamed, turn_shape
 from ..phases import phase_list, phase_scenario, workload_stats
-from ..report import RLReport, combine_phases, contract_metrics, scalar_metrics
+from ..pipeline import finish
+from ..report import combine_phases, scalar_metrics
+from ..results import PhaseResult, RLReport, SimulationRun
 from ..rollouts import intra_step_lag
 from ..settings import settings
 from ..solve import evaluate
@@ -47,11 +48,13 @@ def simulate(scenario: Scenario, *, steps: int, seed: int = 0, max_events: int =
 
     With ``[[phases]]``, each phase is simulated on its own for its share of ``steps`` (at least 5) and
     the metrics are combined weighted by each phase's duration in the whole run, as the analytical report
-    does; ``details["phases"]`` holds each phase's simulated metrics.
+    does; ``report.simulation.phases`` holds each phase's simulated metrics.
 
-    Returns an :class:`RLReport` with the contract's metrics (``source="simulation"``), ``details`` holding
-    ``timeline`` (per step: start, end, trainer busy, generated tokens) and ``staleness`` (per trained
-    sample). Steady-state figures skip the first fifth of the steps (warm-up).
+    Returns an :class:`RLReport` with the contract's metrics (``source="simulation"``), ``phase_results`` the
+    measured stages (a run without phases), ``diagnosis`` the analytical one, and ``simulation``
+    (:class:`~tcocalc.rl.results.SimulationRun`) holding ``timeline`` (per step: start, end, trainer busy,
+    generated tokens) and ``staleness`` (per trained sample). Steady-state figures skip the first fifth of the steps
+    (warm-up).
 
     ``progress``, if given, is called as ``progress(done_steps, total_steps)`` at the start and then about
     every 2% of the steps (at most ~50 calls), e.g. to drive a progress bar; ``total_steps`` is the number of
@@ -93,18 +96,19 @@ def _simulate_phases(scn: Scenario, *, steps: int, seed: int, max_events: int, p
         rep = _simulate_one(prepared, steps=k, seed=seed + i, max_events=max_events - used,
                             progress=None if bar is None else bar.phase(done))
         done += k
-        used += rep.details["events"]
+        used += rep.simulation.events
         reps.append((name, rep))
-        parts.append((workload_stats(scn, over, name, start, n), rep.details["phase_metrics"]))
+        parts.append((workload_stats(scn, over, name, start, n), scalar_metrics(rep.phase_results[0].metrics)))
     metrics = scalar_metrics(combine_phases(scn, parts))
-    staleness = pd.concat([rep.details["staleness"] for _, rep in reps], axis=1).fillna(0).sum(axis=1)
+    staleness = pd.concat([rep.simulation.staleness for _, rep in reps], axis=1).fillna(0).sum(axis=1)
     staleness = staleness.astype(int).rename("samples").sort_index()
-    return RLReport(scenario=scn, metrics=metrics, phases=base.phases,
-                    details={"timeline": pd.concat([rep.details["timeline"].assign(phase=name) for name, rep in reps],
-                                                   ignore_index=True),
-                             "staleness": staleness, "phases": {name: rep.metrics for name, rep in reps},
-                             "seed": seed, "steps": sum(rep.details["steps"] for _, rep in reps),
-                             "events": sum(rep.details["events"] for _, rep in reps), "analytical": base.metrics},
+    run = SimulationRun(timeline=pd.concat([rep.simulation.timeline.assign(phase=name) for name, rep in reps],
+                                           ignore_index=True),
+                        staleness=staleness, seed=seed, steps=sum(rep.simulation.steps for _, rep in reps),
+                        events=sum(rep.simulation.events for _, rep in reps), analytical=base.metrics,
+                        phases={name: rep.metrics for name, rep in reps})
+    return RLReport(scenario=scn, metrics=metrics, phase_results=tuple(rep.phase_results[0] for _, rep in reps),
+                    cluster=base.cluster, diagnosis=base.diagnosis, simulation=run, phases=base.phases,
                     advice=base.advice, source="simulation")
 
 
@@ -259,9 +263,9 @@ class _Prepared(NamedTuple):
     """What a run of a scenario without phases needs, built before any run so the event bound is checked first."""
 
     scn: Scenario
-    base: RLReport      # the analytical answer
-    ws: object          # WorkloadStats
-    details: dict       # the phase's analytical details (generator, rates, flow, cluster)
+    base: RLReport        # the analytical answer
+    ws: object            # WorkloadStats
+    result: PhaseResult   # the phase's analytical stage results (generator, rates, flow)
     params: SimParams
 
 
@@ -270,31 +274,28 @@ def _prepare(scn: Scenario, calibration=None) -> _Prepared:
     base = evaluate(scn, calibration=calibration)
     name, start, run_steps, over = phase_list(scn)[0]
     ws = workload_stats(scn, over, name, start, run_steps)
-    d = base.details[name]
-    return _Prepared(scn, base, ws, d, _params(scn, ws, d["generator"], d["rates"], d["cluster"].model))
+    res = base.phase_results[0]
+    return _Prepared(scn, base, ws, res, _params(scn, ws, res.generator, res.rates, base.cluster.model))
 
 
 def _simulate_one(prepared: _Prepared, *, steps: int, seed: int, max_events: int, progress=None) -> RLReport:
     """Simulate a scenario without phases (``prepared`` by :func:`_prepare`)."""
     import pandas as pd
 
-    scn, base, ws, d, p = prepared
-    gcap, rates = d["generator"], d["rates"]
+    scn, base, ws, res, p = prepared
+    gcap, rates = res.generator, res.rates
     eng = Engine(p, np.random.default_rng(seed))
     n_events = eng.run(steps, max_events, progress)
     warm = max(1, steps // 5) if steps >= 5 else 0
-    flow, stale, live = flow_from_run(eng, p, gcap, d["flow"], scn.trainer.minibatches_per_step, warm)
-    usd_h = cluster_usd_per_hour(scn, rates.n_t, rates.n_g, live * scn.sandbox.cpu_cores)
-    phase_metrics = {k: float(v[0]) for k, v in
-                     contract_metrics(scn, ws, rates, flow, stale, live * np.ones(1), usd_h).items()}
-    metrics = scalar_metrics(combine_phases(scn, [(ws, phase_metrics)]))
+    flow, stale, live = flow_from_run(eng, p, gcap, res.flow, scn.trainer.minibatches_per_step, warm)
+    measured = finish(scn, ws, gcap, rates, flow, stale=stale, live=live * np.ones(1))
+    metrics = scalar_metrics(combine_phases(scn, [(ws, scalar_metrics(measured.metrics))]))
     staleness = pd.Series(eng.stale_counts, dtype="int64").sort_index().rename("samples")
     staleness.index.name = "staleness [steps]"
-    return RLReport(scenario=scn, metrics=metrics, phases=base.phases,
-                    details={"timeline": _timeline(eng, p.t_sync), "staleness": staleness, "events": n_events,
-                             "seed": seed, "phase_metrics": phase_metrics, "workload": ws, "generator": gcap,
-                             "flow": flow, "aborted": eng.aborted, "lost_to_sandboxes": eng.lost,
-                             "dispatched": eng.dispatched, "steps": steps, "warmup_steps": warm,
-                             "prefix_cache_hits": (eng.hits, eng.returns),
-                             "analytical": base.metrics},
-                    advice=base.advice, source="simulation")
+    run = SimulationRun(timeline=_timeline(eng, p.t_sync), staleness=staleness, seed=seed, steps=steps,
+                        events=n_events, analytical=base.metrics, warmup_steps=warm, aborted=eng.aborted,
+                        lost_to_sandboxes=eng.lost, dispatched=eng.dispatched,
+                        prefix_cache_hits=(eng.hits, eng.returns))
+    return RLReport(scenario=scn, metrics=metrics, phase_results=(measured,), cluster=base.cluster,
+                    diagnosis=base.diagnosis, simulation=run, phases=base.phases, advice=base.advice,
+                    source="simulation")

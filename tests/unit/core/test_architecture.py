@@ -524,3 +524,46 @@ def test_the_mode_is_interpreted_in_one_place():
             continue
         found += [f"  {module.where(n)}: {ast.unparse(n)}" for n in mode_comparisons(module.tree)]
     fail_if(found, "the orchestration mode compared outside tcocalc/modes.py (read its traits instead):")
+
+
+# ---------------------------------------------------------------- one typed result, one stage tail (issue 38)
+
+
+def calls_to(tree: ast.AST, name: str) -> list[ast.Call]:
+    """Calls of ``name`` (``name(...)`` or ``x.name(...)``) in ``tree``."""
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+            and ((isinstance(n.func, ast.Name) and n.func.id == name)
+                 or (isinstance(n.func, ast.Attribute) and n.func.attr == name))]
+
+
+def test_call_finder_on_hand_made_code():
+    tree = ast.parse("a = f(1)\nb = m.f(2)\ndef f(x): return g(x)\nc = h.f\n")
+    assert [n.lineno for n in calls_to(tree, "f")] == [1, 2]
+
+
+def test_one_stage_tail():
+    """Stages become metrics in one place (``rl/pipeline.py``: ``finish`` and ``reprice``): ``contract_metrics`` is
+    called only there, and ``cluster_usd_per_hour`` nowhere else in ``rl/`` or ``sweeps.py``."""
+    found = []
+    for module in modules().values():
+        if module.name == "tcocalc.rl.pipeline":
+            continue
+        found += [f"  {module.where(n)}: contract_metrics" for n in calls_to(module.tree, "contract_metrics")]
+        if module.name.startswith("tcocalc.rl.") or module.name == "tcocalc.sweeps":
+            found += [f"  {module.where(n)}: cluster_usd_per_hour"
+                      for n in calls_to(module.tree, "cluster_usd_per_hour")]
+    fail_if(found, "the stage tail outside tcocalc/rl/pipeline.py (call pipeline.finish or pipeline.reprice):")
+
+
+def test_consumers_read_fields_not_details():
+    """Inside tcocalc/ a report's results are read as fields (``report.diagnosis.warnings``,
+    ``report.simulation.timeline``); ``details[`` and ``details.get(`` appear only in rl/results.py, where the
+    compatibility property assembles the earlier mapping."""
+    found = []
+    for module in modules().values():
+        if module.name == "tcocalc.rl.results":
+            continue
+        for i, line in enumerate(module.path.read_text(encoding="utf-8").splitlines(), start=1):
+            if "details[" in line or "details.get(" in line:
+                found.append(f"  {module.path.relative_to(ROOT)}:{i}: {line.strip()}")
+    fail_if(found, "report.details read by key inside tcocalc/ (read the typed fields of tcocalc.rl.results):")

@@ -86,20 +86,30 @@ def test_a_one_number_calibration_meets_the_step_and_shares_it_by_stage():
 
 def test_measured_workload_replaces_the_assumed_one():
     """A logged mean response counts truncated responses at the cap: the scenario's lognormal mean is the one whose
-    capped mean is the measured 1,500 tokens under the measured cap of 4,000 (sigma unchanged); the prompt and the
-    samples per step are taken as logged."""
+    capped mean is the measured 1,500 tokens under the configured cap of 16,384 (sigma unchanged; the log's longest
+    response, 4,000, is what one step drew, not the cap: issue 37 saw 547 written over a cap of 1,024); the prompt
+    and the samples per step are taken as logged."""
     scn = _colocated()
+    assert scn.workload.response_tokens_max == 16384
     cal = tc.calibrate(scn, {"step_time_s": 100.0, "response_tokens_mean": 1500.0, "response_tokens_max": 4000.0,
                              "prompt_tokens": 700.0, "samples_per_step": 256.0})
     w = cal.scenario.workload
-    assert (w.prompt_tokens, w.response_tokens_max) == (700.0, 4000.0)
+    assert (w.prompt_tokens, w.response_tokens_max) == (700.0, 16384.0)
     assert w.prompts_per_step * w.group_size == 256
     from tcocalc.rl.phases import workload_stats
 
     sigma = workload_stats(cal.scenario).sigma
-    assert capped_moment(1, lognormal_mu(w.response_tokens_mean, sigma), sigma, 4000.0) == pytest.approx(1500.0,
-                                                                                                          rel=1e-6)
+    assert capped_moment(1, lognormal_mu(w.response_tokens_mean, sigma), sigma, 16384.0) == pytest.approx(
+        1500.0, rel=1e-6)
     assert dict(cal.workload)["workload.prompt_tokens"] == 700.0
+    # no configured cap: the longest response logged is the only bound known, and becomes the cap
+    uncapped = tc.calibrate(scn.with_values({"workload.response_tokens_max": None}),
+                            {"step_time_s": 100.0, "response_tokens_mean": 1500.0, "response_tokens_max": 4000.0})
+    assert uncapped.scenario.workload.response_tokens_max == 4000.0
+    # a logged response longer than the configured cap: the cap is kept, with a warning naming both
+    over = tc.calibrate(scn, {"step_time_s": 100.0, "response_tokens_max": 20000.0})
+    assert over.scenario.workload.response_tokens_max == 16384
+    assert any("20,000" in w and "16,384" in w for w in over.warnings)
 
 
 @pytest.mark.parametrize("bad, field", [
@@ -111,7 +121,7 @@ def test_measured_workload_replaces_the_assumed_one():
     ({"step_time_s": "fast"}, "measurements.step_time_s"),
     ({"step_time_s": True}, "measurements.step_time_s"),
     ({"step_time_s": 50.0, "generation_s": 40.0, "training_s": 30.0}, "measurements.step_time_s"),  # 70 > 50
-    ({"step_time_s": 100.0, "response_tokens_mean": 5000.0, "response_tokens_max": 4000.0},
+    ({"step_time_s": 100.0, "response_tokens_mean": 17000.0},                # above the configured cap 16,384
      "measurements.response_tokens_mean"),
 ])
 def test_bad_measurements_name_the_key(bad, field):
@@ -219,18 +229,29 @@ def test_measurements_from_a_log_calibrate():
 
 
 def test_the_command_line_calibrates_writes_and_plans(tmp_path, capsys):
-    """tcocalc calibrate SCENARIO LOG -o OUT.toml prints the stages and factors; tcocalc run OUT.toml --solve then
-    says it is calibrated and from what; a bad --measured value is a usage error naming the flag."""
+    """tcocalc calibrate SCENARIO --measured ... -o OUT.toml prints the stages and factors and keeps the scenario's
+    comments and configured cap in OUT.toml; tcocalc run OUT.toml --solve then says it is calibrated and from what;
+    a bad --measured value is a usage error naming the flag. The figures: verl's published colocated step on 128 H20
+    (volcengine/verl@b178a3cd docs/advance/fully_async.md: 356.30 s, generation 177.85, old_log_prob 53.92,
+    update_actor 113.81 s), the scenario's own source."""
     from tcocalc.cli import main
 
     out = tmp_path / "cal.toml"
-    log = ROOT / "tests" / "data" / "logs" / "verl_wandb.csv"
-    assert main(["calibrate", "verl_fully_async_qwen25_7b_h20", str(log), "--steps", "3:4", "-o", str(out)]) == 0
+    figures = ["step_time_s=356.30", "generation_s=177.85", "logprob_s=53.92", "training_s=113.81",
+               "response_tokens_max=9000"]
+    assert main(["calibrate", "verl_fully_async_qwen25_7b_h20", "--measured", *figures, "-o", str(out)]) == 0
     text = capsys.readouterr().out
     assert "step_time_s" in text and "factors:" in text and out.is_file()
-    assert tc.load_scenario(out).calibration.factors.training == pytest.approx(
+    written, shipped = out.read_text(), (SCN / "verl_fully_async_qwen25_7b_h20.toml").read_text()
+    comments = [ln for ln in shipped.splitlines() if ln.lstrip().startswith("#")]
+    assert comments and all(c in written.splitlines() for c in comments)  # -o keeps every comment
+    scn = tc.load_scenario(out)
+    assert scn.workload.response_tokens_max == tc.load_scenario(SCN / "verl_fully_async_qwen25_7b_h20.toml"
+                                                                ).workload.response_tokens_max  # the cap stays
+    assert scn.calibration.factors.training == pytest.approx(
         tc.calibrate(tc.load_scenario(SCN / "verl_fully_async_qwen25_7b_h20.toml"),
-                     tc.load_measurements(log, steps="3:4")).factor("training"), rel=1e-6)
+                     {"step_time_s": 356.30, "generation_s": 177.85, "logprob_s": 53.92, "training_s": 113.81,
+                      "response_tokens_max": 9000.0}).factor("training"), rel=1e-6)
     assert main(["run", str(out), "--solve"]) == 0
     assert "Calibrated from" in capsys.readouterr().out
     assert main(["calibrate", "default", "--measured", "step_time_s=fast"]) == 2

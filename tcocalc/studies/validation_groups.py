@@ -1,0 +1,452 @@
+"""The RL step model judged in groups (issue 36; ``tcocalc validate --groups``, docs/validation.md).
+
+:func:`validate` compares the model with every published RL figure the project carries and reports in groups:
+
+* **NeMo RL (in-sample)**: NeMo RL's 51 modelled step times and its 32 on/off-policy pairs
+  (:func:`~tcocalc.studies.rl_validation.rl_validation_table`). In-sample: the RL mechanisms were developed against
+  these tables, and the colocated refit and reshard constants are fitted on NeMo RL's rows.
+* **verl fully-async study (in-sample)**: the nine verl rows of the same table; the weight-sync constants are
+  fitted on that study's checkpoint-engine rows.
+* **Other frameworks (development set)**: the runs of data/validation/framework_cases.csv (verl recipes, AReaL
+  v0.1 and v0.3, checkpoint-engine, two real verl logs), each a scenario file under data/validation/frameworks/:
+  absolute step and weight-sync times (pass within ±25%) and speed-ups (useful samples/s of one run over another,
+  pass inside the published band), with the shipped constants.
+* **Stages**: published per-stage times (generation, training, log-prob passes: data/validation/stage_cases.csv;
+  weight sync and the colocated refit: data/rl_cases_refit.csv and the checkpoint-engine row) against the model's
+  stage times (:func:`tcocalc.calibrate`'s uncalibrated figures, the same stage split a run log is compared with).
+* **Leave-one-framework-out**: the development set again, each row predicted with no constant fitted on its
+  frameworks' rows: data/validation/fitted_constants.csv names what is fitted on which framework; those constants are
+  refitted on the other frameworks' rows (the NCCL-broadcast pair, :func:`lofo_calibration`), and a row whose
+  transport reads a constant that cannot be refitted without its framework has no leave-out prediction.
+
+Each group gives its median |error|, share within ±25% (speed-ups: inside their band), worst rows and speed-ups with
+their side of 1. The out-of-sample step-time error of each regime (:func:`~tcocalc.catalog.regimes.regime_of`) comes
+from the leave-one-framework-out rows; ``python benchmarks/trust_figures.py`` writes it to
+data/prediction_errors.toml, where every report's stated typical error is read (``report.diagnosis.trust``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+from ..catalog.accelerators import hardware
+from ..catalog.calibration import shipped_calibration
+from ..catalog.framework_cases import STAGE_KEYS, case_scenario, fitted_constants, framework_cases, stage_cases
+from ..catalog.models import model
+from ..catalog.regimes import regime_of
+from ..catalog.rl_cases import refit_cases
+from ..errors import TcocalcError
+from ..rl.cluster import resolve
+from ..rl.settings import settings
+from ..rl.solve import evaluate, solve_split
+from ..rl.weight_sync import weight_sync_seconds
+from .rl_validation import RL_TOLERANCE, rl_refit_table, rl_speedup_pairs, rl_validation_table
+
+__all__ = ["Validation", "validate", "framework_table", "stage_table", "lofo_table", "lofo_calibration",
+           "regime_table", "fitted_table", "group_table", "GROUPS"]
+
+GROUPS = ("NeMo RL (in-sample)", "verl fully-async study (in-sample)", "other frameworks (development set)",
+          "stages", "leave-one-framework-out")
+_PRESET_FRAMEWORK = {"verl-fsdp": "verl", "verl-megatron": "verl", "areal": "AReaL", "nemo-rl": "NeMo RL",
+                     "prime-rl": "prime-rl", "slime": "slime"}
+"""The framework a preset belongs to (the names of data/validation/fitted_constants.csv)."""
+
+
+@dataclass(frozen=True)
+class Validation:
+    """Every group's rows (DataFrames) and the summary of each (:data:`GROUPS`; module docstring)."""
+
+    nemo: object
+    nemo_pairs: object
+    verl_study: object
+    frameworks: object
+    stages: object
+    lofo: object
+    fitted: object
+    regimes: object
+    groups: object
+
+
+def _na(v) -> bool:
+    import pandas as pd
+
+    return v is None or bool(pd.isna(v))
+
+
+def _err(pred, pub) -> float:
+    return math.nan if _na(pred) else 100.0 * (pred / pub - 1.0)
+
+
+def _case_frameworks(case: dict) -> frozenset:
+    names = {case["framework"]}
+    for name in (case["scenario"], case.get("baseline")):
+        if name:
+            preset = case_scenario(name, case["id"]).orchestration.framework
+            names.add(_PRESET_FRAMEWORK.get(preset, case["framework"] if preset == "generic" else preset))
+    return frozenset(names)
+
+
+def _predict(case: dict, calibration) -> float:
+    """The model's figure for one development-set case (step or weight-sync time [s], or a speed-up)."""
+    scn = case_scenario(case["scenario"], case["id"])
+    if case["kind"] == "speedup":
+        fast = (solve_split(scn, case["solve"], calibration=calibration) if case["solve"]
+                else evaluate(scn, calibration=calibration, advice=False))
+        slow = evaluate(case_scenario(case["baseline"], case["id"]), calibration=calibration, advice=False)
+        return fast.metrics["useful_samples_per_s"] / slow.metrics["useful_samples_per_s"]
+    rep = evaluate(scn, calibration=calibration, advice=False)
+    if case["kind"] == "weight_sync":
+        return float(rep.phase_results[0].rates.t_sync[0])
+    return float(rep.metrics["step_time_s"])
+
+
+def _case_row(case: dict, pred: float, note: str) -> dict:
+    pub = case["published"]
+    err = _err(pred, pub)
+    speedup = case["kind"] == "speedup"
+    if speedup:
+        within = False if _na(pred) else bool(case["low"] <= pred <= case["high"])
+    else:
+        within = bool(abs(err) <= 100 * RL_TOLERANCE) if err == err else False
+    scn = case_scenario(case["scenario"], case["id"])
+    return {"id": case["id"], "set": case["set"], "framework": case["framework"], "kind": case["kind"],
+            "case": case["scenario"] + (f" over {case['baseline']}" if speedup else ""),
+            "regime": "" if speedup else regime_of(scn), "published": pub, "predicted": pred, "error [%]": err,
+            "band": f"{case['low']:g}-{case['high']:g}" if speedup else "±25%", "within": within,
+            "side of 1": ("right" if (pred > 1.0) == (pub > 1.0) else "WRONG") if speedup and not _na(pred) else "",
+            "note": note, "source": case["source"], "date": case["date"]}
+
+
+def _frame(rows: list[dict]):
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    for col in ("predicted", "error [%]"):  # a case the model cannot represent: NA, never NaN
+        if col in df:
+            df[col] = df[col].astype("Float64").mask(df[col].isna())
+    return df
+
+
+def framework_table(calibration=None):
+    """The development set with the shipped constants (or ``calibration``): one row per published figure with its
+    regime, published and predicted value, error [%], pass band and whether inside it (DataFrame)."""
+    rows = []
+    for case in framework_cases():
+        try:
+            pred, note = _predict(case, calibration), ""
+        except TcocalcError as exc:  # a valid scenario the model cannot run: a miss with its reason, never dropped
+            pred, note = math.nan, f"{type(exc).__name__}: {exc}"
+        rows.append(_case_row(case, pred, note))
+    return _frame(rows)
+
+
+# ---------------------------------------------------------------- leave one framework out
+def _held_out(row: dict, frameworks: frozenset) -> bool:
+    text = f"{row['what']} {row['source']}".lower()
+    return any(f.lower() in text for f in frameworks)
+
+
+def _refit_broadcast(frameworks: frozenset):
+    """``(weight_sync_efficiency, weight_sync_fixed_s)`` fitted, as the shipped pair was, on the NCCL-broadcast rows
+    of data/rl_cases_refit.csv that no framework in ``frameworks`` published (``t = fixed + bytes/(eta·NIC)``, least
+    squares on the relative error; where the rows give no positive slope and intercept, the efficiency alone with
+    no fixed term); None with fewer than two such rows."""
+    import numpy as np
+
+    base = shipped_calibration().rl.with_overrides(weight_sync_efficiency=1.0, weight_sync_fixed_s=0.0)
+    rows = [c for c in refit_cases() if c["transport"] == "nccl-broadcast" and not _held_out(c, frameworks)]
+    if len(rows) < 2:
+        return None
+    a, ids = [], []
+    for c in rows:
+        acc = hardware(c["hardware"])
+        b = weight_sync_seconds(model(c["model"]).params_total, acc, acc, c["trainer_gpus"], c["generator_gpus"],
+                                instance_gpus=c["instance_gpus"], transport="nccl-broadcast", calibration=base)
+        inside = c["trainer_gpus"] + c["generator_gpus"] <= acc.scaleup_domain_gpus
+        a.append([0.0 if inside else 1.0 / c["published_s"], b / c["published_s"]])
+        ids.append(c["id"])
+    a = np.array(a)
+    (fixed, x), *_ = np.linalg.lstsq(a, np.ones(len(rows)), rcond=None)
+    if not (x > 0 and fixed >= 0):  # the rows do not support an intercept (REFIT-01 and -06: more bytes, less time)
+        fixed, x = 0.0, float(a[:, 1].sum() / (a[:, 1] ** 2).sum())  # the bandwidth alone, through the origin
+    return float(1.0 / x), float(fixed), tuple(ids)
+
+
+@functools.cache
+def lofo_calibration(frameworks: frozenset):
+    """The shipped constants with every one fitted on a framework in ``frameworks`` refitted without it:
+    ``(CalibrationSet, refitted {constant: (value, rows)}, transports whose constants could not be refitted)``."""
+    fitted = [c for c in fitted_constants() if set(c["frameworks"]) & frameworks]
+    transports = {c["transport"] for c in fitted}
+    changes, refitted, lost = {}, {}, set()
+    for transport in sorted(transports):
+        fit = _refit_broadcast(frameworks) if transport == "nccl-broadcast" else None
+        if fit is None:
+            lost.add(transport)
+            continue
+        eta, fixed, ids = fit
+        changes.update(weight_sync_efficiency=eta, weight_sync_fixed_s=fixed)
+        refitted.update(weight_sync_efficiency=(eta, ids), weight_sync_fixed_s=(fixed, ids))
+    label = "without " + ", ".join(sorted(frameworks))
+    cal = shipped_calibration().with_rl(label, **changes) if changes else shipped_calibration()
+    return cal, refitted, frozenset(lost)
+
+
+def lofo_table(shipped=None):
+    """The development set with no constant fitted on the row's frameworks (module docstring); ``shipped``: the
+    :func:`framework_table` already computed, reused where nothing is fitted on the row's frameworks (DataFrame)."""
+    shipped = framework_table() if shipped is None else shipped
+    by_id = shipped.set_index("id")
+    rows = []
+    for case in framework_cases():
+        fws = _case_frameworks(case)
+        cal, refitted, lost = lofo_calibration(fws)
+        scn = case_scenario(case["scenario"], case["id"])
+        uses = settings(scn, resolve(scn)).weight_sync
+        if uses in lost:
+            pred, note = math.nan, f"no leave-out prediction: its {uses} constants are fitted on {', '.join(fws)}"
+        elif not refitted:
+            pred = by_id.loc[case["id"], "predicted"]
+            pred, note = (math.nan if _na(pred) else float(pred)), "no constant it reads is fitted on its frameworks"
+        else:
+            names = ", ".join(f"{k} {v:.3g}" for k, (v, _ids) in refitted.items())
+            names += f" (from {', '.join(sorted({i for _v, ids in refitted.values() for i in ids}))})"
+            try:
+                pred, note = _predict(case, cal), f"refitted without {', '.join(sorted(fws))}: {names}"
+            except TcocalcError as exc:
+                pred, note = math.nan, f"{type(exc).__name__}: {exc}"
+        row = _case_row(case, pred, note)
+        row["frameworks held out"] = ", ".join(sorted(fws))
+        rows.append(row)
+    return _frame(rows)
+
+
+# ---------------------------------------------------------------- stages
+class _Measured(dict):
+    """Stage measurements for :func:`tcocalc.calibrate`, with the keys logged as the trainer's wait."""
+
+    def __init__(self, values: dict, exposed: set):
+        super().__init__(values)
+        self.exposed = frozenset(exposed)
+
+
+def _stage_rows(case: dict) -> list[dict]:
+    from .calibrate import calibrate
+
+    meas = {"step_time_s": case["step_time_s"], **{k: case[k] for k in STAGE_KEYS if case[k] is not None}}
+    exposed = {"generation_s"} if case["generation_exposed"] else set()
+    scn = case_scenario(case["scenario"], case["id"])
+    if case["trainer_gpus"] is not None:
+        scn = scn.with_split(case["trainer_gpus"], case["generator_gpus"])
+    split = "" if case["trainer_gpus"] is None else f" at {case['trainer_gpus']}:{case['generator_gpus']}"
+    base = {"id": case["id"], "framework": case["framework"], "case": case["scenario"] + split,
+            "in-sample": case["in_sample"], "source": case["source"]}
+    names = {"generation_s": "generation (trainer's wait)" if exposed else "generation", "training_s": "training",
+             "logprob_s": "log-prob"}
+    try:
+        fitted = calibrate(scn, _Measured(meas, exposed), source=case["id"])
+    except TcocalcError as exc:  # published times the model's step cannot hold: shown with the reason
+        return [{**base, "stage": names[k], "published [s]": v, "predicted [s]": math.nan, "note": str(exc)}
+                for k, v in meas.items() if k != "step_time_s"]
+    return [{**base, "stage": names[s.stage], "published [s]": s.measured_s, "predicted [s]": s.before_s, "note": ""}
+            for s in fitted.stages if s.stage != "step_time_s"]
+
+
+def stage_table(frameworks=None):
+    """Every published stage time beside the model's uncalibrated stage time, with the error [%], the ratio
+    predicted/published and whether the row fitted a constant (``in-sample``) (DataFrame). ``frameworks``: the
+    :func:`framework_table` already computed (its weight-sync rows join the table)."""
+    rows = [r for case in stage_cases() for r in _stage_rows(case)]
+    for _, r in rl_refit_table().iterrows():
+        rows.append({"id": r["id"], "framework": r["case"].split(":")[0], "case": r["case"],
+                     "stage": "switching (colocated refit)" if r["transport"] == "colocated" else "weight sync",
+                     "in-sample": r["role"] == "fit", "published [s]": r["published [s]"],
+                     "predicted [s]": r["predicted [s]"], "note": r["known_miss"], "source": r["source"]})
+    fw = framework_table() if frameworks is None else frameworks
+    for _, r in fw[fw["kind"] == "weight_sync"].iterrows():
+        rows.append({"id": r["id"], "framework": r["framework"], "case": r["case"], "stage": "weight sync",
+                     "in-sample": False, "published [s]": r["published"], "predicted [s]": r["predicted"],
+                     "note": r["note"], "source": r["source"]})
+    df = _frame(rows)
+    df["predicted [s]"] = df["predicted [s]"].astype("Float64")
+    df["error [%]"] = (100.0 * (df["predicted [s]"] / df["published [s]"] - 1.0)).astype("Float64")
+    df["ratio"] = (df["predicted [s]"] / df["published [s]"]).astype("Float64")
+    df["within"] = (df["error [%]"].abs() <= 100 * RL_TOLERANCE).fillna(False).astype(bool)
+    return df
+
+
+# ---------------------------------------------------------------- summaries
+def fitted_table():
+    """What the RL model fits on which framework's rows (data/validation/fitted_constants.csv), with the
+    constant's shipped value (DataFrame)."""
+    import pandas as pd
+
+    rl = shipped_calibration().rl
+    return pd.DataFrame([{"constant": c["constant"], "value": rl[c["constant"]],
+                          "fitted on": ", ".join(c["frameworks"]), "rows": ", ".join(c["rows"]),
+                          "transport": c["transport"]} for c in fitted_constants()])
+
+
+def regime_table(lofo):
+    """Out-of-sample step-time error by regime: the leave-one-framework-out step rows grouped by
+    :func:`~tcocalc.catalog.regimes.regime_of` (median |error| and share within ±25% as fractions) (DataFrame)."""
+    import pandas as pd
+
+    steps = lofo[(lofo["kind"] == "step") & lofo["predicted"].notna()]
+    rows = []
+    for regime, g in steps.groupby("regime", sort=True):
+        err = g["error [%]"].astype(float).abs() / 100.0
+        rows.append({"regime": regime, "rows": len(g), "median_abs_error": float(err.median()),
+                     "within_25pct": float((err <= RL_TOLERANCE).mean()),
+                     "frameworks": ", ".join(sorted(set(g["framework"]))), "ids": ", ".join(g["id"])})
+    return pd.DataFrame(rows, columns=["regime", "rows", "median_abs_error", "within_25pct", "frameworks", "ids"])
+
+
+def _summary(group: str, basis: str, err, ids, within=None, speedups=None, note: str = "") -> dict:
+    """One group's line: median |error|, share within its band, the three worst rows, speed-ups."""
+    import pandas as pd
+
+    err = pd.Series(err, dtype="Float64").reset_index(drop=True)
+    ids = pd.Series(list(ids)).reset_index(drop=True)
+    ok = err.notna()
+    absent = int((~ok).sum())
+    within = (err[ok].abs() <= 100 * RL_TOLERANCE) if within is None else pd.Series(list(within))[ok.to_numpy()]
+    worst = err[ok].abs().sort_values(ascending=False).index[:3]
+    line = {"group": group, "basis": basis, "rows": int(ok.sum()),
+            "median |error| [%]": float(err[ok].abs().median()) if ok.any() else math.nan,
+            "within": f"{int(within.sum())} of {int(ok.sum())}" + (f" ({absent} not modelled)" if absent else ""),
+            "within share": float(within.mean()) if ok.any() else math.nan,
+            "worst": ", ".join(f"{ids[i]} {err[i]:+.0f}%" for i in worst), "speed-ups": "", "note": note}
+    if speedups is not None and len(speedups):
+        inside = int(speedups["within"].sum())
+        right = int((speedups["side of 1"] == "right").sum())
+        line["speed-ups"] = (f"{inside} of {len(speedups)} inside their band, {right} on the published side of 1: "
+                             + ", ".join(f"{r['id']} {r['predicted']:.2f}x ({r['published']:.2f}x)"
+                                         for _, r in speedups.iterrows() if pd.notna(r["predicted"])))
+    return line
+
+
+def group_table(v: dict):
+    """One line per group of :data:`GROUPS` from the tables ``v`` (keys of :class:`Validation`) (DataFrame)."""
+    import pandas as pd
+
+    nemo, pairs, verl, fw, st, lofo = (v[k] for k in ("nemo", "nemo_pairs", "verl_study", "frameworks", "stages",
+                                                      "lofo"))
+    lines = [_summary(GROUPS[0], "in-sample", nemo["error [%]"], nemo["id"],
+                      note=f"{int(pairs['right side'].sum())} of {len(pairs)} on/off-policy pairs on the published "
+                           f"side of 1 ({int(pairs['on-policy'].str.startswith('NEMO').sum())} NeMo RL, the rest "
+                           f"verl's study)"),
+             _summary(GROUPS[1], "in-sample", verl["error [%]"], verl["id"])]
+    for name, t, basis in ((GROUPS[2], fw, "development set, shipped constants"),
+                           (GROUPS[4], lofo, "out of sample: nothing fitted on the row's frameworks")):
+        sp = t[t["kind"] == "speedup"]
+        parts = [(f"set {s}", g) for s, g in t.groupby("set", sort=False)]
+        parts.append(("sets 2 and 3 (the 19 rows measured before)", t[t["set"].isin(["2", "3"])]))
+        lines.append(_summary(name, basis, t["error [%]"], t["id"], t["within"], sp,
+                              note="; ".join(f"{label}: median {g['error [%]'].astype(float).abs().median():.0f}%, "
+                                             f"{int(g['within'].sum())} of {len(g)} within" for label, g in parts)))
+    out = st[~st["in-sample"]]
+    off = out[(out["ratio"] >= 2.0) | (out["ratio"] <= 0.5)]
+    lines.append(_summary(GROUPS[3], "published stage times (in-sample rows shown, not counted)", out["error [%]"],
+                          out["id"] + " " + out["stage"],
+                          note=f"{len(off)} stage rows off by 2x or more: "
+                               + ", ".join(f"{r['id']} {r['stage']} {r['ratio']:.2f}x" for _, r in off.iterrows())))
+    return pd.DataFrame(sorted(lines, key=lambda line: GROUPS.index(line["group"])))
+
+
+def validate() -> Validation:
+    """Every group (module docstring) computed once: the tables and one summary line per group."""
+    table = rl_validation_table()
+    nemo = table[(table["framework"] == "NeMo RL") & table["predicted [s]"].notna()].reset_index(drop=True)
+    pairs = rl_speedup_pairs(table)
+    verl = table[table["framework"] == "verl"].reset_index(drop=True)
+    fw = framework_table()
+    lofo = lofo_table(fw)
+    st = stage_table(fw)
+    v = {"nemo": nemo, "nemo_pairs": pairs, "verl_study": verl, "frameworks": fw, "stages": st, "lofo": lofo}
+    return Validation(**v, fitted=fitted_table(), regimes=regime_table(lofo), groups=group_table(v))
+
+
+REGIMES_MARKER = "# ---------------------------------------------------------------- out of sample, by regime"
+
+
+def regimes_toml(regimes, date: str) -> str:
+    """The ``[regimes]`` tables of data/prediction_errors.toml for :attr:`Validation.regimes` (each figure rounded
+    up to the next 0.1 point, so that a stated error is never below the measured one), starting at
+    :data:`REGIMES_MARKER`; ``python benchmarks/trust_figures.py`` writes it."""
+    lines = [REGIMES_MARKER,
+             "# Written by `python benchmarks/trust_figures.py` from tcocalc.studies.validation_groups.validate();",
+             "# do not edit by hand. An uncalibrated report states the figure of its scenario's regime",
+             "# (tcocalc.catalog.regimes): the median |step-time error| of the development set's published runs of",
+             "# that regime, each predicted with no constant fitted on its framework's rows (leave-one-framework-out).",
+             "# A regime missing here has no out-of-sample evidence, and the report says so.", ""]
+    for _, r in regimes.iterrows():
+        up = math.ceil(1000 * r["median_abs_error"] - 1e-9) / 1000
+        lines += [f'[regimes."{r["regime"]}"]', f"median_abs_error = {up:.3f}",
+                  f"within_25pct = {math.floor(100 * r['within_25pct'] + 1e-9) / 100:.2f}", f"rows = {int(r['rows'])}",
+                  "frameworks = [" + ", ".join(f'"{f}"' for f in r["frameworks"].split(", ")) + "]",
+                  'kind = "measured"',
+                  f'source = "tcocalc validate --groups ({date}), leave-one-framework-out: median |step-time error| of '
+                  f'the published runs {r["ids"]} (data/validation/framework_cases.csv), none of them predicted with a '
+                  f'constant fitted on its framework"', ""]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- the printed report
+def _cell(v) -> str:
+    import pandas as pd
+
+    if isinstance(v, bool):
+        return "yes" if v else "NO"
+    if v is None or (not isinstance(v, str) and pd.isna(v)):
+        return "-"
+    if isinstance(v, float):
+        return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+    return str(v).replace("|", "\\|").replace("\n", " ")
+
+
+def _md(df, cols: dict) -> str:
+    """A Markdown table of ``df``'s columns ``cols`` (column -> header; a header ending in `` %`` prints a number
+    as a signed percentage)."""
+    lines = ["| " + " | ".join(cols.values()) + " |", "|" + "|".join(" --- " for _ in cols) + "|"]
+    for _, r in df.iterrows():
+        cells = [(f"{r[c]:+.1f}%" if str(h).endswith(" %") and isinstance(r[c], int | float) and _cell(r[c]) != "-"
+                  else _cell(r[c])) for c, h in cols.items()]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def groups_report(v: Validation | None = None) -> str:
+    """``tcocalc validate --groups``: the groups' summary, the development set with the shipped constants and left
+    out by framework, what is fitted on which framework, the out-of-sample error by regime, and the stages
+    (Markdown tables, as docs/validation.md shows them)."""
+    v = validate() if v is None else v
+    g = v.groups.assign(**{"median |error| [%]": v.groups["median |error| [%]"].map(lambda x: f"{x:.1f}%")})
+    row = {"id": "id", "set": "set", "framework": "framework", "kind": "kind", "case": "case", "regime": "regime",
+           "published": "published", "predicted": "predicted", "error [%]": "error %", "band": "band",
+           "within": "inside", "side of 1": "side of 1"}
+    out = ["### Groups\n", _md(g, {"group": "group", "basis": "basis", "rows": "rows",
+                                     "median |error| [%]": "median \\|error\\|", "within": "within ±25% (band)",
+                                     "worst": "worst rows", "speed-ups": "speed-ups", "note": "note"}),
+           "\n### Other frameworks (development set), shipped constants\n",
+           "Step and weight-sync times in seconds, speed-ups as useful samples/s of the first run over the second.\n\n",
+           _md(v.frameworks, row),
+           "\n### What is fitted on which framework's rows\n", _md(v.fitted, {c: c for c in v.fitted.columns}),
+           "\nThe roofline factors of data/calibration.toml are fitted on serving and training benchmarks "
+           "(data/validation_cases.toml), none of them an RL framework's run.\n",
+           "\n### Leave one framework out\n",
+           _md(v.lofo, {**{k: h for k, h in row.items() if k not in ("kind", "case", "regime")},
+                        "frameworks held out": "held out", "note": "note"}),
+           "\n### Out-of-sample step-time error by regime (what reports state)\n",
+           _md(v.regimes.assign(median_abs_error=100 * v.regimes["median_abs_error"],
+                                within_25pct=(100 * v.regimes["within_25pct"]).map(lambda x: f"{x:.0f}%")),
+               {"regime": "regime", "rows": "rows", "median_abs_error": "median \\|error\\| %",
+                "within_25pct": "within ±25%", "frameworks": "frameworks", "ids": "runs"}),
+           "\nA regime not listed has no out-of-sample evidence; its reports say so.\n",
+           "\n### Stages\n", _md(v.stages, {"id": "id", "framework": "framework", "stage": "stage",
+                                            "published [s]": "published [s]", "predicted [s]": "predicted [s]",
+                                            "error [%]": "error %", "ratio": "predicted / published",
+                                            "in-sample": "fitted a constant", "case": "case"})]
+    return "".join(out)
