@@ -217,6 +217,9 @@ def measurements() -> list[tuple[str, float, str]]:
             "timing_s/update_weights", "response_length/mean", "response_length/max", "prompt_length/mean",
             "perf/throughput"] + [f"actor/metric_{i}" for i in range(40)]
     table = pd.DataFrame({k: rng.uniform(1.0, 100.0, n) for k in keys})
+    parts = ["timing_s/gen", "timing_s/old_log_prob", "timing_s/ref", "timing_s/update_actor",
+             "timing_s/update_weights"]
+    table["timing_s/step"] = table[parts].sum(axis=1) + 1.0  # the step contains its timers (the nesting check)
     out = []
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -231,6 +234,74 @@ def measurements() -> list[tuple[str, float, str]]:
         for name, what in (("history.csv", "W&B CSV"), ("metrics.jsonl", "JSONL"), ("console.log", "console")):
             secs = _best(lambda name=name: tc.load_measurements(folder / name), repeats=3)
             out.append((f"load_measurements, 10,000-step verl {what} (50 keys)", secs, "< 2 s"))
+    return out
+
+
+_MILLION = """
+import resource, sys, time
+import tcocalc as tc
+tc.load_measurements(sys.argv[2])  # warm the key tables on a small log
+t0, c0 = time.perf_counter(), time.process_time()
+m = tc.load_measurements(sys.argv[1])
+print(time.perf_counter() - t0, time.process_time() - c0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
+def _million_line_logs(folder) -> dict[str, str]:
+    """Three one-million-line logs: a verl console log (9 start-up or progress lines to each step line of 40 keys,
+    like a real run's mix), a prime-rl-like metrics.jsonl (one small row a line, several a step), and a W&B CSV of
+    12 columns; each under the 200 MB cap."""
+    import json
+    import random
+
+    rnd = random.Random(0)
+    keys = [f"actor/metric_{i}" for i in range(30)] + ["response_length/mean", "prompt_length/mean"]
+    with open(folder / "console.log", "w") as f:
+        for step in range(1, 100_001):
+            f.writelines(f"(TaskRunner pid=4242) INFO vLLM worker {i}: step {step}, progress {rnd.random():.4f}\n"
+                         for i in range(9))
+            gen, act = rnd.uniform(40, 60), rnd.uniform(20, 30)
+            pairs = " - ".join(f"{k}:{rnd.random():.3f}" for k in keys)
+            f.write(f"(TaskRunner pid=4242) step:{step} - timing_s/gen:{gen:.3f} - timing_s/old_log_prob:5.100 - "
+                    f"timing_s/update_actor:{act:.3f} - timing_s/step:{gen + act + 8:.3f} - {pairs}\n")
+    with open(folder / "metrics.jsonl", "w") as f:
+        for line in range(1_000_000):
+            step, kind = divmod(line, 4)
+            row = {"step": step + 1, "time/step": 30.0 + kind, "time/forward_backward": 24.0,
+                   "time/wait_for_batch": 4.0} if kind == 0 else {"step": step + 1, f"other/k{kind}": rnd.random()}
+            f.write(json.dumps(row) + "\n")
+    with open(folder / "history.csv", "w") as f:
+        f.write("_step,_timestamp,timing_s/step,timing_s/gen,timing_s/update_actor,"
+                + ",".join(f"actor/m{i}" for i in range(7)) + "\n")
+        for step in range(1, 1_000_001):
+            f.write(f"{step},{1.78e9 + 60 * step},{80 + rnd.random():.3f},{40 + rnd.random():.3f},"
+                    f"{20 + rnd.random():.3f}," + ",".join(f"{rnd.random():.3f}" for _ in range(7)) + "\n")
+    small = folder / "small.jsonl"
+    small.write_text("".join(json.dumps({"step": s, "data": {"timing_s/step": 1.0}}) + "\n" for s in (1, 2)))
+    return {"verl console, 100,000 steps among 900,000 other lines": "console.log",
+            "prime-rl metrics.jsonl, 4 rows a step": "metrics.jsonl", "W&B CSV, 12 columns": "history.csv"}
+
+
+def million_line_log() -> list[tuple[str, float, str]]:
+    """Issue 40 item 1: load a one-million-line log in a fresh process; wall and CPU time (the CPU seconds are the
+    figure to read on a loaded machine) and peak memory (RSS of the whole process, numpy and pandas included)."""
+    import tempfile
+    from pathlib import Path
+
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for what, name in _million_line_logs(folder).items():
+            best, cpu, peak = float("inf"), float("inf"), 0.0
+            for _ in range(2):
+                run = subprocess.run([sys.executable, "-c", _MILLION, str(folder / name), str(folder / "small.jsonl")],
+                                     check=True, capture_output=True, text=True)
+                secs, used, rss = map(float, run.stdout.split())
+                best, cpu, peak = min(best, secs), min(cpu, used), max(peak, rss)
+            size = (folder / name).stat().st_size / 1e6
+            out.append((f"load_measurements, 1,000,000-line log ({size:.0f} MB): {what}", best, "< 5 s"))
+            out.append(("  the same, CPU seconds of the load", cpu, "< 5 s"))
+            out.append(("  peak memory of that process [MB, not s]", peak, "< 500"))
     return out
 
 
@@ -291,6 +362,25 @@ def sweep() -> list[tuple[str, float, str]]:
              "reference")]
 
 
+def workbook() -> list[tuple[str, float, str]]:
+    """Issue 39 item 3 (helper "planner"): the workbook of a 1,000-point sweep (formats, widths, frozen headers) and a
+    report's workbook with its live plan sheet, written to memory."""
+    import io
+
+    import numpy as np
+
+    import tcocalc as tc
+
+    scn = tc.load_scenario("default")
+    res = tc.sweep(scn, {"economics.usd_per_gpu_hour": np.linspace(1.0, 3.0, 50),
+                         "workload.response_tokens_mean": np.linspace(4000.0, 15000.0, 20)})
+    report = tc.evaluate(tc.load_scenario("semianalysis_qwen3_235b_h200"))
+    return [("workbook of a 1,000-point sweep (SweepResult.to_excel, in memory)",
+             _best(lambda: res.to_excel(io.BytesIO()), repeats=3), "< 5 s"),
+            ("workbook of a report with its live plan sheet (report.to_excel)",
+             _best(lambda: report.to_excel(io.BytesIO()), repeats=3), "reference")]
+
+
 def app() -> list[tuple[str, float, str]]:
     from pathlib import Path
 
@@ -346,7 +436,7 @@ def main() -> None:
           f"python {platform.python_version()}")
     print(f"{'figure':66s} {'seconds':>9s}  target")
     figures = (import_cost() + roofline() + rl() + sweep() + rl_accuracy() + validation_groups() + sizing()
-               + bounded() + measurements() + calibration() + app())
+               + bounded() + measurements() + million_line_log() + calibration() + workbook() + app())
     for name, secs, target in figures:
         print(f"{name:66s} {secs:9.4f}  {target}")
 

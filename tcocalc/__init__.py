@@ -22,9 +22,9 @@ _EXPORTS: dict[str, str] = {
     "model": "catalog.models",
     "model_table": "catalog.models",
     "model_names": "catalog.models",
-    "Measurements": "catalog.measurements",
-    "load_measurements": "catalog.measurements",
-    "MAX_LOG_BYTES": "catalog.log_formats",
+    "Measurements": "logs.measurements",
+    "load_measurements": "logs.measurements",
+    "MAX_LOG_BYTES": "logs.source",
     # errors
     "TcocalcError": "errors",
     "UnknownEntryError": "errors",
@@ -116,8 +116,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .catalog.accelerators import Accelerator, hardware, hardware_names, hardware_table  # noqa: F401
     from .catalog.calibration import Calibration, CalibrationSet, shipped_calibration  # noqa: F401
     from .catalog.frameworks import framework_presets  # noqa: F401
-    from .catalog.log_formats import MAX_LOG_BYTES  # noqa: F401
-    from .catalog.measurements import Measurements, load_measurements  # noqa: F401
     from .catalog.models import ModelArch, model, model_names, model_table  # noqa: F401
     from .economics.tco import (  # noqa: F401
         CostBreakdown,
@@ -140,6 +138,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         TcocalcError,
         UnknownEntryError,
     )
+    from .logs.measurements import Measurements, load_measurements  # noqa: F401
+    from .logs.source import MAX_LOG_BYTES  # noqa: F401
     from .modes import MODES, ModeTraits  # noqa: F401
     from .rl.advice import calibration_line  # noqa: F401
     from .rl.report import METRIC_UNITS, metric_quantities  # noqa: F401

@@ -29,6 +29,7 @@ __all__ = ["Accelerator", "Figure", "hardware", "hardware_names", "hardware_tabl
 PRECISIONS = ("bf16", "fp8", "fp4")
 
 Generation = Literal["ampere", "hopper", "blackwell", "cdna3", "cdna4"]
+EfficiencyEvidence = Literal["measured", "partial", "unmeasured"]
 
 
 class Figure(BaseModel):
@@ -56,7 +57,7 @@ _FIGURES: dict[str, tuple[str, str, bool]] = {
     "server_gpus": ("server_gpus", "GPU", False),
 }
 _TEXT_FIELDS = {"name", "aliases", "vendor", "architecture", "generation", "form_factor",
-                "scaleup_interconnect", "notes"}
+                "scaleup_interconnect", "notes", "efficiency_evidence", "efficiency_note"}
 
 
 class Accelerator(BaseModel):
@@ -86,6 +87,12 @@ class Accelerator(BaseModel):
         RL pays to move optimizer state and engine weights to host memory and back.
     server_gpus : int or None
         GPUs per server (compute tray on NVL72 racks), each with its own NIC [GPU].
+    efficiency_evidence : str
+        Whether the achievable efficiencies the model uses on this chip (data/calibration.toml: serving and
+        training runtime efficiencies, GEMM and attention fractions) were measured or fitted on its own
+        generation's published runs: ``"measured"``, ``"partial"`` (some borrowed from another generation) or
+        ``"unmeasured"`` (borrowed); ``efficiency_note`` says which and what measurements exist. A prediction on
+        an ``"unmeasured"`` chip carries a wider error than the validation measured (issue 36).
     sources : dict
         Field name in the spec file -> :class:`Figure` (value, unit, source, date).
     """
@@ -104,6 +111,8 @@ class Accelerator(BaseModel):
     form_factor: str = ""
     scaleup_interconnect: str = ""
     notes: str = ""
+    efficiency_evidence: EfficiencyEvidence = "measured"
+    efficiency_note: str = ""
     bf16_flops_per_s: float = Field(gt=0)
     fp8_flops_per_s: float | None = Field(default=None, gt=0)
     fp4_flops_per_s: float | None = Field(default=None, gt=0)

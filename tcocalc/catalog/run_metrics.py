@@ -26,14 +26,18 @@ from ..errors import DataFileError, MeasurementError
 from .provenance import KINDS, check_entry, parse_toml
 
 __all__ = ["MEASUREMENT_UNITS", "UNIT_SCALES", "MetricVariant", "FrameworkMetrics", "parse_run_metrics",
-           "run_metric_table", "framework_metrics", "framework_names", "key_table_markdown"]
+           "run_metric_table", "framework_metrics", "framework_names", "key_table_markdown", "LogLimits",
+           "parse_log_limits", "log_limits"]
 
 #: measurement name -> its unit (the dimension every variant's unit must convert to)
 MEASUREMENT_UNITS: Mapping[str, str] = MappingProxyType({
     "step_time_s": "s", "generation_s": "s", "training_s": "s", "logprob_s": "s", "weight_sync_s": "s",
-    "switching_s": "s", "response_tokens_mean": "tokens", "response_tokens_max": "tokens",
-    "prompt_tokens": "tokens", "samples_per_step": "samples",
+    "switching_s": "s", "response_tokens_mean": "tokens", "response_tokens_longest": "tokens",
+    "response_tokens_max": "tokens", "prompt_tokens": "tokens", "samples_per_step": "samples",
 })
+#: measurements no log maps: typed by hand only (the configured response cap is a setting, never a logged figure;
+#: a log's longest response is ``response_tokens_longest``)
+HAND_TYPED: frozenset[str] = frozenset({"response_tokens_max"})
 #: logged unit -> (measurement unit, factor to it)
 UNIT_SCALES: Mapping[str, tuple[str, float]] = MappingProxyType({
     "s": ("s", 1.0), "ms": ("s", 1e-3), "min": ("s", 60.0), "tokens": ("tokens", 1.0),
@@ -43,8 +47,9 @@ _OPS = ("sum", "product", "step_period")
 _MERGES = ("last", "window_sum")
 _VARIANT_FIELDS = {"keys", "minus", "op", "unit", "merge", "rows_with", "when", "exposed", "allow_zero", "caveat",
                    "kind", "source"}
-_FRAMEWORK_FIELDS = {"label", "source", "date", "step_column", "contains", "measure"}
+_FRAMEWORK_FIELDS = {"label", "source", "date", "step_column", "contains", "measure", "validation_keys"}
 FILE = "data/run_metrics.toml"
+LIMITS_FILE = "data/log_limits.toml"
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,7 @@ class FrameworkMetrics:
     step_column: str | None
     measures: Mapping[str, tuple[MetricVariant, ...]]
     contains: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    validation_keys: tuple[str, ...] = ()
 
     @property
     def known_keys(self) -> frozenset[str]:
@@ -110,6 +116,18 @@ class FrameworkMetrics:
         keys = {k for vs in self.measures.values() for v in vs for k in (*v.logged_keys, *v.when)}
         keys |= {v.rows_with for vs in self.measures.values() for v in vs if v.rows_with}
         return frozenset(k for k in keys if k != "_timestamp" and not k.endswith("/"))
+
+    @property
+    def read_keys(self) -> frozenset[str]:
+        """Every key a reader keeps the values of: the mapped keys, the timers of the nesting table (checked per
+        step) and the keys that mark a validation step."""
+        nested = {k for outer, inner in self.contains.items() for k in (outer, *inner)}
+        return self.known_keys | nested | set(self.validation_keys)
+
+    @property
+    def prefixes(self) -> frozenset[str]:
+        """The ``when`` prefixes (names ending in "/"): a log has one when any of its keys starts with it."""
+        return frozenset(w for vs in self.measures.values() for v in vs for w in v.when if w.endswith("/"))
 
 
 def _strings(file: str, entry: str, name: str, value, *, allow_empty: bool = True) -> tuple[str, ...]:
@@ -214,6 +232,9 @@ def _framework(file: str, name: str, raw) -> FrameworkMetrics:
     measures = {}
     for measurement, variants in measures_raw.items():
         where = f"{entry}.measure.{measurement}"
+        if measurement in HAND_TYPED:
+            raise DataFileError(file, where, "", "the configured cap is typed by hand, never read from a log; "
+                                                 "a log's longest response is response_tokens_longest")
         if measurement not in MEASUREMENT_UNITS:
             raise DataFileError(file, where, "", f"unknown measurement; expected one of {list(MEASUREMENT_UNITS)}")
         if not isinstance(variants, list) or not variants:
@@ -226,7 +247,8 @@ def _framework(file: str, name: str, raw) -> FrameworkMetrics:
         measures[measurement] = tuple(parsed)
     return FrameworkMetrics(name=name, label=raw["label"], source=raw["source"], date=raw["date"],
                             step_column=step_column, measures=MappingProxyType(measures),
-                            contains=MappingProxyType(contains))
+                            contains=MappingProxyType(contains),
+                            validation_keys=_strings(file, entry, "validation_keys", raw.get("validation_keys")))
 
 
 def parse_run_metrics(text: str, file: str = FILE) -> dict[str, FrameworkMetrics]:
@@ -274,6 +296,55 @@ def framework_metrics(name: str) -> FrameworkMetrics:
     return table[aliases[_normal(name)]]
 
 
+@dataclass(frozen=True)
+class LogLimits:
+    """The bounds of the log readers (``data/log_limits.toml``): bytes of a log, of a line, of a JSON document read
+    whole; the nesting depth of a JSON document or printed dict; unmapped key names kept; files read in a folder."""
+
+    max_bytes: int
+    max_line_bytes: int
+    max_json_bytes: int
+    max_json_depth: int
+    max_unmapped_keys: int
+    max_files: int
+    max_cells: int
+    nesting_rel_tolerance: float
+    nesting_abs_tolerance: float
+    source: str
+
+
+_TOLERANCES = ("nesting_rel_tolerance", "nesting_abs_tolerance")
+_LIMIT_FIELDS = ("max_bytes", "max_line_bytes", "max_json_bytes", "max_json_depth", "max_unmapped_keys",
+                 "max_files", "max_cells")
+
+
+def parse_log_limits(text: str, file: str = LIMITS_FILE) -> LogLimits:
+    """The reader bounds from the text of ``data/log_limits.toml``.
+
+    Raises
+    ------
+    DataFileError
+        A missing or non-positive limit, a missing source or date, or an unknown field.
+    """
+    raw = parse_toml(text, file).get("limits")
+    numbers = check_entry(file, "limits", raw, require=("source",), whole_fields=_LIMIT_FIELDS,
+                          positive=_LIMIT_FIELDS, value_fields=_TOLERANCES, date_fields=("date",), kinds=KINDS)
+    extra = set(raw) - {*_LIMIT_FIELDS, *_TOLERANCES, "source", "date", "kind"}
+    if extra:
+        raise DataFileError(file, "limits", sorted(extra)[0], f"unknown field; expected {list(_LIMIT_FIELDS)}")
+    for name in _TOLERANCES:
+        if not 0 <= numbers[name] < 1:
+            raise DataFileError(file, "limits", name, f"expected a tolerance in [0, 1), got {numbers[name]!r}")
+    return LogLimits(**{k: int(numbers[k]) for k in _LIMIT_FIELDS},
+                     **{k: float(numbers[k]) for k in _TOLERANCES}, source=raw["source"])
+
+
+@functools.cache
+def log_limits() -> LogLimits:
+    """The shipped reader bounds (read once)."""
+    return parse_shipped("log_limits.toml", parse_log_limits)
+
+
 # ---------------------------------------------------------------- the key table of docs/run-logs.md
 
 
@@ -291,7 +362,7 @@ def _formula(v: MetricVariant) -> str:
 
 
 def _path(v: MetricVariant) -> str:
-    return v.source.partition(":")[2] or v.source
+    return v.source if v.source.startswith("https://") else (v.source.partition(":")[2] or v.source)
 
 
 def _notes(v: MetricVariant) -> str:

@@ -19,7 +19,7 @@ from ..scenario import Scenario
 from .run_factors import UNCALIBRATED, RunFactors, run_factors
 from .settings import settings
 
-__all__ = ["Cluster", "resolve", "single_server_domain", "measured_mfu", "mfu_measurement"]
+__all__ = ["Cluster", "resolve", "single_server_domain", "measured_mfu", "mfu_measurement", "measured_cluster"]
 
 
 @dataclass(frozen=True)
@@ -57,25 +57,41 @@ def _accelerator(scn: Scenario, side: str) -> Accelerator:
 
 def measured_mfu(scn: Scenario, cluster: Cluster) -> float | None:
     """``trainer.mfu_busy`` where it applies: on the trainer hardware and model it was measured on
-    (``trainer.mfu_measured_on``; a scenario as written measured it on its own). None where there is none or it was
-    taken on another chip or model: the roofline training model stands in (docs/rl-modeling.md §3.2;
-    :func:`mfu_measurement` says which)."""
+    (``trainer.mfu_measured_on``; a scenario as written measured it on its own). None elsewhere: on other hardware
+    the trainer's capacity carries its measured-over-modelled ratio (``"carried"``), or the roofline training model
+    stands in (``trainer.mfu_carry = "model"``, or another model; docs/rl-modeling.md §3.2; :func:`mfu_measurement`
+    says which)."""
     return scn.trainer.mfu_busy if mfu_measurement(scn, cluster) == "applies" else None
 
 
 def mfu_measurement(scn: Scenario, cluster: Cluster) -> str:
-    """``"none"`` (no measured MFU), ``"applies"`` or ``"dropped"`` (measured on other hardware or another model)."""
+    """``"none"`` (no measured MFU), ``"applies"`` (its own chip and model), ``"carried"`` (the same model on other
+    hardware: the measured-over-modelled ratio of the chip it was measured on carries), ``"model"`` (the roofline
+    model on every chip, ``trainer.mfu_carry = "model"``) or ``"dropped"`` (another model, or a chip the catalog
+    does not know)."""
     t = scn.trainer
     if t.mfu_busy is None:
         return "none"
+    if t.mfu_carry == "model":
+        return "model"
     on = t.mfu_measured_on
     if on is None:
         return "applies"
     try:
         same_hw = hardware(on.hardware).name == cluster.trainer.name
     except KeyError:  # UnknownEntryError: a name the catalog does not know is not this chip
-        same_hw = False
-    return "applies" if same_hw and on.model in (scn.model.name, cluster.model.name) else "dropped"
+        return "dropped"
+    if on.model not in (scn.model.name, cluster.model.name):
+        return "dropped"
+    return "applies" if same_hw else "carried"
+
+
+def measured_cluster(scn: Scenario, cluster: Cluster) -> Cluster:
+    """The cluster with the trainer pool on the chip ``trainer.mfu_busy`` was measured on (``"carried"``): where
+    its modelled MFU is taken for the measured-over-modelled ratio."""
+    acc = hardware(scn.trainer.mfu_measured_on.hardware)
+    acc = acc if scn.trainer.multinode_nvlink else single_server_domain(acc)
+    return replace(cluster, trainer=acc, trainer_cal=cluster.calibration.for_accelerator(acc))
 
 
 def single_server_domain(acc: Accelerator) -> Accelerator:

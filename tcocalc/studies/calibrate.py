@@ -211,7 +211,9 @@ def _measured(measurements, extra_exposed=()) -> tuple[dict[str, float], set[str
         raise MeasurementError("measurements", f"expected a mapping of measured figures (or tc.load_measurements' "
                                                f"result), got {type(measurements).__name__}")
     out, warnings = {}, []
-    unknown = sorted(str(k) for k in measurements if k not in MEASUREMENT_KEYS and k != EXPOSED_KEY)
+    # a log's longest response (tcocalc/logs: response_tokens_longest) is read below as the longest logged
+    unknown = sorted(str(k) for k in measurements
+                     if k not in MEASUREMENT_KEYS and k not in (EXPOSED_KEY, "response_tokens_longest"))
     if unknown:
         warnings.append(f"measurements: ignored unknown key{'s' if len(unknown) > 1 else ''} "
                         f"{', '.join(unknown)}; known: {', '.join(MEASUREMENT_KEYS)}")
@@ -230,6 +232,10 @@ def _measured(measurements, extra_exposed=()) -> tuple[dict[str, float], set[str
                                    f"{_TIME_MAX:,.0f} s, {_TIME_MAX / 86400:.1f} days): check the unit (seconds "
                                    f"per optimizer step)", key=key)
         out[key] = value
+    longest = measurements.get("response_tokens_longest")
+    if "response_tokens_max" not in out and isinstance(longest, int | float) and math.isfinite(longest) \
+            and longest > 0:  # what _with_workload takes as the longest response logged, never over a set cap
+        out["response_tokens_max"] = float(longest)
     if not any(k in out for k in TIME_KEYS) and EXPOSED_KEY not in measurements:
         raise MeasurementError("measurements", f"no time measured: give at least one of {', '.join(TIME_KEYS)} "
                                                "[s per step]")

@@ -665,7 +665,7 @@ def size_cluster(scenario: Scenario, target: dict, options: SizingOptions | dict
                    f"{_plan_line(r)}. What limited it: {why}.")
         message += _own_note(scenario, df, r, False) + _bound_note(df, kind, False)
     status, trusted, note = _calibration_note(scenario, df, calibration)
-    message += note
+    message += note + _mfu_note(scenario, opt)
     tinker = tinker_run(scenario, kind, value)
     message += (" Tinker does not list this model." if tinker is None else
                 f" On Tinker (our accounting: its list price for the run's token mix, discarded rollouts billed; "
@@ -696,6 +696,26 @@ def _calibration_note(scn: Scenario, df, calibration) -> tuple[dict, dict, str]:
             text += (f" On {named} the measured run's {dropped} factors do not carry over (column "
                      f"calibration_dropped).")
     return status.as_dict(), own.as_dict(), text
+
+
+def _mfu_note(scn: Scenario, opt) -> str:
+    """The sentence that says how a measured trainer MFU reached the other trainer chips (issue 39 item 1)."""
+    t = scn.trainer
+    if t.mfu_busy is None:
+        return ""
+    on = t.mfu_measured_on.hardware if t.mfu_measured_on is not None else t.hardware
+    try:
+        others = {hardware(h).name for h in opt.trainer_hardware or ()} - {hardware(on).name}
+    except KeyError:
+        others = {"?"}
+    if not others:  # only the measured chip trains: nothing is carried
+        return ""
+    if t.mfu_carry == "model":
+        return (f" Every trainer chip uses the roofline training model's MFU (trainer.mfu_carry = \"model\"), "
+                f"{on} included, not the measured {t.mfu_busy:.1%}.")
+    return (f" The measured trainer MFU ({t.mfu_busy:.1%} on {on}) carries to the other trainer chips as its ratio to "
+            f"the roofline model's MFU there (like for like; trainer.mfu_carry = \"model\" compares every chip on "
+            f"the model).")
 
 
 #: Hardware pairs a sizing message names for one set of factors that do not carry over (the rest are counted).

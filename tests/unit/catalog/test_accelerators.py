@@ -172,3 +172,37 @@ def test_missing_source_is_refused(h200_raw):
 def test_unit_conversion_in_files(h200_raw):
     h200_raw["hbm_bandwidth"] = {**h200_raw["hbm_bandwidth"], "value": 4800, "unit": "GB/s"}
     assert parse_accelerator(h200_raw).hbm_bytes_per_s == pytest.approx(4.8e12)
+
+
+def _borrowed_runtime_efficiencies(generation: str) -> bool:
+    """Whether data/calibration.toml borrows the generation's serving runtime efficiency from another one."""
+    from pathlib import Path
+
+    data = tomllib.loads((Path(tc.__file__).resolve().parents[1] / "data" / "calibration.toml").read_text())
+    entry = data.get(generation, {}).get("inference_runtime_efficiency", {})
+    return entry.get("kind") == "borrowed"
+
+
+@pytest.mark.parametrize("name", REQUIRED)
+def test_efficiency_evidence_follows_the_calibration_it_rests_on(name):
+    # a chip whose generation's serving efficiency is borrowed from another generation cannot claim "measured"
+    # (issue 36: the CDNA chips ran on Hopper's copied efficiencies with no mark); "unmeasured" says what exists
+    acc = tc.hardware(name)
+    if _borrowed_runtime_efficiencies(acc.generation):
+        assert acc.efficiency_evidence in ("partial", "unmeasured")
+        assert acc.efficiency_note
+    if acc.efficiency_evidence != "measured":
+        assert acc.efficiency_note
+
+
+def test_cdna_chips_are_marked_unmeasured():
+    assert {tc.hardware(n).efficiency_evidence for n in ("MI300X", "MI325X", "MI355X")} == {"unmeasured"}
+    assert tc.hardware("H100-SXM").efficiency_evidence == "measured"
+
+
+def test_an_unknown_efficiency_evidence_is_refused():
+    raw = tomllib.loads((__import__("pathlib").Path(tc.__file__).resolve().parents[1] / "hardware_specs"
+                         / "mi300x.toml").read_text())
+    raw["efficiency_evidence"] = "guessed"
+    with pytest.raises(Exception, match="efficiency_evidence"):
+        parse_accelerator(raw, "mi300x.toml")

@@ -124,6 +124,7 @@ def test_every_shipped_data_file_passes_the_check(root):
         "data/validation_long_output.csv": lambda: cases.parse_long_output_cases(
             (root / "data/validation_long_output.csv").read_text()),
         "data/run_metrics.toml": lambda: run_metrics.parse_run_metrics((root / "data/run_metrics.toml").read_text()),
+        "data/log_limits.toml": lambda: vars(run_metrics.parse_log_limits((root / "data/log_limits.toml").read_text())),
         "data/prediction_errors.toml": lambda: calibration.parse_prediction_errors(
             (root / "data/prediction_errors.toml").read_text()),
     }
@@ -144,7 +145,8 @@ def test_every_data_file_has_a_reader(root):
     assert shipped == {"calibration.toml", "rl_calibration.toml", "cost_defaults.toml", "cloud_prices.csv",
                        "tinker_prices.csv", "validation_cases.toml", "semianalysis_accounting.csv",
                        "frameworks.toml", "rl_cases_nemo.csv", "rl_cases_verl.csv", "rl_cases_refit.csv",
-                       "validation_long_output.csv", "run_metrics.toml", "prediction_errors.toml"}
+                       "validation_long_output.csv", "run_metrics.toml", "prediction_errors.toml",
+                       "log_limits.toml"}
 
 
 def test_rl_calibration_lives_in_the_catalog():

@@ -5,6 +5,7 @@ Layers, lowest first; a module may import only from its own layer or a lower one
     0 base          tcocalc.errors, units, _names, _data, _version, modes, scenario, display, workbook
     1 catalog       tcocalc.catalog.*     (every read of a data file)
     2 roofline      tcocalc.roofline.*
+    2 logs          tcocalc.logs.*        (the pilot-run log readers, an input adapter over catalog.run_metrics)
     3 economics     tcocalc.economics.*
     4 rl            tcocalc.rl.*
     5 studies       tcocalc.sweeps, tcocalc.studies.*   (sizing, rl_validation, whatif, calibrate, ...)
@@ -33,7 +34,7 @@ PKG = ROOT / "tcocalc"
 TOP = "tcocalc"
 
 MAX_FUNCTION_LINES = 100
-SUBPACKAGES = ("catalog", "roofline", "economics", "rl", "rl/sim", "studies")
+SUBPACKAGES = ("catalog", "roofline", "economics", "rl", "rl/sim", "studies", "logs", "logs/formats")
 
 # second component of the dotted module name -> layer
 LAYERS: dict[str, int] = {
@@ -48,6 +49,7 @@ LAYERS: dict[str, int] = {
     "workbook": 0,
     "catalog": 1,
     "roofline": 2,
+    "logs": 2,
     "economics": 3,
     "rl": 4,
     "studies": 5,

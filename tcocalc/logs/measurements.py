@@ -1,10 +1,11 @@
 """A pilot run's measured step and phase times, read from the metrics its RL framework logged.
 
-:func:`load_measurements` reads a log (:mod:`tcocalc.catalog.log_formats`), maps the framework's keys to
-tcocalc's measurement names through ``data/run_metrics.toml`` (:mod:`tcocalc.catalog.run_metrics`), drops the
-warm-up steps and returns :class:`Measurements`: the per-step table and, for each measurement found, its median
-over the steps kept. The result is a ``Mapping[str, float]`` over that summary, so it goes wherever a plain dict of
-measurements does. docs/run-logs.md has the key tables, the nesting rules and the errors.
+:func:`load_measurements` reads a log (:mod:`tcocalc.logs.registry`, one module per format), maps the framework's
+keys to tcocalc's measurement names through ``data/run_metrics.toml`` (:mod:`tcocalc.catalog.run_metrics`), leaves
+out validation steps, skips (and counts) steps whose values are unsound, drops the warm-up steps and returns
+:class:`Measurements`: the per-step table and, for each measurement found, its median over the steps kept. The
+result is a ``Mapping[str, float]`` over that summary, so it goes wherever a plain dict of measurements does.
+docs/run-logs.md has the formats, the key tables, the nesting rules and the errors.
 """
 
 from __future__ import annotations
@@ -19,9 +20,17 @@ from types import MappingProxyType
 import numpy as np
 import pandas as pd
 
+from ..catalog.run_metrics import (
+    MEASUREMENT_UNITS,
+    FrameworkMetrics,
+    MetricVariant,
+    framework_metrics,
+    log_limits,
+    run_metric_table,
+)
 from ..errors import MeasurementError
-from .log_formats import RawLog, read_log
-from .run_metrics import MEASUREMENT_UNITS, FrameworkMetrics, MetricVariant, framework_metrics, run_metric_table
+from .registry import read_log
+from .table import RawLog
 
 __all__ = ["Measurements", "load_measurements", "guess_framework", "warmup_step_count", "parse_steps",
            "WARMUP_SHARE", "WARMUP_MAX_STEPS"]
@@ -59,9 +68,20 @@ class Measurements(Mapping[str, float]):
         Measurements whose key times only the part of the phase the trainer waits for (an asynchronous run's
         exposed generation), not the whole phase.
     ignored_keys
-        Logged keys the framework's mapping does not name, sorted.
+        Logged keys the framework's mapping does not name, sorted (at most ``max_unmapped_keys`` of
+        data/log_limits.toml; the warnings count the rest).
     warnings
-        What the numbers do or do not include (the mapping's caveats), and anything skipped.
+        What the numbers do or do not include (the mapping's caveats), and anything skipped (bad lines, unsound
+        steps, validation steps), with counts.
+    validation_steps
+        Logged steps that ran a validation or test pass (a framework's ``validation_keys``), left out of the
+        medians unless ``keep_validation=True``.
+    skipped_steps
+        Steps left out because a value they use is not a finite number, negative, a zero time, or an inner timer
+        longer than the one containing it (the warnings say which and why).
+
+    ``response_tokens_longest`` is the longest response logged at a step (verl's ``response_length/max``), not the
+    configured response cap: no log carries the cap, which stays the scenario's ``workload.response_tokens_max``.
     """
 
     summary: Mapping[str, float]
@@ -76,6 +96,8 @@ class Measurements(Mapping[str, float]):
     exposed: tuple[str, ...]
     ignored_keys: tuple[str, ...]
     warnings: tuple[str, ...]
+    validation_steps: tuple[int, ...] = ()
+    skipped_steps: tuple[int, ...] = ()
 
     def __getitem__(self, name: str) -> float:
         return self.summary[name]
@@ -222,7 +244,8 @@ def _step_numbers(raw: RawLog, fw: FrameworkMetrics) -> tuple[pd.Series, str, li
                                        f"whole step number (row {i + 1})", path=raw.path, key=column)
     warnings = []
     keys = [k for k in fw.known_keys if k in rows.columns]
-    stepless = int((steps.isna() & rows[keys].notna().any(axis=1)).sum()) if keys else 0
+    missing = steps.isna()
+    stepless = int(rows.loc[missing, keys].notna().any(axis=1).sum()) if keys and missing.any() else 0
     if stepless:
         warnings.append(f"{stepless} rows with mapped keys but no {column} value were skipped")
     return steps, column, warnings
@@ -257,13 +280,21 @@ def _gaps(index: pd.Index) -> np.ndarray:
     return np.append(gaps, gaps[-1])
 
 
+def _by(values: pd.Series, steps: pd.Series, index: pd.Index, how: str) -> pd.Series:
+    """``values`` per step (``how``: last, sum or max of a step's rows); a log of one row a step, in order, is taken
+    as it is (no grouping, no copy)."""
+    if len(index) == len(steps) and steps.is_monotonic_increasing:
+        return pd.Series(values.to_numpy(), index=index)
+    group = values.groupby(steps)
+    return (group.sum(min_count=1) if how == "sum" else group.max() if how == "max" else group.last()).reindex(index)
+
+
 def _grouped(rows: pd.DataFrame, steps: pd.Series, column: _Column, index: pd.Index) -> pd.Series:
     key, rows_with, merge = column
     values = rows[key] if key in rows.columns else pd.Series(np.nan, index=rows.index)
     if rows_with is not None:
         values = values.where(rows[rows_with].notna()) if rows_with in rows.columns else values * np.nan
-    group = values.groupby(steps)
-    out = (group.sum(min_count=1) if merge == "window_sum" else group.last()).reindex(index)
+    out = _by(values, steps, index, "sum" if merge == "window_sum" else "last")
     return out / _gaps(index) if merge == "window_sum" else out
 
 
@@ -272,7 +303,7 @@ def _columns(chosen: Mapping[str, MetricVariant]) -> dict[str, list[_Column]]:
 
 
 def _step_period(rows: pd.DataFrame, steps: pd.Series, index: pd.Index) -> pd.Series:
-    stamps = rows["_timestamp"].groupby(steps).max().reindex(index)
+    stamps = _by(rows["_timestamp"], steps, index, "max")
     return stamps.diff() / pd.Series(index.to_numpy(dtype=float), index=index).diff()
 
 
@@ -284,15 +315,36 @@ def _fail(shown: str, field: str, message: str, step, key: str | None = None) ->
                             step=int(step))
 
 
-def _check_logged(shown: str, values: Mapping[_Column, pd.Series], kept: pd.Index) -> None:
+class _Unsound:
+    """The kept steps whose values cannot be used, each with the first reason found (field, key, message)."""
+
+    def __init__(self, kept: pd.Index):
+        self.kept = kept
+        self.why: dict[int, tuple[str, str, str]] = {}
+
+    def mark(self, bad: pd.Series, field: str, key: str, message) -> None:
+        for step in bad.index[bad.to_numpy(dtype=bool)]:
+            self.why.setdefault(int(step), (field, key, message(step)))
+
+    def error(self, shown: str) -> MeasurementError:
+        step = min(self.why)
+        field, key, message = self.why[step]
+        more = f" ({len(self.why)} of {len(self.kept)} steps kept are unsound)" if len(self.why) > 1 else ""
+        return _fail(shown, field, message + more, step, key)
+
+    def warning(self) -> str:
+        shown = "; ".join(f"step {s}: {self.why[s][2]}" for s in sorted(self.why)[:3])
+        more = ", ..." if len(self.why) > 3 else ""
+        return f"{len(self.why)} of {len(self.kept)} steps skipped as unsound ({shown}{more})"
+
+
+def _check_logged(values: Mapping[_Column, pd.Series], unsound: _Unsound) -> None:
     """Every logged value a kept step uses is a finite number >= 0 (empty cells are not values)."""
     for (key, _, _), series in values.items():
-        v = series.reindex(kept)
+        v = series.reindex(unsound.kept)
         bad = v.notna() & (~np.isfinite(v) | (v < 0))
-        if bad.any():
-            step = bad.idxmax()
-            what = "not a finite number" if not np.isfinite(v[step]) else f"negative ({v[step]:g})"
-            raise _fail(shown, key, f"{key} is {what}", step)
+        unsound.mark(bad, key, key, lambda s, v=v, key=key: f"{key} is " + (
+            "not a finite number" if not np.isfinite(v[s]) else f"negative ({v[s]:g})"))
 
 
 def _value(v: MetricVariant, values: Mapping[_Column, pd.Series], period: pd.Series | None) -> pd.Series:
@@ -308,18 +360,35 @@ def _value(v: MetricVariant, values: Mapping[_Column, pd.Series], period: pd.Ser
     return total * v.scale
 
 
-def _check_value(shown: str, name: str, v: MetricVariant, series: pd.Series) -> None:
+def _check_value(name: str, v: MetricVariant, series: pd.Series, unsound: _Unsound) -> None:
     is_time = MEASUREMENT_UNITS[name] == "s"
-    bad = series.notna() & ((series < 0) | ((series == 0) & is_time & (not v.allow_zero)))
-    if not bad.any():
-        return
-    step = bad.idxmax()
+    finite = series.notna() & np.isfinite(series.astype(float))
+    bad = finite & ((series < 0) | ((series == 0) & is_time & (not v.allow_zero)))
     if v.op == "step_period":
-        raise _fail(shown, name, "_timestamp does not increase", step, key="_timestamp")
+        unsound.mark(bad, name, "_timestamp", lambda s: "_timestamp does not increase")
+        return
     formula = " + ".join(v.keys) + "".join(f" - {k}" for k in v.minus)
-    why = " (a timer is longer than the one that contains it)" if v.minus and series[step] < 0 else ""
-    raise _fail(shown, name, f"{name} = {formula} is {series[step]:g} {MEASUREMENT_UNITS[name]}{why}", step,
-                key=v.keys[0] if len(v.keys) == 1 and not v.minus else name)
+    key = v.keys[0] if len(v.keys) == 1 and not v.minus else name
+    unsound.mark(bad, name, key, lambda s: f"{name} = {formula} is {series[s]:g} {MEASUREMENT_UNITS[name]}" + (
+        " (a timer is longer than the one that contains it)" if v.minus and series[s] < 0 else ""))
+
+
+def _check_nesting(fw: FrameworkMetrics, series_of, unsound: _Unsound) -> None:
+    """Per step, an inner timer (the ``contains`` table) is never longer than the one containing it, within the
+    reading tolerance of data/log_limits.toml (console values are printed rounded)."""
+    lim = log_limits()
+    for outer, inners in fw.contains.items():
+        whole = series_of(outer)
+        if whole is None:
+            continue
+        for inner in inners:
+            part = series_of(inner)
+            if part is None:
+                continue
+            bad = whole.notna() & part.notna() & (part > whole * (1 + lim.nesting_rel_tolerance)
+                                                  + lim.nesting_abs_tolerance)
+            unsound.mark(bad, inner, inner, lambda s, o=outer, i=inner, w=whole, p=part:
+                         f"{i} ({p[s]:g}) is longer than {o} ({w[s]:g}), which contains it")
 
 
 def _kept(usable: pd.Index, steps, shown: str) -> tuple[pd.Index, int]:
@@ -348,67 +417,166 @@ def _no_step(shown: str, fw: FrameworkMetrics) -> MeasurementError:
 # ---------------------------------------------------------------- the entry point
 
 
-def _measure(raw: RawLog, fw: FrameworkMetrics, steps) -> Measurements:
-    step_of, step_column, warnings = _step_numbers(raw, fw)
-    rows = raw.rows[step_of.notna()]
-    step_of = step_of[step_of.notna()].astype(np.int64)
+@dataclass(frozen=True)
+class _Steps:
+    """A log's rows by step: the rows with a step, their step numbers, the steps, the chosen variants and the
+    per-step values of every key they read."""
+
+    rows: pd.DataFrame
+    step_of: pd.Series
+    index: pd.Index
+    chosen: dict[str, MetricVariant]
+    values: dict[_Column, pd.Series]
+    period: pd.Series | None
+    warnings: list[str]
+
+    def series_of(self, key: str) -> pd.Series | None:
+        """The per-step value of ``key``: as a chosen variant reads it, else the last logged at the step."""
+        for (k, _, _), series in self.values.items():
+            if k == key:
+                return series
+        if key not in self.rows.columns or not self.rows[key].notna().any():
+            return None
+        return _by(self.rows[key], self.step_of, self.index, "last")
+
+
+def _by_step(raw: RawLog, fw: FrameworkMetrics) -> _Steps:
+    step_of, _, warnings = _step_numbers(raw, fw)
+    stepped = step_of.notna()
+    rows = raw.rows if stepped.all() else raw.rows[stepped]  # no copy of a log whose every row has its step
+    step_of = step_of[stepped].astype(np.int64)
     index = pd.Index(np.unique(step_of.to_numpy()), name="step")
     has_stamp = "_timestamp" in rows.columns and rows["_timestamp"].notna().any()
     chosen = _choose(fw, raw.keys, has_stamp)
-    columns = _columns(chosen)
-    values = {c: _grouped(rows, step_of, c, index) for cs in columns.values() for c in cs}
+    values = {c: _grouped(rows, step_of, c, index) for cs in _columns(chosen).values() for c in cs}
     period = _step_period(rows, step_of, index) if has_stamp else None
-    present = [s.notna() for s in values.values()]
-    if any(v.op == "step_period" for v in chosen.values()):
-        present.append(period.notna())
-    if not present or not (usable := index[np.logical_or.reduce([p.to_numpy() for p in present])]).size:
-        raise _no_step(raw.path, fw)
-    kept, drop = _kept(usable, steps, raw.path)
-    _check_logged(raw.path, values, kept)
+    return _Steps(rows, step_of, index, chosen, values, period, warnings)
+
+
+def _usable(by: _Steps, fw: FrameworkMetrics, shown: str) -> pd.Index:
+    present = [s.notna() for s in by.values.values()]
+    if any(v.op == "step_period" for v in by.chosen.values()):
+        present.append(by.period.notna())
+    if not present or not (usable := by.index[np.logical_or.reduce([p.to_numpy() for p in present])]).size:
+        raise _no_step(shown, fw)
+    return usable
+
+
+def _validation(by: _Steps, fw: FrameworkMetrics, usable: pd.Index) -> pd.Index:
+    marked = [by.series_of(k) for k in fw.validation_keys]
+    flags = [m.reindex(usable).notna().to_numpy() for m in marked if m is not None]
+    return usable[np.logical_or.reduce(flags)] if flags else usable[:0]
+
+
+def _sound(raw: RawLog, fw: FrameworkMetrics, by: _Steps, kept: pd.Index) -> tuple[dict[str, pd.Series], _Unsound]:
+    unsound = _Unsound(kept)
+    _check_logged(by.values, unsound)
     table = {}
-    for name, v in chosen.items():
-        series = _value(v, values, period).reindex(kept)
-        _check_value(raw.path, name, v, series)
-        if series.notna().any():
-            table[name] = series
+    for name, v in by.chosen.items():
+        series = _value(v, by.values, by.period).reindex(kept)
+        _check_value(name, v, series, unsound)
+        table[name] = series
+    _check_nesting(fw, lambda k: None if (s := by.series_of(k)) is None else s.reindex(kept), unsound)
+    if unsound.why and (len(unsound.why) * 2 > len(kept) or len(unsound.why) == len(kept)):
+        raise unsound.error(raw.path)
+    good = kept.difference(pd.Index(sorted(unsound.why), dtype=kept.dtype))
+    return {n: s.reindex(good) for n, s in table.items() if s.reindex(good).notna().any()}, unsound
+
+
+def _notes(raw: RawLog, fw: FrameworkMetrics, table: Mapping[str, pd.Series], validation: pd.Index,
+           keep_validation: bool) -> list[str]:
+    notes = list(raw.notes)
+    if len(validation):
+        listed = ", ".join(str(s) for s in validation[:5]) + (", ..." if len(validation) > 5 else "")
+        keys = " or ".join(fw.validation_keys)
+        notes.append(f"{len(validation)} validation steps ({keys} logged: steps {listed}) "
+                     + ("kept, as asked (keep_validation=True)" if keep_validation
+                        else "left out of the medians; keep_validation=True keeps them"))
+    if not any(MEASUREMENT_UNITS[n] == "s" for n in table):
+        notes.append(f"no timer in this log ({raw.format}): it gives the workload's lengths "
+                     f"({', '.join(table) or 'none'}) but cannot calibrate any stage time; give a log with step "
+                     "or phase times (docs/run-logs.md)")
+    return notes
+
+
+def _measure(raw: RawLog, fw: FrameworkMetrics, steps, keep_validation: bool = False) -> Measurements:
+    by = _by_step(raw, fw)
+    usable = _usable(by, fw, raw.path)
+    validation = _validation(by, fw, usable)
+    training = usable if keep_validation else usable.difference(validation)
+    if not len(training):
+        raise MeasurementError("path", f"{raw.path}: every step with a {fw.name} measurement ran validation "
+                                       f"({', '.join(fw.validation_keys)}); keep_validation=True reads them",
+                               path=raw.path)
+    kept, drop = _kept(training, steps, raw.path)
+    table, unsound = _sound(raw, fw, by, kept)
+    good = kept.difference(pd.Index(sorted(unsound.why), dtype=kept.dtype))
     per_step = pd.DataFrame({n: pd.array(s.to_numpy(dtype=float), dtype="Float64") for n, s in table.items()},
-                            index=kept)
-    if steps is None and len(usable) == 1:
+                            index=good.rename("step"))
+    warnings = list(by.warnings)
+    if steps is None and len(training) == 1:
         warnings.append("the log has one usable step: no warm-up step was dropped")
-    warnings += [f"{n}: {chosen[n].caveat}" for n in table if chosen[n].caveat]
+    warnings += [unsound.warning()] if unsound.why else []
+    warnings += _notes(raw, fw, table, validation, keep_validation)
+    warnings += [f"{n}: {by.chosen[n].caveat}" for n in table if by.chosen[n].caveat]
     logged = raw.keys | {"_timestamp"}
     return Measurements(
         summary=MappingProxyType({n: float(np.median(s.dropna().to_numpy())) for n, s in table.items()}),
         per_step=per_step, framework=fw.name, source=raw.path, format=raw.format,
-        steps_used=(int(kept[0]), int(kept[-1])), warmup_steps=drop,
-        keys_used=MappingProxyType({n: tuple(k for k in chosen[n].logged_keys if k in logged) for n in table}),
-        formulas=MappingProxyType({n: chosen[n].formula(logged) for n in table}),
-        exposed=tuple(n for n in table if chosen[n].exposed),
-        ignored_keys=tuple(sorted(raw.keys - fw.known_keys - {step_column})), warnings=tuple(warnings))
+        steps_used=(int(good[0]), int(good[-1])), warmup_steps=drop,
+        keys_used=MappingProxyType({n: tuple(k for k in by.chosen[n].logged_keys if k in logged) for n in table}),
+        formulas=MappingProxyType({n: by.chosen[n].formula(logged) for n in table}),
+        exposed=tuple(n for n in table if by.chosen[n].exposed),
+        ignored_keys=tuple(sorted(raw.keys - fw.read_keys - {raw.step_column, fw.step_column or ""})),
+        warnings=tuple(warnings), validation_steps=tuple(int(s) for s in validation),
+        skipped_steps=tuple(sorted(unsound.why)))
 
 
-def load_measurements(path: str | Path, framework: str | None = None, steps=None) -> Measurements:
+def _looks_like(raw: RawLog, fw: FrameworkMetrics) -> None:
+    """Refuse a log read with ``framework=`` of one framework when its keys are another's."""
+    table = run_metric_table()
+    scores = {name: len(f.known_keys & raw.keys) for name, f in table.items()}
+    best = max(scores, key=scores.get)
+    if best != fw.name and scores[best] > 2 * scores[fw.name]:
+        raise MeasurementError("framework", f"{raw.path}: read with framework={fw.name!r}, but it looks like a "
+                                            f"{table[best].label} log ({scores[best]} of its keys, against "
+                                            f"{scores[fw.name]} of {fw.name}'s); pass framework={best!r}, or leave "
+                                            "framework out to guess it", path=raw.path)
+
+
+def load_measurements(path: str | Path, framework: str | None = None, steps=None, *, run: str | None = None,
+                      keep_validation: bool = False) -> Measurements:
     """Read a pilot run's logged metrics into :class:`Measurements` (step and phase times, lengths, samples).
 
     Parameters
     ----------
     path
-        A W&B run-history CSV, a JSONL metrics file (verl ``file`` backend, prime-rl ``metrics.jsonl``), verl console
-        output, TensorBoard scalars as a long CSV (``tag,step,value``), or a folder of TensorBoard per-tag CSV
-        downloads (``Wall time,Step,Value``). The format is read from the content. At most 200 MB
-        (:data:`~tcocalc.catalog.log_formats.MAX_LOG_BYTES`).
+        A log file or folder, whatever its name: a W&B history CSV, JSONL (verl ``file`` backend, prime-rl
+        ``metrics.jsonl``), a JSON document (TRL's ``trainer_state.json``, a summary of runs), TensorBoard scalars
+        (event files, a long CSV ``tag,step,value``, or per-tag CSV downloads), an MLflow run folder, or the console
+        output of verl, NeMo RL, slime, prime-rl's orchestrator or TRL. The format is read from the content
+        (docs/run-logs.md). At most ``data/log_limits.toml`` ``max_bytes`` (200 MB).
     framework
         ``"verl"``, ``"nemo-rl"``, ``"slime"``, ``"areal"``, ``"prime-rl"``, ``"open-instruct"`` or ``"trl"``; None
-        guesses it from the key names (the framework with most of its mapped keys in the log).
+        guesses it from the key names (the framework with most of its mapped keys in the log). A log whose keys
+        are clearly another framework's is refused, naming the one it looks like.
     steps
         Logged step numbers to use, ``"A:B"``, ``(A, B)`` or ``slice(A, B)``: A included, B excluded, like a Python
         slice; either end may be left out. No warm-up is dropped then.
+    run
+        The run to read in a file or folder that holds several (a TensorBoard CSV's ``run`` column, per-tag file
+        names, an MLflow experiment, a JSON summary of runs).
+    keep_validation
+        Keep the steps that ran a validation pass in the medians (left out by default; they are slower).
 
-    Warm-up rule: without ``steps``, the first ceil(10 %) of the usable steps are dropped, at least 1 and at most
-    20, and never the last one (a one-step log keeps its step). The first steps of a run carry one-off costs
-    (CUDA-graph capture, kernel compilation, allocator growth, cold caches, the first weight push) that a steady
-    state does not; 10 % removes them from short pilots without discarding most of a long run, where 20 steps cover
-    any warm-up seen, and the median then absorbs the odd validation or checkpoint step.
+    Warm-up rule: without ``steps``, the first ceil(10 %) of the usable steps (validation steps left out) are
+    dropped, at least 1 and at most 20, and never the last one (a one-step log keeps its step). The first steps of a
+    run carry one-off costs (CUDA-graph capture, kernel compilation, allocator growth, cold caches, the first
+    weight push) that a steady state does not; 10 % removes them from short pilots without discarding most of a
+    long run, where 20 steps cover any warm-up seen, and the median then absorbs the odd checkpoint step.
+
+    A kept step whose value is not a finite number, negative, a zero time, or an inner timer longer than the timer
+    containing it is skipped and counted in the warnings; when most kept steps are so, the log is refused.
 
     Returns
     -------
@@ -418,17 +586,22 @@ def load_measurements(path: str | Path, framework: str | None = None, steps=None
     Raises
     ------
     MeasurementError
-        A :class:`~tcocalc.errors.ScenarioError` whose ``field`` is ``path`` (missing, unreadable, too big, unknown
-        format, no usable step; the message names the file and the keys looked for), ``framework`` (unknown name,
-        or it cannot be guessed), ``steps`` (bad range, or one that keeps no step), or the logged key or measurement
-        whose value at a kept step is negative, not finite, or a zero time (``.key`` and ``.step`` set).
+        A :class:`~tcocalc.errors.ScenarioError` whose ``field`` is ``path`` (missing, not a regular file or folder,
+        empty, binary, too big, a line too long, unknown format, a trainer-only benchmark, no usable step; the
+        message names the file, what it looked like and the formats read), ``framework`` (unknown name, it cannot
+        be guessed, or the log is another framework's), ``steps`` (bad range, or one that keeps no step), or the
+        logged key or measurement whose values are unsound at most kept steps (``.key`` and ``.step`` set).
     """
     fw = framework_metrics(framework) if framework is not None else None
-    known = frozenset().union(*(f.known_keys for f in run_metric_table().values()))
-    raw = read_log(path, known)
+    table = run_metric_table()
+    keep = frozenset().union(*(f.read_keys for f in table.values()))
+    known = frozenset().union(*(f.known_keys for f in table.values()))
+    raw = read_log(path, keep, run=run, known_keys=known)
     if raw.rows.empty:
-        raise _no_step(raw.path, fw) if fw else MeasurementError("path", f"{raw.path}: holds no logged row",
-                                                                 path=raw.path)
+        raise _no_step(raw.path, fw) if fw else MeasurementError("path", f"{raw.path}: holds no logged row "
+                                                                         f"({raw.format})", path=raw.path)
     if fw is None:
         fw = framework_metrics(guess_framework(raw.keys, raw.path))
-    return _measure(raw, fw, steps)
+    else:
+        _looks_like(raw, fw)
+    return _measure(raw, fw, steps, keep_validation)

@@ -1,0 +1,1 @@
+"""One module per log format; ``tcocalc/logs/registry.py`` lists them in the order detection walks them."""

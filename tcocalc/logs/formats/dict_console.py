@@ -1,0 +1,36 @@
+"""``trl-console``: the dicts the HF Trainer (under TRL) prints once per logging step, ``{'loss': 0.0, ...,
+'completion_length': 232.8, 'epoch': 0.31}`` (huggingface/transformers@0101dc058f69:src/transformers/trainer.py,
+``Trainer.log``). Keys are read as the W&B names ``train/<key>``; the lines carry no step, so the n-th dict is
+logging window n (a warning says so). Read as Python literals, never evaluated."""
+
+from __future__ import annotations
+
+from .base import Ctx, Format
+from .slime_console import literal
+
+
+def claims(line: str) -> bool:
+    text = line.strip()
+    return text.startswith("{'") and text.endswith("}") and "': " in text
+
+
+def read(ctx: Ctx):
+    lines, cols, bad, n = ctx.lines(), ctx.columns(), 0, 0
+    for _, line in lines:
+        text = line.strip()
+        if not text.startswith("{'"):
+            continue
+        values = literal(text)
+        if values is None:
+            bad += 1
+            continue
+        n += 1
+        cols.add([("train/global_step", n),
+                  *((f"train/{k}", v) for k, v in values.items() if isinstance(k, str) and not isinstance(v, dict))])
+    notes = lines.skipped_note() + [f"the printed dicts carry no step: dict n is read as logging window n (1..{n})"]
+    if bad:
+        notes.append(f"{bad} printed dicts that do not parse (cut off?) were skipped")
+    return cols.raw(ctx.shown, FORMAT.name, "train/global_step", notes)
+
+
+FORMAT = Format("trl-console", "TRL / HF Trainer console dicts \"{'loss': ..., ...}\"", read, line=claims)

@@ -1,0 +1,58 @@
+"""``nemo-rl-console``: NeMo RL's console timing block, printed after each step
+(NVIDIA-NeMo/RL@7ea279abfbeb:nemo_rl/algorithms/grpo.py)::
+
+    ========================= Step 3/100 =========================
+    ...
+    ⏱️  Timing:
+      • Total step time: 66.55s
+      • exposed_generation: 32.52s (48.9%)
+      • policy_training: 25.05s (37.6%)
+
+Each ``• <name>: <s>s`` line of the block becomes ``timing/train/<name>`` (``Total step time`` is
+``timing/train/total_step_time``), the keys NeMo RL logs to W&B. The step is the ``Step N/M`` banner before the
+block, or the block's place in the file when no banner is printed. ``exposed_generation`` (asynchronous GRPO) is
+the trainer's wait for a batch, not the generation; the key table flags it as exposed."""
+
+from __future__ import annotations
+
+import re
+
+from .base import Ctx, Format
+
+_TOTAL = re.compile(r"Total step time:\s*([-+\w.]+?)\s*s\b")
+_ITEM = re.compile(r"^\s*[•*\-]\s*([A-Za-z_][\w/ .]*?):\s*([-+\w.]+?)\s*s(?:\s*\(.*\))?\s*$")
+_BANNER = re.compile(r"=+\s*Step\s+(\d+)\s*/\s*\d+\s*=+")
+
+
+def claims(line: str) -> bool:
+    return "Total step time:" in line and _TOTAL.search(line) is not None
+
+
+def read(ctx: Ctx):
+    lines, cols = ctx.lines(), ctx.columns()
+    banner, blocks, record = None, 0, None
+    for _, line in lines:
+        if "Step" in line and "=" in line and (m := _BANNER.search(line)):
+            banner = int(m.group(1))
+            continue
+        if "Total step time:" in line and (m := _TOTAL.search(line)):
+            if record:
+                cols.add(record)
+            blocks += 1
+            record = [("step", banner if banner is not None else blocks),
+                      ("timing/train/total_step_time", m.group(1))]
+            banner = None
+            continue
+        if record is not None:
+            m = _ITEM.match(line)
+            if m:
+                record.append((f"timing/train/{m.group(1).strip()}", m.group(2)))
+            elif line.strip() and not line.lstrip().startswith(("•", "*")):
+                cols.add(record)
+                record = None
+    if record:
+        cols.add(record)
+    return cols.raw(ctx.shown, FORMAT.name, "step", lines.skipped_note())
+
+
+FORMAT = Format("nemo-rl-console", "NeMo RL console timing blocks ('• Total step time: 66.55s')", read, line=claims)

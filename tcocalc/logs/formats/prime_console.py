@@ -1,0 +1,32 @@
+"""``prime-rl-console``: prime-rl's orchestrator console (loguru), one line a step
+(PrimeIntellect-ai/prime-rl@559b44772e47:src/prime_rl/orchestrator/orchestrator.py)::
+
+    02:33:26 SUCCESS Step 28 | Time: 73.77s | Reward: 0.3887 | Throughput: 2408.9 tokens/s | Seq. Length: ...
+
+``Time`` is the orchestrator's ``time/step`` (the cycle between shipped batches); the other fields are kept by
+their printed names (no reader maps them)."""
+
+from __future__ import annotations
+
+import re
+
+from .base import Ctx, Format
+
+_LINE = re.compile(r"\bStep (\d+) \| Time: ([-+\w.]+?)s \|(.*)$")
+_FIELD = re.compile(r"\s*([^:|]+?):\s*([-+\w.]+)")
+
+
+def claims(line: str) -> bool:
+    return "| Time:" in line and _LINE.search(line) is not None
+
+
+def read(ctx: Ctx):
+    lines, cols = ctx.lines(), ctx.columns()
+    for _, line in lines:
+        if "| Time:" in line and (m := _LINE.search(line)):
+            fields = [(f.group(1).strip(), f.group(2)) for part in m.group(3).split("|") if (f := _FIELD.match(part))]
+            cols.add([("step", m.group(1)), ("time/step", m.group(2)), *fields])
+    return cols.raw(ctx.shown, FORMAT.name, "step", lines.skipped_note())
+
+
+FORMAT = Format("prime-rl-console", "prime-rl orchestrator console 'Step N | Time: 73.77s | ...'", read, line=claims)

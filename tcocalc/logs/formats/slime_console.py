@@ -1,0 +1,60 @@
+"""``slime-console``: slime's console ``perf <rollout_id>: {<python dict>}`` lines, printed once by the rollout
+manager and once by the actor (THUDM/slime@624b824a898a:slime/observability/logging_utils.py, slime/ray/rollout.py).
+The dict is read as a Python literal (never evaluated), its depth capped; ``rollout_id`` is ``rollout/step``."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from ..source import limits
+from .base import Ctx, Format, json_depth
+
+_PERF = re.compile(r"\bperf (\d+): (\{.*\})\s*$")
+
+
+def claims(line: str) -> bool:
+    return "perf " in line and ": {" in line and _PERF.search(line) is not None
+
+
+_QUOTED = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""
+# key: value, the value a quoted string, a wrapped number such as np.float64(1.5), or anything up to , or }
+_ITEM = re.compile(rf"({_QUOTED})\s*:\s*({_QUOTED}|[\w.]+\([^()]*\)|[^,}}]+)")
+_LITERAL_BYTES = 65_536
+
+
+def literal(text: str):
+    """A printed Python dict as a dict, or None (not a dict, too deep, too large, or cut off). A flat dict is read
+    with one regular expression (linear in its length, no syntax tree: a 4 MB line costs a few MB, where
+    ``ast.literal_eval`` would take hundreds); a dict with nested values is read as a Python literal (never
+    evaluated) up to 64 KB."""
+    body = text.strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        return None
+    inner = body[1:-1]
+    if "{" not in inner and "[" not in inner:
+        return {k[1:-1]: v.strip() for k, v in _ITEM.findall(inner)}
+    if len(body) > _LITERAL_BYTES or json_depth(body) > limits().max_json_depth:
+        return None
+    try:
+        value = ast.literal_eval(body)
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def read(ctx: Ctx):
+    lines, cols, bad = ctx.lines(), ctx.columns(), 0
+    for _, line in lines:
+        if "perf " in line and (m := _PERF.search(line)):
+            values = literal(m.group(2))
+            if values is None:
+                bad += 1
+                continue
+            cols.add([("rollout/step", m.group(1)),
+                      *((k, v) for k, v in values.items() if isinstance(k, str) and not isinstance(v, dict | list))])
+    notes = lines.skipped_note() + ([f"{bad} perf lines whose dict does not parse were skipped"] if bad else [])
+    return cols.raw(ctx.shown, FORMAT.name, "rollout/step", notes)
+
+
+FORMAT = Format("slime-console", "slime console 'perf N: {...}' dicts", read, line=claims)

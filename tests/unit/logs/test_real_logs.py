@@ -1,0 +1,170 @@
+"""tc.load_measurements on real logs written by people outside the project (tests/data/logs/real/, sources in its
+SOURCES.md): one test per real format, each pinning the medians worked out by hand from the file.
+
+The hand medians below were computed outside tcocalc (a plain regex / json read of the file and statistics.median
+over the steps the documented rules keep: validation steps out, then ceil(10 %) of the training steps dropped as
+warm-up); each comment says which steps.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+import tcocalc as tc
+from tests.conftest import ROOT
+
+REAL = ROOT / "tests" / "data" / "logs" / "real"
+
+pytestmark = pytest.mark.reference
+
+
+def load(name: str, **kw) -> tc.Measurements:
+    return tc.load_measurements(REAL / name, **kw)
+
+
+def summary(m: tc.Measurements) -> dict[str, float]:
+    return {k: round(v, 4) for k, v in m.items()}
+
+
+# ---------------------------------------------------------------- verl
+
+
+def test_verl_fsdp_console_after_954_lines_of_start_up():
+    """954 lines of Ray/Hydra/vLLM start-up, ANSI colours, '(TaskRunner pid=...)' prefixes; steps 0..39 printed,
+    step 0 validation only, steps 5, 10, ..., 35 also validate (timing_s/testing); 32 training steps, 4 dropped as
+    warm-up, medians over steps 6..39 without 10, 15, ... (28 steps)."""
+    m = load("verl_fsdp_qwen2-7b_math.log")
+    assert (m.framework, m.format, m.steps_used, m.warmup_steps) == ("verl", "verl-console", (6, 39), 4)
+    assert m.validation_steps == (5, 10, 15, 20, 25, 30, 35) and len(m.per_step) == 28
+    assert summary(m) == pytest.approx({
+        "step_time_s": 219.112, "generation_s": 59.2265, "training_s": 126.9865, "logprob_s": 31.291,
+        "response_tokens_mean": 225.319, "response_tokens_longest": 1024.0, "prompt_tokens": 101.881})
+    assert any("7 validation steps" in w and "left out of the medians" in w for w in m.warnings)
+    assert "response_tokens_max" not in m  # the longest response is not the configured cap
+    assert m.skipped_steps == () and m.exposed == ()
+
+
+def test_verl_validation_steps_are_kept_when_asked():
+    m = load("verl_fsdp_qwen2-7b_math.log", keep_validation=True)
+    assert m.validation_steps == (5, 10, 15, 20, 25, 30, 35) and len(m.per_step) == 35  # 39 steps, 4 warm-up
+    slow = load("verl_fsdp_qwen2-7b_math.log")["step_time_s"]
+    assert m["step_time_s"] > slow  # validation runs inside timing_s/step
+
+
+def test_verl_megatron_console():
+    """793 lines of start-up; steps 1..34 with a timer, validation at 5, ..., 30: 28 training steps, 3 dropped,
+    medians over steps 4..34 without 5, 10, ... (25 steps)."""
+    m = load("verl_megatron_qwen2-7b_math.log")
+    assert (m.format, m.steps_used, m.warmup_steps, len(m.per_step)) == ("verl-console", (4, 34), 3, 25)
+    assert summary(m) == pytest.approx({
+        "step_time_s": 211.683, "generation_s": 46.962, "training_s": 109.24, "logprob_s": 53.327,
+        "response_tokens_mean": 171.223, "response_tokens_longest": 1024.0, "prompt_tokens": 93.475})
+
+
+def test_verl_older_timing_keys_of_its_own_docs():
+    """verl's quickstart prints timing/* keys and no whole-step timer; step 0 is warm-up, step 1 is read."""
+    m = load("verl_docs_quickstart.log")
+    assert (m.steps_used, m.format) == ((1, 1), "verl-console")
+    assert summary(m) == pytest.approx({"generation_s": 23.02, "training_s": 20.526 + 15.646, "logprob_s": 4.322,
+                                        "response_tokens_mean": 232.242, "response_tokens_longest": 256.0,
+                                        "prompt_tokens": 102.398})
+    assert m.keys_used["training_s"] == ("timing/update_actor", "timing/update_critic")
+
+
+def test_a_verl_log_read_as_nemo_rl_names_verl():
+    with pytest.raises(tc.MeasurementError, match="read with framework='nemo-rl', but it looks like a verl log") as e:
+        load("verl_megatron_qwen2-7b_math.log", framework="nemo-rl")
+    assert e.value.field == "framework"
+
+
+def test_a_hard_wrapped_paste_reads_as_the_unwrapped_lines(tmp_path):
+    lines = [line for line in (REAL / "verl_fsdp_qwen2-7b_math.log").read_text(errors="replace").splitlines()
+             if "step:" in line and "timing_s/step" in line][:6]
+    wrapped = "\n".join(line[i:i + 80] for line in lines for i in range(0, len(line), 80)) + "\n"
+    path = tmp_path / "paste.log"
+    path.write_text(wrapped)
+    m, whole = tc.load_measurements(path), tc.load_measurements(REAL / "verl_fsdp_qwen2-7b_math.log", steps="2:7")
+    assert m.steps_used == (2, 6) and m.validation_steps == (5,) and list(m.per_step.index) == [2, 3, 4, 6]
+    assert m.per_step.equals(whole.per_step)
+    assert any("hard-wrapped lines were joined" in w for w in m.warnings)
+
+
+def test_a_cut_off_last_line_and_bad_bytes_are_counted(tmp_path):
+    data = (REAL / "verl_megatron_qwen2-7b_math.log").read_bytes()
+    cut = data[:data.rindex(b"timing_s/step:") + 16]  # the last step line ends inside its step time
+    path = tmp_path / "cut.log"
+    path.write_bytes(cut[:5000] + b"\xff\xfe garbage \x80\n" + cut[5000:])
+    m = tc.load_measurements(path)
+    last = load("verl_megatron_qwen2-7b_math.log").per_step.index[-1]
+    assert m.per_step.index[-1] < last
+    assert any("was cut off (no line end) and was skipped" in w for w in m.warnings)
+    assert any("1 lines held bytes that are not UTF-8" in w for w in m.warnings)
+
+
+# ---------------------------------------------------------------- NeMo RL, slime, prime-rl, TRL
+
+
+def test_nemo_rl_console_timing_block():
+    """An async GRPO step: exposed_generation is the trainer's wait, flagged exposed, not the generation."""
+    m = load("nemo_rl_pr1052_timing.log")
+    assert (m.framework, m.format) == ("nemo-rl", "nemo-rl-console")
+    assert summary(m) == pytest.approx({"step_time_s": 66.55, "generation_s": 32.52, "training_s": 25.05,
+                                        "logprob_s": 4.78, "weight_sync_s": 0.13, "switching_s": 1.34 + 1.06})
+    assert m.exposed == ("generation_s",)
+    assert m.keys_used["generation_s"] == ("timing/train/exposed_generation",)
+
+
+def test_slime_console_perf_dict():
+    m = load("slime_issue1837_console.log")
+    assert (m.framework, m.format, m.steps_used) == ("slime", "slime-console", (0, 0))
+    assert summary(m) == pytest.approx({"generation_s": 371.1797, "response_tokens_mean": 2773.7148,
+                                        "response_tokens_longest": 4096.0})
+
+
+def test_slime_json_summary_of_runs():
+    with pytest.raises(tc.MeasurementError, match=r"holds 6 runs \(async_1eng, async_2eng, async_3eng, sync_1eng, "
+                                                  r"sync_2eng, sync_3eng\); pass run="):
+        load("slime_skypilot_metrics_trimmed.json")
+    m = load("slime_skypilot_metrics_trimmed.json", run="sync_1eng")  # step 1 warm-up, step 2 as published
+    assert (m.framework, m.format, m.steps_used) == ("slime", "json-runs", (2, 2))
+    assert summary(m) == pytest.approx({"step_time_s": 1697.5, "generation_s": 1267.9, "weight_sync_s": 31.6})
+
+
+def test_prime_rl_orchestrator_console():
+    """Steps 28..31 printed; 28 dropped; Time 72.73, 79.39, 79.28 -> 79.28 (the orchestrator's cycle)."""
+    m = load("prime_rl_pr1318_orchestrator.log")
+    assert (m.framework, m.format, m.steps_used) == ("prime-rl", "prime-rl-console", (29, 31))
+    assert summary(m) == pytest.approx({"step_time_s": 79.28})
+    assert any("no trainer rows in the log: time/step is the orchestrator's" in w for w in m.warnings)
+
+
+def test_prime_rl_trainer_benchmark_is_named_and_refused():
+    with pytest.raises(tc.MeasurementError, match=r"a trainer-only benchmark \(prime-rl benchmarks/baselines: rl "
+                                                  r"trainer on 8 GPUs.*mean step 7.92 s, MFU 15.3 %\), not a pilot "
+                                                  r"RL run's log.*cannot calibrate a pilot run's stages") as e:
+        load("prime_rl_benchmark_8xh100_qwen3_30b_rl.json")
+    assert e.value.field == "path"
+
+
+def test_trl_trainer_state_without_timers_is_named_as_such():
+    """40 log_history entries at steps 5..200; 4 dropped; medians over steps 25..200."""
+    m = load("trl_chaos_economy_trainer_state.json")
+    assert (m.framework, m.format, m.steps_used) == ("trl", "trl-trainer-state", (25, 200))
+    assert summary(m) == pytest.approx({"response_tokens_mean": 501.325, "response_tokens_longest": 512.0})
+    assert any(w.startswith("no timer in this log (trl-trainer-state)") and "cannot calibrate any stage time" in w
+               for w in m.warnings)
+
+
+def test_trl_console_dicts():
+    """Four printed dicts, no step: windows 1..4, 1 dropped; completion_length 237.0375, 233.45, 235.6."""
+    m = load("trl_issue3452_console.log")
+    assert (m.framework, m.format, m.steps_used) == ("trl", "trl-console", (2, 4))
+    assert summary(m) == pytest.approx({"response_tokens_mean": 235.6})
+    assert any("dict n is read as logging window n" in w for w in m.warnings)
+
+
+def test_every_real_file_has_a_source_line():
+    sources = (REAL / "SOURCES.md").read_text()
+    for path in REAL.iterdir():
+        if path.name != "SOURCES.md":
+            assert f"`{path.name}`" in sources, path.name
