@@ -25,7 +25,7 @@ from .errors import ScenarioError, shown
 from .modes import Mode, ModeTraits, traits
 
 __all__ = ["Scenario", "load_scenario", "loads_scenario", "scenario_from_dict", "scenarios", "MAX_SCENARIO_BYTES",
-           "MAX_NESTING_DEPTH", "plain_values"]
+           "MAX_NESTING_DEPTH", "MAX_PHASE_WORKLOADS", "plain_values"]
 
 MAX_SCENARIO_BYTES = 200_000
 """Largest scenario accepted, in UTF-8 bytes (a file of exactly this size is read; one byte more is not).
@@ -36,6 +36,12 @@ MAX_NESTING_DEPTH = 16
 """Most levels a key path may have: ``workload.solve_rate.never`` has 3, ``model.config.rope_scaling.factor``
 4; every table, inline table and array adds one (array items count as a level). Scenarios need 4 or 5; the
 limit stops pathological nesting before anything recurses on it (validation, :meth:`Scenario.to_toml`)."""
+
+MAX_PHASE_WORKLOADS = 32
+"""Most different phase workloads (``[[phases]]`` override sets) a scenario may have: each costs a full evaluation
+of the model, of every candidate split when solving (0.1-0.2 s for an agentic GLM-5 phase on 2 cores), so
+evaluate and solve_split stay within seconds (issue 40 item 7; benchmarks/run.py). Phases that repeat a workload
+share its evaluation and do not count twice."""
 
 Precision = Literal["bf16", "fp8", "fp4"]
 
@@ -472,6 +478,13 @@ class Scenario(_Section):
             if starts[i] <= starts[i - 1]:
                 raise ScenarioError(f"phases.{i}.start_step", f"{starts[i]:,} after {starts[i - 1]:,}: phases must "
                                                               f"have distinct start_step values in increasing order")
+        workloads = {tuple(sorted(p.model_dump(exclude={"name", "start_step"}, exclude_none=True).items())) for p in v}
+        if len(workloads) > MAX_PHASE_WORKLOADS:
+            raise ScenarioError("phases", f"{len(workloads):,} different workloads (response_scale, turns, "
+                                          f"tool_call_s, always_solved); at most {MAX_PHASE_WORKLOADS}: each is a "
+                                          f"full evaluation of the model (of every split when solving), and more "
+                                          f"would not answer within seconds; merge phases whose overrides nearly "
+                                          f"agree (phases that repeat a workload cost nothing more)")
         return v
 
     @model_validator(mode="after")

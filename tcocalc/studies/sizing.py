@@ -267,47 +267,73 @@ def _check_target(target) -> tuple[str, float]:
     return kind, float(value)
 
 
-def _evaluate_pair(scn: Scenario, hw_t: str, hw_g: str, opt: SizingOptions, n_t, n_g, calibration=None) -> list[dict]:
+def _plans(opt: SizingOptions) -> list[tuple[str, float]]:
+    """The (mode, staleness bound) evaluated for each hardware pair: every bound of a streaming mode, the fixed lag
+    of the others."""
+    return [(mode, bound) for mode in opt.modes
+            for bound in (opt.staleness_bounds if MODES[mode].streaming else (MODES[mode].fixed_lag,))]
+
+
+def _evaluate_pair(scn: Scenario, hw_t: str, hw_g: str, opt: SizingOptions, n_t, n_g, calibration=None,
+                   tick=None) -> list[dict]:
     """Every mode and bound for one hardware pair over the splits; memory-infeasible splits pruned after the
-    first evaluation. Returns one block of arrays per (mode, bound)."""
+    first evaluation. Returns one block of arrays per (mode, bound); ``tick()`` after each (mode, bound)."""
     blocks = []
     keep = None
-    for mode in opt.modes:
+    plans = _plans(opt)
+    for j, (mode, bound) in enumerate(plans):
         streaming = MODES[mode].streaming
-        bounds = opt.staleness_bounds if streaming else (MODES[mode].fixed_lag,)
-        for bound in bounds:
-            # the physics of the plan; its price is the supply's (the CPU cost is what is left of the cluster's)
-            values = {"trainer.hardware": hw_t, "generator.hardware": hw_g, "orchestration.mode": mode,
-                      "trainer.gpus": int(n_t[0]), "generator.gpus": int(n_g[0]), "economics.priced_for": None}
-            if streaming:
-                values["orchestration.max_staleness"] = bound
-            s = scn.with_values(values)
-            cluster = resolve(s, calibration)
-            if keep is None:
+        # the physics of the plan; its price is the supply's (the CPU cost is what is left of the cluster's)
+        values = {"trainer.hardware": hw_t, "generator.hardware": hw_g, "orchestration.mode": mode,
+                  "trainer.gpus": int(n_t[0]), "generator.gpus": int(n_g[0]), "economics.priced_for": None}
+        if streaming:
+            values["orchestration.max_staleness"] = bound
+        s = scn.with_values(values)
+        cluster = resolve(s, calibration)
+        if keep is None:
+            res = phase_results(s, cluster, n_t, n_g)
+            keep = np.logical_and.reduce([r.feasible for r in res])
+            if not keep.any():
+                for _ in plans[j:] if tick is not None else ():
+                    tick()
+                return []
+            n_t, n_g = n_t[keep], n_g[keep]
+            if not keep.all():
                 res = phase_results(s, cluster, n_t, n_g)
-                keep = np.logical_and.reduce([r.feasible for r in res])
-                if not keep.any():
-                    return []
-                n_t, n_g = n_t[keep], n_g[keep]
-                if not keep.all():
-                    res = phase_results(s, cluster, n_t, n_g)
-            else:
-                res = phase_results(s, cluster, n_t, n_g)
-            c = combine_phases(s, [(r.workload, r.metrics) for r in res])
-            p_t, p_g = pool_prices(s)
-            blocks.append({"mode": mode, "bound": bound, "n_t": n_t, "n_g": n_g,
-                           "useful": np.asarray(c["useful_samples_per_s"], float) * np.ones(n_t.shape),
-                           "hours": np.asarray(c["run_hours"], float) * np.ones(n_t.shape),
-                           "cpu_usd_h": np.asarray(c["usd_per_hour"], float) - (n_t * p_t + n_g * p_g),
-                           "idle": np.asarray(c["trainer_idle_fraction"], float) * np.ones(n_t.shape),
-                           "stale": np.asarray(c["mean_staleness_steps"], float) * np.ones(n_t.shape),
-                           "calibrated": cluster.run.calibrated,
-                           "dropped": ", ".join(name for name, _ in cluster.run.dropped)})
+        else:
+            res = phase_results(s, cluster, n_t, n_g)
+        c = combine_phases(s, [(r.workload, r.metrics) for r in res])
+        p_t, p_g = pool_prices(s)
+        blocks.append({"mode": mode, "bound": bound, "n_t": n_t, "n_g": n_g,
+                       "useful": np.asarray(c["useful_samples_per_s"], float) * np.ones(n_t.shape),
+                       "hours": np.asarray(c["run_hours"], float) * np.ones(n_t.shape),
+                       "cpu_usd_h": np.asarray(c["usd_per_hour"], float) - (n_t * p_t + n_g * p_g),
+                       "idle": np.asarray(c["trainer_idle_fraction"], float) * np.ones(n_t.shape),
+                       "stale": np.asarray(c["mean_staleness_steps"], float) * np.ones(n_t.shape),
+                       "calibrated": cluster.run.calibrated,
+                       "dropped": ", ".join(name for name, _ in cluster.run.dropped)})
+        if tick is not None:
+            tick()
     return blocks
 
 
-def _frame(scn: Scenario, opt: SizingOptions, kind: str, calibration=None):
-    """Every candidate as a DataFrame (finite rows only)."""
+class _Progress:
+    """``progress(done, total)`` over the search's evaluations (each hardware pair's modes and bounds), called at
+    the start and after each one; nothing when ``progress`` is None."""
+
+    def __init__(self, progress, total: int):
+        self.progress, self.done, self.total = progress, 0, total
+        if progress is not None:
+            progress(0, total)
+
+    def tick(self) -> None:
+        self.done += 1
+        if self.progress is not None:
+            self.progress(self.done, self.total)
+
+
+def _frame(scn: Scenario, opt: SizingOptions, kind: str, calibration=None, progress=None):
+    """Every candidate as a DataFrame (finite rows only); ``progress`` as :func:`size_cluster`'s."""
     import pandas as pd
 
     ladder = gpu_ladder(opt.granularity, opt.max_gpus)
@@ -321,12 +347,16 @@ def _frame(scn: Scenario, opt: SizingOptions, kind: str, calibration=None):
                                              "trainer_idle_fraction", "mean_staleness_steps", "calibrated",
                                              "calibration_dropped")}
     table = _price_table(opt.supplies, set(opt.trainer_hardware) | set(opt.generator_hardware))
+    plans = len(_plans(opt))
+    bar = _Progress(progress, len(opt.trainer_hardware) * len(opt.generator_hardware) * plans)
     for hw_t in opt.trainer_hardware:
         for hw_g in opt.generator_hardware:
             supplies = supply_prices(hw_t, hw_g, opt.supplies, table, scenario=scn)
             if not supplies:
+                for _ in range(plans):
+                    bar.tick()
                 continue
-            for b in _evaluate_pair(scn, hw_t, hw_g, opt, n_t.copy(), n_g.copy(), calibration):
+            for b in _evaluate_pair(scn, hw_t, hw_g, opt, n_t.copy(), n_g.copy(), calibration, bar.tick):
                 m = b["n_t"].size
                 for supply, p_t, p_g in supplies:
                     cols["trainer_hardware"].append(np.full(m, hw_t, dtype=object))
@@ -577,7 +607,7 @@ def tinker_run(scenario: Scenario, kind: str, value: float) -> dict | None:
 
 
 def size_cluster(scenario: Scenario, target: dict, options: SizingOptions | dict | None = None, *,
-                 calibration=None) -> SizingResult:
+                 calibration=None, progress=None) -> SizingResult:
     """The cheapest plan meeting ``target`` (one of ``{"useful_samples_per_s": X}``, ``{"run_hours": H}`` for
     the scenario's steps, ``{"budget_usd": B}`` for the run), and every feasible candidate.
 
@@ -600,10 +630,14 @@ def size_cluster(scenario: Scenario, target: dict, options: SizingOptions | dict
     option; a target no candidate meets gives ``best = None``. Nothing is NaN: candidates without a finite cost
     are dropped. ``calibration``: a :class:`~tcocalc.catalog.calibration.CalibrationSet` instead of the shipped
     factors (as :func:`evaluate`).
+
+    ``progress``, if given, is called as ``progress(done, total)`` at the start and after each of the search's
+    ``total`` evaluations (one per hardware pair, mode and staleness bound; ``done == total`` when the search is
+    over, before the message is written), e.g. to drive a progress bar.
     """
     kind, value = _check_target(target)
     opt = _check_options(scenario, options)
-    df = _frame(scenario, opt, kind, calibration)
+    df = _frame(scenario, opt, kind, calibration, progress)
     if df.empty:
         raise ScenarioError("options", "no candidate holds the model: every allowed hardware pair and GPU count "
                                        "is too small, or no supply offers the allowed accelerators (options."
