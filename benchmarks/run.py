@@ -149,9 +149,56 @@ def sizing() -> list[tuple[str, float, str]]:
     cold_s = _best(cold, repeats=1)
     warm_s = _best(lambda: tc.size_cluster(semi, {"useful_samples_per_s": 2.0}, opts), repeats=3)
     n = len(names)
+    # issue 39 item 2: the agentic GLM-5 sizing (21 and 52 turns, sync rounds with refills, LRU KV retention), as
+    # the CLI runs it (`tcocalc size glm5_h200_drift --target-samples-per-s 2`) and over five accelerators per pool
+    glm = tc.load_scenario(root / "glm5_h200_drift.toml")
+    five = ["H100-SXM", "H200-SXM", "B200", "B300", "GB200-NVL72"]
+
+    def glm_cold(options):
+        rl_pipeline.clear_caches()
+        tc.size_cluster(glm, {"useful_samples_per_s": 2.0}, options)
+
+    glm_own = _best(lambda: glm_cold({}), repeats=3)
+    glm_five = _best(lambda: glm_cold({"trainer_hardware": five, "generator_hardware": five}), repeats=2)
     return [(f"size_cluster: {n}x{n} accelerators x 4,096 GPUs x 5 modes x 3 bounds x 9 supplies, cold", cold_s,
              "< 5 s"),
-            ("size_cluster, same, warm caches", warm_s, "< 2 s")]
+            ("size_cluster, same, warm caches", warm_s, "< 2 s"),
+            ("size_cluster glm5_h200_drift (H200 x H200, 4,096 GPUs, 5 modes x 4 bounds), cold", glm_own, "< 10 s"),
+            ("size_cluster glm5_h200_drift, 5 x 5 accelerators, cold", glm_five, "< 10 s")]
+
+
+def bounded() -> list[tuple[str, float, str]]:
+    """Issue 40 item 7: scenarios the schema accepts answer within 10 s each, cold (evaluate, solve_split): the
+    GLM-5 scenario in sync mode with its staleness bound, in periodic mode with partial rollouts, and with as many
+    different phase workloads as :data:`~tcocalc.scenario.MAX_PHASE_WORKLOADS` accepts."""
+    import tomllib
+    from pathlib import Path
+
+    import tcocalc as tc
+    from tcocalc.rl import pipeline as rl_pipeline
+    from tcocalc.scenario import MAX_PHASE_WORKLOADS
+
+    root = Path(__file__).resolve().parents[1] / "scenarios"
+    base = tomllib.loads((root / "glm5_h200_drift.toml").read_text())
+
+    def variant(orchestration=None, phases=None):
+        data = {**base, "orchestration": {**base["orchestration"], **(orchestration or {})}}
+        if phases is not None:
+            data["workload"] = {**base["workload"], "steps": 10 * phases + 10}
+            data["phases"] = [{"name": f"p{i}", "start_step": 10 * i, "response_scale": 1.0 + 0.01 * i}
+                              for i in range(1, phases + 1)]
+        return tc.Scenario.model_validate(data)
+
+    out = []
+    for label, scn in (("GLM-5 sync (max_staleness 8)", variant({"mode": "sync"})),
+                       ("GLM-5 periodic, partial rollouts", variant({"mode": "periodic", "partial_rollout": True})),
+                       (f"GLM-5 with {MAX_PHASE_WORKLOADS} phase workloads", variant(phases=MAX_PHASE_WORKLOADS - 1))):
+        for what, fn in (("evaluate", tc.evaluate), ("solve_split", tc.solve_split)):
+            def cold(fn=fn, scn=scn):
+                rl_pipeline.clear_caches()
+                fn(scn)
+            out.append((f"{what}, {label}, cold", _best(cold, repeats=2), "< 10 s"))
+    return out
 
 
 def measurements() -> list[tuple[str, float, str]]:
@@ -315,6 +362,25 @@ def sweep() -> list[tuple[str, float, str]]:
              "reference")]
 
 
+def workbook() -> list[tuple[str, float, str]]:
+    """Issue 39 item 3 (helper "planner"): the workbook of a 1,000-point sweep (formats, widths, frozen headers) and a
+    report's workbook with its live plan sheet, written to memory."""
+    import io
+
+    import numpy as np
+
+    import tcocalc as tc
+
+    scn = tc.load_scenario("default")
+    res = tc.sweep(scn, {"economics.usd_per_gpu_hour": np.linspace(1.0, 3.0, 50),
+                         "workload.response_tokens_mean": np.linspace(4000.0, 15000.0, 20)})
+    report = tc.evaluate(tc.load_scenario("semianalysis_qwen3_235b_h200"))
+    return [("workbook of a 1,000-point sweep (SweepResult.to_excel, in memory)",
+             _best(lambda: res.to_excel(io.BytesIO()), repeats=3), "< 5 s"),
+            ("workbook of a report with its live plan sheet (report.to_excel)",
+             _best(lambda: report.to_excel(io.BytesIO()), repeats=3), "reference")]
+
+
 def app() -> list[tuple[str, float, str]]:
     from pathlib import Path
 
@@ -370,7 +436,7 @@ def main() -> None:
           f"python {platform.python_version()}")
     print(f"{'figure':66s} {'seconds':>9s}  target")
     figures = (import_cost() + roofline() + rl() + sweep() + rl_accuracy() + validation_groups() + sizing()
-               + measurements() + million_line_log() + calibration() + app())
+               + bounded() + measurements() + million_line_log() + calibration() + workbook() + app())
     for name, secs, target in figures:
         print(f"{name:66s} {secs:9.4f}  {target}")
 

@@ -228,9 +228,11 @@ UNDESCRIBED = {
 
 def _type_text(annotation) -> str:
     from types import NoneType, UnionType
-    from typing import Literal, Union, get_args, get_origin
+    from typing import Annotated, Literal, Union, get_args, get_origin
 
     origin = get_origin(annotation)
+    if origin is Annotated:  # a constrained type (scenario.Name): the type it constrains
+        return _type_text(get_args(annotation)[0])
     if origin is Literal:
         return " / ".join(f"`{a}`" for a in get_args(annotation))
     if origin in (Union, UnionType):
@@ -262,10 +264,16 @@ def _default_text(field) -> str:
 
 
 def _bounds_text(field) -> str:
+    import typing
+
     import annotated_types as at
 
     out = []
-    for m in field.metadata:
+    inner = [m for a in typing.get_args(field.annotation) if typing.get_origin(a) is typing.Annotated
+             for m in a.__metadata__]  # an optional constrained type (Name | None) keeps its constraints inside
+    for m in [*field.metadata, *inner]:
+        if getattr(m, "strip_whitespace", False) and getattr(m, "min_length", None) == 1:
+            out.append("not blank (surrounding whitespace stripped)")
         for cls, attr, sign in ((at.Ge, "ge", "≥"), (at.Gt, "gt", ">"), (at.Le, "le", "≤"), (at.Lt, "lt", "<")):
             if isinstance(m, cls):
                 v = getattr(m, attr)

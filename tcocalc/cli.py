@@ -41,8 +41,8 @@ def _metric_text(value, unit: str, key: str = "") -> str:
     "1") as percentages to three figures; None as "not offered"."""
     from .display import is_ratio
 
-    if value is None:
-        return "not offered"
+    if value is None:  # a SemiAnalysis-style figure lacks a rental price; Tinker does not offer the model
+        return "no rental price" if key.startswith("semianalysis") else "not offered"
     if unit == "1":
         return f"{value:.2f}x" if is_ratio(key) else f"{100 * value:.3g}%"
     return _fmt(value)
@@ -67,10 +67,31 @@ def _cmd_hardware(args) -> int:
     from . import hardware_table
 
     df = hardware_table()
-    if not args.sources:
-        df = df[[c for c in df.columns if not c.endswith((" source", " date"))]]
-    _print_frame(df, as_csv=args.csv)
+    if not args.sources or not args.csv:
+        figures = df[[c for c in df.columns if not c.endswith((" source", " date"))]]
+        _print_frame(figures, as_csv=args.csv)
+        if args.sources:  # a terminal: each chip's sources below the table, wrapped (a table row was 1000s wide)
+            _print_sources(df)
+        return 0
+    _print_frame(df, as_csv=True)
     return 0
+
+
+def _print_sources(df, width: int = 120) -> None:
+    """Per accelerator, the figures that share a source and date, one wrapped paragraph each."""
+    import textwrap
+
+    print("\nSources (figure: source, date):")
+    for _, row in df.iterrows():
+        groups: dict[tuple, list[str]] = {}
+        for col in df.columns:
+            if col.endswith(" source") and isinstance(row[col], str) and row[col]:
+                fig = col.removesuffix(" source")
+                groups.setdefault((row[col], row.get(f"{fig} date") or ""), []).append(fig)
+        print(f"{row['name']}:")
+        for (source, date), figs in groups.items():
+            text = f"{', '.join(figs)}: {source}" + (f" ({date})" if date else "")
+            print(textwrap.fill(text, width=width, initial_indent="  ", subsequent_indent="    "))
 
 
 def _cmd_models(args) -> int:
@@ -837,7 +858,7 @@ def build_parser() -> argparse.ArgumentParser:
                                 epilog=_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     from .cli_calibrate import add_calibrate_parser
 
-    p.add_argument("--version", action="version", version=f"tcocalc {__version__}")
+    p.add_argument("-V", "--version", action="version", version=f"tcocalc {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     for name, func, helptext in (("hardware", _cmd_hardware, "the accelerator table"),
                                  ("models", _cmd_models, "the model table")):
@@ -876,7 +897,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit status (:data:`EXIT_CODES`)."""
     parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    head = argv[:argv.index("app")] if "app" in argv else argv  # after `app`, every argument is Streamlit's
+    if "--version" in head or "-V" in head:  # anywhere, as in `tcocalc run x --version`, not argparse's usage
+        from ._version import __version__
+
+        print(f"tcocalc {__version__}")
+        raise SystemExit(EXIT_OK)  # as argparse's own --version action exits
+    args, extra = parser.parse_known_args(_negative_values(parser, argv))
     if extra and args.command != "app":
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command == "app":  # everything after `app` is Streamlit's (argparse leaves its --flags unparsed)
@@ -891,6 +919,31 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, RecursionError, MemoryError) as exc:  # never a traceback for bad input
         print(f"tcocalc: error: {type(exc).__name__}: {_one_line(exc)}", file=sys.stderr)
         return EXIT_SCENARIO
+
+
+def _negative_values(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """``--flag -5`` as ``--flag=-5`` for every flag that takes one value, so that the flag's own check names what
+    is wrong with ``-5`` or ``-5:3`` (argparse takes a dash-led value for an option and says "expected one
+    argument"). A value that is itself one of the parser's flags is left alone."""
+    takes_value, flags = set(), set()
+    parsers = [parser]
+    while parsers:
+        for action in parsers.pop()._actions:
+            flags.update(action.option_strings)
+            if action.option_strings and action.nargs is None and isinstance(action, argparse._StoreAction):
+                takes_value.update(action.option_strings)
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend(action.choices.values())
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] in takes_value and i + 1 < len(argv) and argv[i + 1].startswith("-") and argv[i + 1] != "-" \
+                and argv[i + 1].split("=")[0] not in flags:
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
 
 
 def _one_line(exc: BaseException) -> str:

@@ -15,7 +15,7 @@ from .workbook import COLUMN_UNITS, labelled
 __all__ = ["metrics_table", "sweep_table", "phases_table", "timeline_table", "cost_table", "gap_table",
            "options_table", "sensitivity_table", "candidates_table", "compare_table", "display_table",
            "display_metrics", "human", "header", "pricing_text", "to_csv_text", "error_text", "TABLE_UNITS",
-           "workbook_bytes", "XLSX_MIME"]
+           "workbook_bytes", "XLSX_MIME", "readable_metrics", "phase_changes", "sandbox_start_tail_s"]
 
 XLSX_MIME = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
@@ -129,8 +129,15 @@ def workbook_bytes(report, scenario_file: str | None = None) -> bytes:
 
 
 def to_csv_text(frame) -> str:
-    """CSV text of a table (what the app's download buttons serve)."""
-    return frame.to_csv(index=False)
+    """CSV text of a table (what the app's download buttons serve), without the control characters a spreadsheet
+    cannot hold (:func:`tcocalc.workbook.sanitize`: a NUL in a scenario name)."""
+    from .workbook import sanitize
+
+    out = frame.rename(columns=lambda c: sanitize(c) if isinstance(c, str) else c)
+    text_cols = [c for c in out.columns if out[c].dtype == object or str(out[c].dtype).startswith("str")]
+    if text_cols:
+        out = out.assign(**{c: out[c].map(sanitize) for c in text_cols})
+    return out.to_csv(index=False)
 
 
 def error_text(value) -> str:
@@ -138,3 +145,56 @@ def error_text(value) -> str:
     import pandas as pd
 
     return "not modelled" if pd.isna(value) else f"{float(value):+.0f}%"
+
+
+def phase_changes(scenario) -> list[str]:
+    """What each phase changes, in the phases table's order (the run's first phase, then each ``[[phases]]``
+    entry): ``"as in the file"`` for the first, then ``"responses x2, 52 turns"`` (a phase's overrides in words)."""
+    out = ["as in the file"]
+    for p in scenario.phases or ():
+        parts = []
+        if p.response_scale != 1.0:
+            parts.append(f"responses x{p.response_scale:g}")
+        if p.turns is not None:
+            parts.append(f"{p.turns:,} turns")
+        if p.tool_call_s is not None:
+            parts.append(f"tool call {p.tool_call_s:g} s")
+        if p.always_solved is not None:
+            parts.append(f"always solved {p.always_solved:.0%}")
+        out.append(", ".join(parts) or "nothing")
+    return out
+
+
+def sandbox_start_tail_s(scenario) -> float | None:
+    """How long one step's sandboxes take to start (the start tail; SemiAnalysis' "hour-long start tail" at 960
+    rollouts) in the run's first phase: the rollouts dispatched per step (trained samples over the kept share),
+    each starting ``1/(1 - failure_rate)`` times on average (retries until one starts; docs/rl-modeling.md §7), at
+    most ``sandbox.max_starting`` at once, each start taking ``sandbox.startup_s``:
+    ``dispatched x startup_s / (1 - failure_rate) / max_starting``, or one start (``startup_s / (1 - p)``) when the
+    start rate is unlimited. None for a scenario without sandboxes."""
+    from .rl.flow import sandbox_attempts
+    from .rl.phases import workload_stats
+
+    ws = workload_stats(scenario)
+    if not ws.uses_sandbox:
+        return None
+    start = ws.startup_s * sandbox_attempts(scenario, ws)
+    cap = scenario.sandbox.max_starting
+    if cap <= 0:
+        return start
+    return ws.samples_per_step / ws.keep_fraction * start / cap
+
+
+def readable_metrics(report):
+    """The metrics table for a reader (the Plan page's All metrics): each metric in words, its value formatted by
+    its kind (shares as %, multiples as 0.60x, four significant figures), its unit as people write it and its
+    meaning; the CSV download keeps the numbers (:func:`metrics_table`)."""
+    import pandas as pd
+
+    rows = []
+    for key, value in report.metrics.items():
+        unit, meaning = METRIC_UNITS[key]
+        shown_unit = "" if unit == "1" else unit
+        rows.append({"metric": human(key), "value": format_cell(value, unit, key), "unit": shown_unit,
+                     "meaning": meaning})
+    return pd.DataFrame(rows)

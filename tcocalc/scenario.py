@@ -17,15 +17,15 @@ import sys
 import tomllib
 from pathlib import Path
 from types import UnionType
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator, model_validator
 
 from .errors import ScenarioError, shown
 from .modes import Mode, ModeTraits, traits
 
 __all__ = ["Scenario", "load_scenario", "loads_scenario", "scenario_from_dict", "scenarios", "MAX_SCENARIO_BYTES",
-           "MAX_NESTING_DEPTH", "plain_values"]
+           "MAX_NESTING_DEPTH", "MAX_PHASE_WORKLOADS", "plain_values"]
 
 MAX_SCENARIO_BYTES = 200_000
 """Largest scenario accepted, in UTF-8 bytes (a file of exactly this size is read; one byte more is not).
@@ -37,7 +37,18 @@ MAX_NESTING_DEPTH = 16
 4; every table, inline table and array adds one (array items count as a level). Scenarios need 4 or 5; the
 limit stops pathological nesting before anything recurses on it (validation, :meth:`Scenario.to_toml`)."""
 
+MAX_PHASE_WORKLOADS = 32
+"""Most different phase workloads (``[[phases]]`` override sets) a scenario may have: each costs a full evaluation
+of the model, of every candidate split when solving (0.1-0.2 s for an agentic GLM-5 phase on 2 cores), so
+evaluate and solve_split stay within seconds (issue 40 item 7; benchmarks/run.py). Phases that repeat a workload
+share its evaluation and do not count twice."""
+
 Precision = Literal["bf16", "fp8", "fp4"]
+
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+"""A string that must name something (a catalog entry, a phase, a price list): surrounding whitespace is stripped
+and an empty or blank string is refused naming the field (issue 40 item 4); free text (descriptions, a
+calibration's source) stays a plain ``str``."""
 
 
 class _Section(BaseModel):
@@ -47,7 +58,7 @@ class _Section(BaseModel):
 class ModelSection(_Section):
     """``[model]``: what is trained (a catalog name, or a label plus ``[model.config]``)."""
 
-    name: str = Field(min_length=1, description="catalog name (tc.model_table()), or a label when config is given")
+    name: Name = Field(description="catalog name (tc.model_table()), or a label when config is given")
     precision: Precision = Field("bf16", description="trainer precision (weights and GEMMs)")
     config: dict[str, Any] | None = Field(None, description="Hugging Face config.json for a model outside the catalog")
 
@@ -61,14 +72,14 @@ class MeasuredOn(_Section):
     """``[trainer.mfu_measured_on]``: where a measured ``trainer.mfu_busy`` was taken (docs/scenario-schema.md,
     "Prices and measurements follow the hardware")."""
 
-    hardware: str = Field(min_length=1, description="trainer accelerator of the measurement")
-    model: str = Field(min_length=1, description="model of the measurement")
+    hardware: Name = Field(description="trainer accelerator of the measurement")
+    model: Name = Field(description="model of the measurement")
 
 
 class TrainerSection(_Section):
     """``[trainer]``: the training pool and its per-step passes."""
 
-    hardware: str = Field(min_length=1, description="accelerator name (tc.hardware_table())")
+    hardware: Name = Field(description="accelerator name (tc.hardware_table())")
     gpus: int = Field(ge=1, le=1_000_000, description="trainer GPUs [GPU]")
     old_logprob_pass: bool | None = Field(None, description="recompute old-policy log-probs (one extra forward "
                                                             "pass); default: the framework preset")
@@ -84,6 +95,10 @@ class TrainerSection(_Section):
     mfu_measured_on: MeasuredOn | None = Field(None, description="the trainer hardware and model mfu_busy was "
                                                "measured on; it applies only there (default: the scenario's own; "
                                                "written by with_values / with_cluster when either changes)")
+    mfu_carry: Literal["ratio", "model"] = Field("ratio", description="a measured mfu_busy on other trainer "
+                                                 "hardware: 'ratio' carries its measured-over-modelled ratio to the "
+                                                 "new chip's modelled MFU; 'model' uses the roofline training model "
+                                                 "on every chip, the measured one too (like-for-like comparisons)")
     framework_overhead: float | None = Field(None, ge=1.0, le=10.0, description="the framework's trainer time over "
                                              "the roofline training model's, forward and backward (default: preset; "
                                              "NeMo RL 1.2)")
@@ -108,7 +123,7 @@ class TrainerSection(_Section):
 class GeneratorSection(_Section):
     """``[generator]``: the rollout pool (hardware may differ from the trainer's)."""
 
-    hardware: str = Field(min_length=1, description="accelerator name; may differ from the trainer's")
+    hardware: Name = Field(description="accelerator name; may differ from the trainer's")
     gpus: int = Field(ge=1, le=1_000_000, description="generator GPUs [GPU] (colocated: equals trainer.gpus)")
     precision: Precision = Field("bf16", description="generator weights and GEMMs")
     kv_precision: Precision | None = Field(None, description="KV cache precision (default: bf16 whatever the "
@@ -295,8 +310,8 @@ class PricedFor(_Section):
     """``[economics.priced_for]``: the accelerator each pool's price was set for (docs/scenario-schema.md, "Prices
     and measurements follow the hardware")."""
 
-    trainer: str | None = Field(None, min_length=1, description="accelerator the trainer pool's price is for")
-    generator: str | None = Field(None, min_length=1, description="accelerator the generator pool's price is for")
+    trainer: Name | None = Field(None, description="accelerator the trainer pool's price is for")
+    generator: Name | None = Field(None, description="accelerator the generator pool's price is for")
 
 
 class Economics(_Section):
@@ -307,11 +322,11 @@ class Economics(_Section):
     trainer_usd_per_gpu_hour: float | None = Field(None, gt=0, le=1e5, description="override for the trainer pool")
     generator_usd_per_gpu_hour: float | None = Field(None, gt=0, le=1e5, description="override for the generator pool")
     usd_per_cpu_core_hour: float = Field(0.04, ge=0, le=1e4, description="sandbox CPU [USD/core-hour]")
-    tinker_price_date: str = Field("2026-01-05", description="Tinker price list to compare with")
+    tinker_price_date: Name = Field("2026-01-05", description="Tinker price list to compare with")
     cost_inputs: dict[str, Any] | None = Field(None, strict=False, description="ownership-cost inputs "
                                                "(tc.CostInputs fields) overriding each pool's hardware defaults; "
                                                "when given, they set the $/GPU-hour instead of usd_per_gpu_hour")
-    hardware_prices: dict[str, float] | None = Field(None, description="your price per accelerator "
+    hardware_prices: dict[Name, float] | None = Field(None, description="your price per accelerator "
                                                      "[USD/GPU-h], e.g. {B200 = 3.2}: a pool on a listed "
                                                      "accelerator pays it (ahead of cost_inputs and "
                                                      "usd_per_gpu_hour; a pool's own price still wins)")
@@ -339,7 +354,7 @@ called so."""
 class Phase(_Section):
     """``[[phases]]``: a change of workload from ``start_step`` on (e.g. longer responses, more tool calls)."""
 
-    name: str = Field(min_length=1)
+    name: Name = Field(description="what the phase is called (reports and the timeline name it)")
     start_step: int = Field(ge=0, le=100_000_000, description="first optimizer step of this phase")
     response_scale: float = Field(1.0, gt=0, le=1000, description="multiplies response mean and p99")
     turns: int | None = Field(None, ge=1, le=10_000)
@@ -351,18 +366,18 @@ class CalibratedRun(_Section):
     """``[calibration.run]``: the measured run a calibration was fitted on (canonical catalog names), which decides
     which factors carry over to another scenario (docs/calibration.md, "What transfers")."""
 
-    model: str = Field(min_length=1, description="model of the measured run (catalog name)")
-    trainer_hardware: str = Field(min_length=1, description="trainer accelerator of the measured run")
+    model: Name = Field(description="model of the measured run (catalog name)")
+    trainer_hardware: Name = Field(description="trainer accelerator of the measured run")
     trainer_precision: Precision = Field(description="trainer precision of the measured run")
-    generator_hardware: str = Field(min_length=1, description="generator accelerator of the measured run")
+    generator_hardware: Name = Field(description="generator accelerator of the measured run")
     generator_precision: Precision = Field(description="generator precision of the measured run")
     kv_precision: Precision = Field(description="KV-cache precision of the measured run")
-    engine: str = Field(min_length=1, description="inference engine of the measured run")
-    framework: str = Field(min_length=1, description="framework preset of the measured run")
+    engine: Name = Field(description="inference engine of the measured run")
+    framework: Name = Field(description="framework preset of the measured run")
     mode: Mode = Field(description="orchestration mode of the measured run")
     trainer_gpus: int = Field(ge=1, le=1_000_000, description="trainer GPUs of the measured run [GPU]")
     generator_gpus: int = Field(ge=1, le=1_000_000, description="generator GPUs of the measured run [GPU]")
-    weight_sync: str = Field(min_length=1, description="weight-sync transport of the measured run")
+    weight_sync: Name = Field(description="weight-sync transport of the measured run")
 
 
 class CalibrationFactors(_Section):
@@ -387,7 +402,8 @@ class CalibrationSection(_Section):
 
     source: str = Field("", max_length=2_000, description="what the calibration came from (a log file, steps)")
     date: str = Field("", max_length=40, description="when it was fitted (ISO date)")
-    run: CalibratedRun = Field(description="the measured run's identity: [calibration.run]")
+    run: CalibratedRun | None = Field(None, description="the measured run's identity: [calibration.run] (required "
+                                      "unless the table changes nothing: identity factors, nothing measured)")
     factors: CalibrationFactors = Field(default_factory=CalibrationFactors,
                                         description="the fitted factors: [calibration.factors]")
     measured: dict[str, float] = Field(default_factory=dict, strict=False, description="the measured run's "
@@ -405,11 +421,32 @@ class CalibrationSection(_Section):
                 raise ValueError(f"{key}: must be a finite number > 0, got {value!r}")
         return v
 
+    @property
+    def changes_nothing(self) -> bool:
+        """Identity factors and nothing measured: the table says nothing a run calibration would apply."""
+        return self.factors == CalibrationFactors() and not self.measured
+
+    @model_validator(mode="after")
+    def _run_given(self):
+        """The measured run's identity decides which factors transfer (docs/calibration.md, "What transfers"): a
+        table whose factors or measurements say something needs it; one written with every documented default
+        (identity factors, nothing measured) is no calibration and is dropped by :class:`Scenario`."""
+        if self.run is None and not self.changes_nothing:
+            given = [f"calibration.factors.{k} = {v:g}" for k, v in self.factors.model_dump().items()
+                     if v != CalibrationFactors.model_fields[k].default]
+            given += ["calibration.measured"] if self.measured else []
+            raise ScenarioError("calibration.run", f"missing: {', '.join(given)} came from a measured run, and "
+                                f"[calibration.run] names it (model, trainer_hardware, trainer_precision, "
+                                f"generator_hardware, generator_precision, kv_precision, engine, framework, mode, "
+                                f"trainer_gpus, generator_gpus, weight_sync) so that the factors apply only where "
+                                f"they transfer; tc.calibrate writes it (docs/calibration.md)")
+        return self
+
 
 class Scenario(_Section):
     """A validated RL post-training scenario (see the module docstring and scenarios/*.toml)."""
 
-    name: str = Field("scenario", min_length=1, max_length=200)
+    name: Name = Field("scenario", max_length=200)
     description: str = Field("", max_length=10_000)
     model: ModelSection
     trainer: TrainerSection
@@ -421,6 +458,12 @@ class Scenario(_Section):
     phases: tuple[Phase, ...] = Field((), strict=False)  # TOML arrays arrive as lists
     calibration: CalibrationSection | None = Field(None, description="a calibration from a measured run "
                                                    "(tc.calibrate; docs/calibration.md); default: none")
+
+    @field_validator("calibration")
+    @classmethod
+    def _calibration_says_something(cls, v):
+        """A ``[calibration]`` table with every documented default and no ``run`` is no calibration (None)."""
+        return None if v is not None and v.run is None else v
 
     @field_validator("phases")
     @classmethod
@@ -435,6 +478,13 @@ class Scenario(_Section):
             if starts[i] <= starts[i - 1]:
                 raise ScenarioError(f"phases.{i}.start_step", f"{starts[i]:,} after {starts[i - 1]:,}: phases must "
                                                               f"have distinct start_step values in increasing order")
+        workloads = {tuple(sorted(p.model_dump(exclude={"name", "start_step"}, exclude_none=True).items())) for p in v}
+        if len(workloads) > MAX_PHASE_WORKLOADS:
+            raise ScenarioError("phases", f"{len(workloads):,} different workloads (response_scale, turns, "
+                                          f"tool_call_s, always_solved); at most {MAX_PHASE_WORKLOADS}: each is a "
+                                          f"full evaluation of the model (of every split when solving), and more "
+                                          f"would not answer within seconds; merge phases whose overrides nearly "
+                                          f"agree (phases that repeat a workload cost nothing more)")
         return v
 
     @model_validator(mode="after")
@@ -799,13 +849,26 @@ def _validated(data: dict) -> Scenario:
         raise ScenarioError(field, message, problems=tuple(problems)) from None
 
 
+_TOGETHER = {
+    "calibration.run": ": the transfer rule compares each key of the measured run with this scenario's to decide "
+                       "which factors carry over, so a [calibration.run] table gives them all (docs/calibration.md, "
+                       "\"What transfers\")",
+    "trainer.mfu_measured_on": ": a measured trainer.mfu_busy applies only on the hardware and model it was taken on, "
+                               "so [trainer.mfu_measured_on] gives both",
+}
+"""Nested tables whose keys are required together, and why (a missing key's message says it)."""
+
+
 def _problem(err: dict) -> tuple[str, str]:
     """One pydantic error as (dotted field, message)."""
     loc = ".".join(str(p) for p in err["loc"])
     if err["type"] == "extra_forbidden":
         return loc, "unknown key (check the spelling; see the documented schema)"
     if err["type"] == "missing":
-        return loc, "missing (required)"
+        why = next((w for table, w in _TOGETHER.items() if loc.startswith(table + ".")), "")
+        return loc, f"missing (required{why})"
+    if err["type"] == "string_too_short" and isinstance(err.get("input"), str) and not err["input"].strip():
+        return loc, "must name something; an empty or blank string names nothing"
     inner = (err.get("ctx") or {}).get("error")
     if isinstance(inner, ScenarioError):  # a cross-section check that names its own field
         return inner.field, inner.message
@@ -865,7 +928,8 @@ def _too_large(source: str, size: int, *, at_least: bool = False) -> ScenarioErr
 
 
 def load_scenario(path: str | Path) -> Scenario:
-    """Read a scenario TOML file, or a shipped scenario by name.
+    """Read a scenario TOML file, a tcocalc workbook's inputs sheet (``.xlsx``, a plan edited in Excel), or a
+    shipped scenario by name.
 
     ``path`` is a file, or the name of a shipped scenario (:func:`scenarios` lists them): a string without a
     path separator and without the ``.toml`` suffix that is not an existing file, e.g. ``"default"``, reads
@@ -878,6 +942,15 @@ def load_scenario(path: str | Path) -> Scenario:
     if _is_scenario_name(path):
         return _load_shipped(str(path))
     p = Path(path)
+    if p.suffix.lower() in (".xlsx", ".xlsm"):  # a tcocalc workbook's inputs sheet, validated as a TOML is
+        from .workbook import read_inputs
+
+        data, rows = read_inputs(p)
+        try:
+            return scenario_from_dict(data)
+        except ScenarioError as exc:  # the field, and the sheet's row it is on
+            at = f" (inputs sheet, row {rows[exc.field]})" if exc.field in rows else " (inputs sheet)"
+            raise ScenarioError(exc.field, f"{exc.message}{at}", problems=exc.problems) from None
     try:
         info = p.stat()
         if stat.S_ISFIFO(info.st_mode):  # opening a pipe blocks until a writer comes: wait a bounded time
@@ -986,9 +1059,16 @@ def loads_scenario(text: str, *, source: str = "<text>") -> Scenario:
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_SCENARIO_BYTES:
         raise _too_large(source, size)
+    if not text.strip():
+        raise ScenarioError("toml", f"{source} is empty: a scenario needs at least [model], [trainer], [generator] and "
+                                    f"[workload] (tc.scenarios() lists shipped examples)")
     try:
         data = tomllib.loads(text.removeprefix("\ufeff"))  # a byte-order mark, as Windows editors write
     except tomllib.TOMLDecodeError as exc:
+        at = re.search(r"at line (\d+)", str(exc))
+        last = len(text.rstrip("\r\n").splitlines())
+        if "end of document" in str(exc) or (_cut_off(text) and at is not None and int(at.group(1)) >= last):
+            raise _truncated(text, source, str(exc), "is not valid TOML and looks truncated") from None
         raise ScenarioError("toml", f"{source} is not valid TOML: {exc}") from None
     except RecursionError:  # tomllib recurses once per array / inline-table level: far past the limit
         raise ScenarioError("toml", f"{source} nests arrays or inline tables far deeper than the limit of "
@@ -996,4 +1076,34 @@ def loads_scenario(text: str, *, source: str = "<text>") -> Scenario:
     except ValueError as exc:  # e.g. int() refusing a number of more than 4,300 digits
         raise ScenarioError("toml", f"{source} holds a value that cannot be read: "
                                     f"{str(exc).split(':')[0][:200]}") from None
-    return scenario_from_dict(data)
+    try:
+        return scenario_from_dict(data)
+    except ScenarioError as exc:
+        if _cut_off(text):  # what is missing or wrong is most likely what the cut took away
+            raise _truncated(text, source, str(exc)) from None
+        if all(key not in data for key in _REQUIRED_TABLES):
+            tables = ", ".join(f"[{t}]" for t in _REQUIRED_TABLES)
+            raise ScenarioError("toml", f"{source} holds none of the tables a scenario needs ({tables}): it was cut "
+                                        f"off before them, or it is not a scenario (tc.scenarios() lists shipped "
+                                        f"examples)") from None
+        raise
+
+
+_REQUIRED_TABLES = ("model", "trainer", "generator", "workload")
+
+
+def _cut_off(text: str) -> bool:
+    """Whether ``text`` ends inside its last line: every editor and :meth:`Scenario.to_toml` end a file with a
+    newline; a file cut short (a partial copy or download, a size limit) ends wherever the cut fell."""
+    return bool(text) and not text.endswith(("\n", "\r"))
+
+
+def _truncated(text: str, source: str, problem: str, what: str = "looks truncated") -> ScenarioError:
+    """A ScenarioError (field ``toml``) saying the file looks cut off, where it ends (the last table and line) and
+    what that left wrong (``problem``)."""
+    lines = text.rstrip("\r\n").splitlines() or [""]
+    tables = [m.group(1).strip() for m in re.finditer(r"^[ \t]*\[\[?([^\]\n]*)\]", text, re.MULTILINE)]
+    inside = f"inside [{shown(tables[-1], 60)}]" if tables else "before its first table"
+    return ScenarioError("toml", f"{source} {what}: it ends {inside}, in the middle of line {len(lines)} "
+                                 f"({shown(lines[-1].strip(), 60)!r}) with no final newline, so the rest of the file "
+                                 f"is missing; restore the whole file ({shown(problem, 400)})")

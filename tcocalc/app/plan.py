@@ -13,15 +13,26 @@ import streamlit as st
 import tcocalc as tc
 from tcocalc.app import shared as ui
 from tcocalc.figures import split_sweep_figure, timeline_figure
-from tcocalc.reports import XLSX_MIME, display_table, metrics_table, pricing_text, sweep_table, to_csv_text
+from tcocalc.reports import (
+    XLSX_MIME,
+    display_table,
+    metrics_table,
+    phase_changes,
+    pricing_text,
+    readable_metrics,
+    sandbox_start_tail_s,
+    sweep_table,
+    to_csv_text,
+)
 
 OBJECTIVE = "usd_per_useful_sample"
 SIM_STEPS, SIM_SEED = 12, 0
 MIN_SIM_STEPS = 5  # fewest steps the page simulates when 12 would take too long (a phase takes at least 5 too)
+# Most events the page simulates (about 15 s on 2 cores; the shipped scenarios take at most 1.6 million at 12 steps):
+# a run estimated above it simulates fewer steps (at least 5), or is not started and the page says what it would
+# take (``tcocalc run FILE --simulate`` has no such bound). A comment, not a docstring: Streamlit's "magic" draws a
+# bare string at the top of the page (audit N1).
 SIM_MAX_EVENTS = 5_000_000
-"""Most events the page simulates (about 15 s on 2 cores; the shipped scenarios take at most 1.6 million at 12 steps):
-a run estimated above it simulates fewer steps (at least 5), or is not started and the page says what it would
-take (``tcocalc run FILE --simulate`` has no such bound)."""
 #: Numeric inputs: key -> (type, min, max), shared by the widgets and the check of the URL's values.
 NUMBERS = {key: ui.number_limits(key) for key in ui.FIELDS}
 TOGGLES = ("solve", "simulate")
@@ -37,7 +48,14 @@ LABELS = {"model.name": "Model", "trainer.hardware": "Trainer hardware", "traine
           "orchestration.framework": "Framework preset", "generator.disaggregated": "Prefill/decode",
           "generator.prefill_gpus": "Prefill/decode", "trainer.multinode_nvlink": "NVLink between servers",
           "generator.multinode_nvlink": "NVLink between servers",
-          "generator.speculative_tokens": "Draft tokens (speculative)", "generator.acceptance_rate": "Draft acceptance"}
+          "generator.speculative_tokens": "Draft tokens (speculative)", "generator.acceptance_rate": "Draft acceptance",
+          "workload.steps": "Run length [rollout steps]", "sandbox.max_concurrency": "Sandboxes live at most",
+          "sandbox.max_starting": "Sandboxes starting at once", "sandbox.failure_rate": "Sandbox start failures",
+          "sandbox.startup_s": "Sandbox start-up [s]", "trainer.mfu_carry": "Measured MFU on other hardware"}
+# A measured trainer MFU on other hardware (trainer.mfu_carry): the box's words -> the field's values
+MFU_CARRY = {"carry its ratio to the model": "ratio", "model on every chip": "model"}
+# Phases' response lengths when the mean response is edited: scale with it (the file's rule) or keep their own
+PHASE_RESPONSES = ("scale with the mean response", "keep the file's lengths")
 #: The per-step times the calibration panel takes by hand (tc.calibrate's keys) and their labels.
 MEASURED_TIMES = {"step_time_s": "Step [s]", "generation_s": "Generation [s]", "training_s": "Training [s]",
                   "logprob_s": "Log-prob passes [s]", "weight_sync_s": "Weight sync [s]",
@@ -66,6 +84,53 @@ def price_edit(scn, price: float, typed_for) -> dict:
               for side in ("trainer", "generator")}
     priced = {side: name for side, name in priced.items() if name and name != getattr(scn, side).hardware}
     return {"economics.usd_per_gpu_hour": price, "economics.priced_for": priced or None}
+
+
+def keep_phase_lengths(scn, base):
+    """``scn`` with each ``[[phases]]`` entry's responses as long as in ``base`` (the file), whatever the mean
+    response: its ``response_scale`` times the file's mean over the edited one (audit N19)."""
+    f = base.workload.response_tokens_mean / scn.workload.response_tokens_mean
+    if not scn.phases or f == 1:
+        return scn
+    return scn.with_values({"phases": [{**p.model_dump(exclude_none=True), "response_scale": p.response_scale * f}
+                                       for p in scn.phases]})
+
+
+def price_in_use(scn) -> float:
+    """The trainer pool's $/GPU-hour as the library prices ``scn`` (its own, or the chip's ownership cost after a
+    swap): what the GPU-cost box shows when no price was typed."""
+    try:
+        price = float(tc.pool_pricing(scn)[0].usd_per_gpu_hour)
+    except tc.TcocalcError:
+        price = float(scn.economics.usd_per_gpu_hour)
+    return round(price, PRICE_DIGITS)  # as the box shows it: 2.229, not 2.22900361949859
+
+
+PRICE_DIGITS = 4  # decimals of a price the box shows; a price within half a unit of the last is the price in use
+
+
+def follow_price() -> None:
+    """A hardware box changed: the GPU-cost box shows the price typed for that hardware, else the price in use there
+    (the file's own back on its hardware, the chip's ownership cost elsewhere); audit N6."""
+    pair = (ss["trainer_hw"], ss["generator_hw"])
+    typed = ss.setdefault("_typed_prices", {})
+    if pair in typed:
+        ss["usd_gpu_h"], ss["_price_for"] = typed[pair], pair
+        return
+    ss.pop("_price_for", None)
+    try:
+        moved = scn0.with_cluster(trainer_hardware=as_written(pair[0], scn0.trainer.hardware),
+                                  generator_hardware=as_written(pair[1], scn0.generator.hardware))
+        ss["usd_gpu_h"] = price_in_use(moved)
+    except (tc.TcocalcError, ValueError):
+        pass  # the page names the fault when it evaluates
+
+
+def type_price() -> None:
+    """The GPU-cost box was typed in: the price is for the hardware shown now."""
+    pair = (ss["trainer_hw"], ss["generator_hw"])
+    ss["_price_for"] = pair
+    ss.setdefault("_typed_prices", {})[pair] = ss["usd_gpu_h"]
 
 
 def canonical(name: str) -> str:
@@ -125,7 +190,7 @@ def from_params(params: dict[str, str], choices: dict[str, list]) -> tuple[dict,
 
 st.title("Plan an RL run")
 st.caption("Choose a published scenario or your own TOML, change the split and the workload, and read what "
-           "follows. Every number is per the contract's units; hover the help icons for definitions.")
+           "follows. Each input and result names its unit; hover the help icons for definitions.")
 
 files = ui.scenario_files()
 ss = st.session_state
@@ -194,6 +259,10 @@ start = {
     "draft_tokens": scn0.generator.speculative_tokens or 0,
     "acceptance": float(scn0.generator.acceptance_rate if scn0.generator.acceptance_rate is not None
                         else tc.DEEPSEEK_V3_MTP_ACCEPTANCE[0]),  # the box starts at the lower measured MTP acceptance
+    "steps": scn0.workload.steps, "sb_live": scn0.sandbox.max_concurrency, "sb_starting": scn0.sandbox.max_starting,
+    "sb_failure": float(scn0.sandbox.failure_rate), "sb_startup": float(scn0.sandbox.startup_s),
+    "mfu_carry": next(k for k, v in MFU_CARRY.items() if v == scn0.trainer.mfu_carry),
+    "phase_responses": PHASE_RESPONSES[0],
 }
 hw_names = list(ui.hardware_table()["name"])
 models = ui.model_names()
@@ -206,6 +275,7 @@ choices = {
     "framework": list(tc.Scenario.choices("orchestration.framework")),
     "serving": list(SERVING),
     "nvlink": [*NVLINK, *([NVLINK_MIXED] if start["nvlink"] == NVLINK_MIXED else [])],
+    "mfu_carry": list(MFU_CARRY), "phase_responses": list(PHASE_RESPONSES),
 }
 if scn0.model.config is None:  # a model given by its [model.config] is not chosen from the catalog
     choices["model"] = models if scn0.model.name in models else [scn0.model.name, *models]
@@ -216,6 +286,14 @@ if ss.get("_loaded") != source or any(key not in ss for key in start):
     if link and linked == source:
         restored, bad = from_params(link, choices)
         values.update(restored)
+        if "usd_gpu_h" not in restored and (values["trainer_hw"], values["generator_hw"]) != (
+                start["trainer_hw"], start["generator_hw"]):  # a link that swaps the hardware: its price in use
+            try:
+                values["usd_gpu_h"] = price_in_use(scn0.with_cluster(
+                    trainer_hardware=as_written(values["trainer_hw"], scn0.trainer.hardware),
+                    generator_hardware=as_written(values["generator_hw"], scn0.generator.hardware)))
+            except (tc.TcocalcError, ValueError):
+                pass
         if bad:
             st.warning(f"These inputs in the page's URL could not be restored, so they start from {source}'s "
                        f"values: {', '.join(bad)}.")
@@ -234,6 +312,7 @@ if ss.get("_loaded") != source or any(key not in ss for key in start):
         ss.update(values)
     ss["_loaded"] = source
     ss.pop("_price_for", None)  # a price typed for the previous scenario's hardware
+    ss.pop("_typed_prices", None)
 if not ss["_link"]:
     ss.pop("_waiting", None)
 if refill:  # set before the widgets are drawn; a rerun of a first run keeps no widget state
@@ -248,13 +327,15 @@ with st.expander("Cluster and workload", expanded=True):
         c1.selectbox("Model", choices["model"], key="model", **initial("model"))
     else:
         c1.text_input("Model (from [model.config])", key="model", disabled=True, **initial("model"))
-    c2.selectbox("Trainer hardware", choices["trainer_hw"], key="trainer_hw", **initial("trainer_hw"))
+    c2.selectbox("Trainer hardware", choices["trainer_hw"], key="trainer_hw", **initial("trainer_hw"),
+                 on_change=follow_price)
     c3.number_input("Trainer GPUs", step=8, key="trainer_gpus", **limits("trainer_gpus"))
     c4.selectbox("Mode", choices["mode"], key="mode", **initial("mode"),
                  help="colocated: one pool alternates; sync: two pools alternate; one_step_off: generator one "
                       "step ahead; async: bounded staleness; inflight: async with in-flight weight updates")
     c1, c2, c3, c4 = st.columns(4)
-    c1.selectbox("Generator hardware", choices["generator_hw"], key="generator_hw", **initial("generator_hw"))
+    c1.selectbox("Generator hardware", choices["generator_hw"], key="generator_hw", **initial("generator_hw"),
+                 on_change=follow_price)
     c2.number_input("Generator GPUs", step=8, key="generator_gpus", **limits("generator_gpus"),
                     help="colocated: ignored (like the generator hardware), the trainer's pool generates")
     c3.selectbox("Generator precision", choices["generator_precision"], key="generator_precision",
@@ -270,8 +351,8 @@ with st.expander("Cluster and workload", expanded=True):
     c1, c2, c3, c4 = st.columns(4)
     c1.number_input("Turns per trajectory", key="turns", **limits("turns"), help="tool calls = turns - 1")
     c2.number_input("Tool call [s]", step=1.0, key="tool_s", format="%g", **limits("tool_s"))
-    c3.number_input("GPU cost [USD/GPU-h]", step=0.1, key="usd_gpu_h", **limits("usd_gpu_h"),
-                    on_change=lambda: ss.update(_price_for=(ss["trainer_hw"], ss["generator_hw"])),
+    c3.number_input("GPU cost [USD/GPU-h]", step=0.1, key="usd_gpu_h", format="%g", **limits("usd_gpu_h"),
+                    on_change=type_price,
                     help="all-in cost per GPU-hour of the hardware it was set for (the file's, or the hardware "
                          "chosen when you type it); other hardware is priced at its ownership cost (data/"
                          "cost_defaults.toml). The Cost page derives one from capex and opex")
@@ -292,11 +373,34 @@ with st.expander("Cluster and workload", expanded=True):
                  help="sets what differs between RL frameworks: CUDA graphs, colocated offload, log-prob and "
                       "reference passes, weight-sync transport and loading, async scheduling (data/frameworks.toml); "
                       "keys in the scenario file override it")
-    c1, *_ = st.columns(4)
+    c1, c2, c3, c4 = st.columns(4)
     c1.number_input("Draft acceptance", step=0.05, key="acceptance", **limits("acceptance"),
                     disabled=not ss.get("draft_tokens"),
                     help="probability a draft token is accepted (DeepSeek-V3's MTP measured 0.85-0.90); used when "
                          "draft tokens > 0")
+    c2.number_input("Run length [rollout steps]", step=100, key="steps", **limits("steps"),
+                    help="rollout steps in the whole run (workload.steps): each generates a batch and ends in a "
+                         "weight update; run time and cost follow it")
+    c3.selectbox("Measured MFU on other hardware", choices["mfu_carry"], key="mfu_carry", **initial("mfu_carry"),
+                 disabled=scn0.trainer.mfu_busy is None,
+                 help="a trainer MFU measured on one chip (trainer.mfu_busy): carry its measured-over-modelled "
+                      "ratio to another chip's modelled MFU, or compare every chip, the measured one too, on the "
+                      "roofline model (trainer.mfu_carry); only a scenario with a measured MFU has the choice")
+    c4.selectbox("Phases' responses", choices["phase_responses"], key="phase_responses",
+                 **initial("phase_responses"), disabled=not scn0.phases,
+                 help="when you edit Mean response: each [[phases]] entry's lengths scale with it (the file's "
+                      "response_scale), or keep the file's own, so 'what if responses double' does not double the "
+                      "drift again")
+    st.markdown("**Sandboxes** (agentic runs: one per trajectory while it runs tools)")
+    c1, c2, c3, c4 = st.columns(4)
+    c1.number_input("Sandboxes live at most", step=64, key="sb_live", **limits("sb_live"),
+                    help="sandbox.max_concurrency: cap on live sandboxes; 0 = unlimited")
+    c2.number_input("Sandboxes starting at once", step=16, key="sb_starting", **limits("sb_starting"),
+                    help="sandbox.max_starting: the start rate's cap; 0 = unlimited")
+    c3.number_input("Sandbox start failures", step=0.05, key="sb_failure", format="%g", **limits("sb_failure"),
+                    help="sandbox.failure_rate: probability a start fails (retried up to sandbox.retries times)")
+    c4.number_input("Sandbox start-up [s]", step=10.0, key="sb_startup", format="%g", **limits("sb_startup"),
+                    help="sandbox.startup_s: cold start per sandbox")
 
 # Waiting for an uploaded file that a server restart or a reload did not keep: nothing is evaluated (the widgets hold
 # the tab's inputs, not this file's); every input that differs from where the widgets started, the edit whose rerun
@@ -329,6 +433,9 @@ try:
         "orchestration.max_staleness": float(ss["max_staleness"]), "workload.prompts_per_step": int(ss["prompts"]),
         "workload.group_size": int(ss["group"]), "workload.prompt_tokens": float(ss["prompt_tokens"]),
         "workload.turns": int(ss["turns"]), "sandbox.tool_call_s": float(ss["tool_s"]),
+        "workload.steps": int(ss["steps"]), "sandbox.max_concurrency": int(ss["sb_live"]),
+        "sandbox.max_starting": int(ss["sb_starting"]), "sandbox.failure_rate": float(ss["sb_failure"]),
+        "sandbox.startup_s": float(ss["sb_startup"]), "trainer.mfu_carry": MFU_CARRY[ss["mfu_carry"]],
         "orchestration.framework": ss["framework"],
         "generator.disaggregated": ss["serving"] == "disaggregated",
         **({} if ss["serving"] == "disaggregated" else {"generator.prefill_gpus": None}),
@@ -341,7 +448,10 @@ try:
                       trainer_gpus=int(ss["trainer_gpus"]),
                       generator_hardware=as_written(ss["generator_hw"], scn0.generator.hardware),
                       generator_gpus=int(ss["generator_gpus"])))
-    if ss["usd_gpu_h"] != start["usd_gpu_h"] or ss.get("_price_for"):  # a price typed here: for the hardware then
+    if ss["phase_responses"] == PHASE_RESPONSES[1]:
+        scn = keep_phase_lengths(scn, scn0)
+    # The box shows the price in use for the hardware shown (audit N6); a price differs from it only when typed
+    if ss.get("_price_for") or abs(ss["usd_gpu_h"] - price_in_use(scn)) > 0.5 * 10 ** -PRICE_DIGITS:  # typed here
         scn = scn.with_values(price_edit(scn, float(ss["usd_gpu_h"]), ss.get("_price_for")))
 except (tc.TcocalcError, ValueError) as exc:
     ui.show_error(exc, LABELS)
@@ -379,8 +489,8 @@ with st.expander("Calibrate from a run", expanded="_calibration" in ss):
     if "_calibration_view" in ss:
         stages, factors, warned, workload = ss["_calibration_view"]
         st.markdown("**Measured against the model, before and after**")
-        st.dataframe(stages, hide_index=True)
-        st.dataframe(factors, hide_index=True)
+        st.dataframe(display_table(stages), hide_index=True)
+        st.dataframe(display_table(factors), hide_index=True)
         if workload:
             st.caption("Measured workload (inputs, not factors; set the inputs above to plan this run): "
                        + ", ".join(f"{k.split('.')[-1]} {v:,.4g}" for k, v in workload.items()))
@@ -388,6 +498,7 @@ with st.expander("Calibrate from a run", expanded="_calibration" in ss):
             st.warning(line)
 if "_calibration" in ss:
     scn = scn.with_run_calibration(ss["_calibration"])
+ss["_plan_variant"] = (scn.name, scn.to_toml())  # the Compare page offers the Plan page's inputs as a column
 try:
     with st.spinner("Solving the split…" if solve else "Evaluating…"):
         report = ui.solve(scn, OBJECTIVE) if solve else ui.evaluate(scn)
@@ -401,7 +512,8 @@ if solve and (shown.trainer.gpus, shown.generator.gpus) != (scn.trainer.gpus, sc
         and ss.get("_filled") != shown.to_toml():  # the solved split fills the inputs, once per solution
     ss["_filled"] = shown.to_toml()
     fill = (shown.trainer.gpus, shown.generator.gpus, ui.split_text(
-        {"trainer_gpus": scn.trainer.gpus, "generator_gpus": scn.generator.gpus}, shown.orchestration.mode))
+        {"trainer_gpus": scn.trainer.gpus, "generator_gpus": scn.generator.gpus}, shown.orchestration.mode),
+        scn.trainer.gpus, scn.generator.gpus)  # the split before solving, to show what moved
     if first:  # a first run's inputs live in the widgets' defaults, which a rerun drops: run it again as a first
         ss["_refill"] = {**{k: ss[k] for k in [*start, *TOGGLES, "scenario_file"] if k in ss},
                          "trainer_gpus": fill[0], "generator_gpus": fill[1]}
@@ -424,21 +536,42 @@ if report.phases is not None and "prefill_gpus" in report.phases.columns:  # dis
     pools = report.phases.iloc[0]
     st.caption(f"Generator pools: {ui.plural(int(pools['prefill_gpus']), 'prefill GPU')} in "
                f"{pools['prefill_instance']} instances; decode in {pools['generator_instance']} instances.")
+# After Find the best split moved the split, the tiles say what it gained against the split before (audit N7)
+was = None
+if solve and moved and tuple(moved[:2]) == (scn.trainer.gpus, scn.generator.gpus) and len(moved) > 3:
+    try:
+        was = ui.evaluate(scn.with_cluster(trainer_gpus=moved[3], generator_gpus=moved[4])).metrics
+    except (tc.TcocalcError, ValueError):
+        was = None
 k = st.columns(4)
-k[0].metric("Useful samples/s", ui.fmt(m["useful_samples_per_s"], "sample/s"),
+k[0].metric("Useful samples/s", ui.fmt(m["useful_samples_per_s"]),  # the label has the unit: no truncation
+            delta=None if was is None else f"{m['useful_samples_per_s'] - was['useful_samples_per_s']:+.3g} "
+                                           f"(was {was['useful_samples_per_s']:.3g})",
             help="trajectories with non-zero advantage reaching the trainer")
-k[1].metric("Trainer idle", f"{m['trainer_idle_fraction']:.0%}", help="share of wall time the trainer waits")
+k[1].metric("Trainer idle", f"{m['trainer_idle_fraction']:.0%}", help="share of wall time the trainer waits",
+            delta=None if was is None else f"{(m['trainer_idle_fraction'] - was['trainer_idle_fraction']) * 100:+.0f} "
+                                           f"points (was {was['trainer_idle_fraction']:.0%})", delta_color="inverse")
 k[2].metric("Trainer MFU (wall / busy)", f"{m['trainer_mfu']:.1%} / {m['trainer_mfu_busy']:.1%}")
-k[3].metric("Mean staleness", ui.plural(m["mean_staleness_steps"], "step"),
-            help=f"max {m['max_staleness_steps']:.2g}, token-weighted {m['token_staleness_steps']:.2g}")
+updates = shown.trainer.minibatches_per_step  # staleness counts policy versions: optimizer updates (audit N10)
+k[3].metric("Mean staleness [policy versions]", ui.fmt(m["mean_staleness_steps"]),
+            help=f"how many policy versions (optimizer updates; {ui.plural(updates, 'update')} per rollout step "
+                 f"here) a trained sample lags: max {m['max_staleness_steps']:.2g}, token-weighted "
+                 f"{m['token_staleness_steps']:.2g}. Run length and step time count rollout steps")
 k = st.columns(4)
 k[0].metric("Cost per M trained tokens (ours)", ui.fmt(m["usd_per_mtok_trained"], "USD"),
             help="our accounting: the scenario's own $/GPU-hour; Tinker charged for discarded rollouts too")
 ratio = m["cost_ratio_vs_tinker"]
 k[1].metric("vs Tinker (ours)", "not offered" if ratio is None else f"{ratio:.2f}x",
             help="our cost per trained token over Tinker's list price for the same token mix, discards billed")
-k[2].metric("Run cost", ui.fmt(m["run_usd"], "USD"), help=ui.plural(shown.workload.steps, "step"))
-k[3].metric("Run duration", ui.fmt(m["run_hours"], "h"))
+k[2].metric("Run cost", ui.fmt(m["run_usd"], "USD"), help=ui.plural(shown.workload.steps, "rollout step"))
+k[3].metric("Run duration", ui.fmt(m["run_hours"], "h"), help=ui.plural(shown.workload.steps, "rollout step"))
+tail = sandbox_start_tail_s(shown)
+if tail is not None:  # agentic runs: how long one step's sandboxes take to start (SemiAnalysis' start tail)
+    sb = shown.sandbox
+    st.caption(f"Sandbox start tail: {ui.fmt(tail / 60, 'min') if tail >= 120 else ui.fmt(tail, 's')} to start "
+               f"one step's sandboxes ("
+               + (f"at most {sb.max_starting:,} at once, " if sb.max_starting else "no cap on starts, ")
+               + f"{sb.startup_s:g} s each, {sb.failure_rate:.0%} of starts fail and retry).")
 k = st.columns(2)  # wider tiles: their labels say which accounting they are, in full
 sa, sa_ratio = m["semianalysis_usd_per_mtok"], m["semianalysis_cost_ratio_vs_tinker"]
 k[0].metric("Cost per M tokens (SemiAnalysis-style)", "no rental price" if sa is None else ui.fmt(sa, "USD"),
@@ -451,7 +584,7 @@ for line in report.advice:
 
 with st.expander("All metrics", expanded=False):
     frame = metrics_table(report)
-    st.dataframe(frame, hide_index=True)
+    st.dataframe(readable_metrics(report), hide_index=True)  # words and % here; the CSV keeps the numbers
     st.download_button("Download metrics (CSV)", to_csv_text(frame), "metrics.csv", "text/csv", key="dl_metrics")
     st.download_button("Download workbook (Excel)", ui.workbook(report, source if upload else f"{source}.toml"),
                        f"{report.scenario.name}.xlsx", XLSX_MIME, key="dl_xlsx",
@@ -471,7 +604,11 @@ if phases is not None and len(phases) > 1:
     st.subheader("Phases")
     cols = [c for c in ("phase", "start_step", "steps", "step_time_s", "trainer_idle_fraction",
                         "useful_samples_per_s", "wants_split") if c in phases.columns]
-    st.dataframe(display_table(phases[cols]), hide_index=True)
+    table = phases[cols].copy()
+    changes = phase_changes(shown)
+    if len(changes) == len(table):  # what each phase changes against the file's workload (audit N19)
+        table.insert(1, "changes", changes)
+    st.dataframe(display_table(table), hide_index=True)
 
 def simulation_steps(scn: tc.Scenario) -> tuple[int, str | None]:
     """The steps the page simulates (:data:`SIM_STEPS`, fewer when that is estimated above :data:`SIM_MAX_EVENTS`
@@ -509,7 +646,14 @@ if st.toggle(f"Simulate {ui.plural(SIM_STEPS, 'step')}", key="simulate", **initi
             with st.spinner("Simulating…"):
                 sim = ui.simulate(shown, sim_steps, SIM_SEED)
         sim_metrics, timeline = sim.metrics, sim.simulation.timeline
-        st.plotly_chart(timeline_figure(timeline), key="timeline_chart")
+        rate = m["generator_output_tokens_per_s_per_gpu"] * m["generator_gpus"]
+        share = ui.sandbox_share(report)
+        st.plotly_chart(timeline_figure(timeline, generator_tokens_per_s=rate, sandbox_share=share),
+                        key="timeline_chart")
+        st.caption("Trainer lane: simulated. Generator lane: each step's simulated tokens over the pool's modelled "
+                   "output rate" + ("; sandbox lane: the modelled share of a rollout spent in sandboxes (tool calls, "
+                                    "starts)" if share else "") + ". A generator busy for the whole step is what the "
+                   "trainer waits on.")
         st.caption(f"Simulated on {ui.split_text(sim_metrics, mode)}: {sim_metrics['useful_samples_per_s']:.3g} "
                    f"useful samples/s, trainer idle {sim_metrics['trainer_idle_fraction']:.0%} (analytical "
                    f"{m['useful_samples_per_s']:.3g}, {m['trainer_idle_fraction']:.0%}).")

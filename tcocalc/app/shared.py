@@ -30,9 +30,12 @@ FIELDS = {
     "prompts": "workload.prompts_per_step", "group": "workload.group_size", "prompt_tokens": "workload.prompt_tokens",
     "resp_mean": "workload.response_tokens_mean", "turns": "workload.turns", "tool_s": "sandbox.tool_call_s",
     "usd_gpu_h": "economics.usd_per_gpu_hour", "draft_tokens": "generator.speculative_tokens",
-    "acceptance": "generator.acceptance_rate",
+    "acceptance": "generator.acceptance_rate", "steps": "workload.steps",
+    "sb_live": "sandbox.max_concurrency", "sb_starting": "sandbox.max_starting",
+    "sb_failure": "sandbox.failure_rate", "sb_startup": "sandbox.startup_s",
 }
-WHOLE = {"trainer_gpus", "generator_gpus", "prompts", "group", "turns", "draft_tokens"}
+WHOLE = {"trainer_gpus", "generator_gpus", "prompts", "group", "turns", "draft_tokens", "steps", "sb_live",
+         "sb_starting"}
 
 
 def number_limits(key: str) -> tuple[type, float, float]:
@@ -218,3 +221,13 @@ def workbook(report: tc.RLReport, scenario_file: str) -> bytes:
 @st.cache_data(show_spinner=False, max_entries=32)
 def _workbook(_report: tc.RLReport, toml: str, solved: bool, scenario_file: str) -> bytes:
     return workbook_bytes(_report, scenario_file)
+
+
+def sandbox_share(report: tc.RLReport) -> float | None:
+    """The modelled share of a rollout's time spent in sandboxes (tool calls and starts) in the run's first phase,
+    for the timeline's sandbox lane; None without sandboxes."""
+    try:
+        share = float(report.phase_results[0].flow.sandbox_share[0])
+    except (TypeError, AttributeError, IndexError):
+        return None
+    return share if share > 0 else None

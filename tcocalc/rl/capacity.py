@@ -35,7 +35,7 @@ from ..roofline.training import (
     candidate_degrees,
     training_throughput,
 )
-from .cluster import Cluster
+from .cluster import Cluster, measured_cluster
 from .decode_floor import decode_floor_seconds
 from .phases import WorkloadStats
 from .settings import engine_config
@@ -358,7 +358,8 @@ def generator_capacity(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int |
     ``max_gpus``: the largest generator pool it serves; when even that cannot hold the usual instance (a
     1-GPU generator, say), the best instance that fits in it is used instead."""
     setup = ServingSetup.of(scn, cluster, ws)
-    return timed(_named(scn, ws, lambda: _steady_best(scn, setup, max_gpus)), cluster.run.generation, setup.shape)
+    return timed(_named(scn, ws, lambda: _steady_best(scn, setup, max_gpus), setup), cluster.run.generation,
+                 setup.shape)
 
 
 def _steady_best(scn, setup: ServingSetup, max_gpus: int | None) -> GeneratorCapacity:
@@ -382,10 +383,12 @@ def trajectory_length_keys(scn, ws: WorkloadStats) -> str:
     return ", ".join(key for size, key in sorted(parts, key=lambda p: -p[0]) if size > 0)
 
 
-def _named(scn, ws: WorkloadStats, call):
+def _named(scn, ws: WorkloadStats, call, setup: ServingSetup | None = None):
     """``call()``, its roofline errors named for the scenario: a pinned degree the model refuses is
     ``generator.tp`` (not the roofline's ``parallel.tp``); a context no layout holds names the generator pool, the
-    length and the keys that make it (:func:`trajectory_length_keys`)."""
+    length and the keys that make it (:func:`trajectory_length_keys`), and the inputs that pinned the instance
+    (``generator.tp``) or shrank its memory (``generator.gpu_memory_utilization``) with the value that would fit
+    (:func:`pinned_inputs_hint`)."""
     try:
         return call()
     except ScenarioError as exc:
@@ -395,9 +398,58 @@ def _named(scn, ws: WorkloadStats, call):
     except InfeasibleError as exc:
         if str(exc).startswith("generator"):
             raise
-        raise InfeasibleError(f"generator: {exc} (generator.precision, generator.hardware); or shorten the "
-                              f"trajectories ({trajectory_length_keys(scn, ws)})",
+        hint = "" if setup is None else pinned_inputs_hint(scn, setup, None)
+        raise InfeasibleError(f"generator: {exc} ({hint or 'generator.precision, generator.hardware'}); or shorten "
+                              f"the trajectories ({trajectory_length_keys(scn, ws)})",
                               min_gpus=exc.min_gpus, layout=exc.layout) from None
+
+
+def pinned_inputs_hint(scn, setup: ServingSetup, gpus: int | None) -> str:
+    """What the scenario's own generator inputs do to an instance that does not fit (on ``gpus`` GPUs; ``None``:
+    as pinned): ``generator.tp = 1`` pins a layout too small, ``generator.gpu_memory_utilization = 0.051`` leaves
+    too little memory; each with the value that fits (searched with the capacity model itself), or "" when the
+    scenario pins neither. Issue 40 item 5: an infeasibility names the input that causes it and what would fit."""
+    g, parts = scn.generator, []
+    if g.tp is not None:
+        tps = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= max(getattr(setup.acc, "scaleup_domain_gpus", 8), 8)]
+        fit = next((t for t in tps if t != g.tp and (gpus is None or t <= gpus) and _fits(setup, t, gpus)), None)
+        parts.append(f"generator.tp = {g.tp} pins the instance; " + (
+            f"generator.tp = {fit} fits, or leave generator.tp out to search the instance" if fit is not None else
+            "no tensor-parallel degree up to the NVLink domain fits"))
+    u = g.gpu_memory_utilization
+    if u is not None:
+        fit_u = _fitting_utilization(setup, g.tp, gpus, u)
+        parts.append(f"generator.gpu_memory_utilization = {u:g} leaves the engine {u * setup.acc.hbm_bytes / 1e9:,.1f} "
+                     f"GB of each GPU's {setup.acc.hbm_bytes / 1e9:,.0f} GB for weights, activations and KV cache; "
+                     + (f"{fit_u:.2f} fits" if fit_u is not None else "even 1.0 does not fit")
+                     + (f" on {gpus} GPUs" if gpus is not None else ""))
+    return "; ".join(parts)
+
+
+def _fits(setup: ServingSetup, tp: int | None, gpus: int | None) -> bool:
+    """Whether ``setup`` serves the model with the instance pinned to ``tp`` (or searched within ``gpus``)."""
+    try:
+        cap = _generator_capacity(setup, tp, None if tp is not None else gpus)
+    except (InfeasibleError, ScenarioError):
+        return False
+    return gpus is None or cap.instance_gpus <= gpus
+
+
+def _fitting_utilization(setup: ServingSetup, tp: int | None, gpus: int | None, u: float) -> float | None:
+    """The smallest ``gpu_memory_utilization`` above ``u``, in hundredths, at which the instance fits
+    (:func:`_fits`); None when even 1.0 does not (bisection: about seven capacity searches, on the error path)."""
+    def at(hundredths: int) -> bool:
+        share = hundredths / 100
+        cal = memory_calibration(setup.acc, setup.cal, share, setup.rl_cal)  # sets the budget afresh
+        return _fits(replace(setup, cal=cal, engine=replace(setup.engine, gpu_memory_utilization=share)), tp, gpus)
+
+    lo, hi = int(u * 100), 100  # lo: does not fit (the scenario's own value or below)
+    if not at(hi):
+        return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if at(mid) else (mid, hi)
+    return hi / 100
 
 
 def generator_capacities(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int | None = None) -> tuple:
@@ -410,7 +462,7 @@ def generator_capacities(scn, cluster: Cluster, ws: WorkloadStats, max_gpus: int
     or when it does not fit. The engine settings are resolved once for both."""
     setup = ServingSetup.of(scn, cluster, ws)
     g = cluster.run.generation
-    cap = _named(scn, ws, lambda: _steady_best(scn, setup, max_gpus))
+    cap = _named(scn, ws, lambda: _steady_best(scn, setup, max_gpus), setup)
     if scn.generator.tp is not None or setup.engine.disaggregated or cap.instance.dp <= 1:
         return (timed(cap, g, setup.shape),)
     try:  # the same GPUs as one tensor- and expert-parallel instance
@@ -646,10 +698,7 @@ def trainer_capacity(scn, cluster: Cluster, ws: WorkloadStats, n_t) -> TrainerRa
     job = training_job(scn, cluster, ws)
     m, hw, precision, seq = job.m, job.acc, job.precision, job.seq
     n_t = np.atleast_1d(np.asarray(n_t, dtype=int))
-    if t.pinned_layout:
-        rates = np.array([_pinned_rate(job, pinned_layout(t, m, int(n))) for n in n_t])
-    else:
-        rates = _count_rates(job, tuple(int(n) for n in n_t))
+    rates = _job_rates(job, t, n_t)
     st = cluster.settings
     extra, overhead = st.extra_forward_passes, st.trainer_overhead
     run = cluster.run  # a run calibration's factors on the update and on the log-prob passes (1: none)
@@ -661,8 +710,34 @@ def trainer_capacity(scn, cluster: Cluster, ws: WorkloadStats, n_t) -> TrainerRa
         peak = hw.peak_flops_per_s(precision)
         return TrainerRates(np.where(fits, n_t * peak * mfu / (f_sample / overhead), 0.0),
                             np.where(fits, mfu / run.training, 0.0), rates[:, 2])
-    samples = rates[:, 0] * flop_rate_per_token / f_sample
-    return TrainerRates(samples, rates[:, 1] / (overhead * run.training), rates[:, 2])
+    # On other hardware a measured MFU carries as its measured-over-modelled ratio (mfu_measurement "carried")
+    ratio = carried_mfu_ratio(scn, cluster, ws)[0] if cluster.mfu_source == "carried" else 1.0
+    samples = rates[:, 0] * flop_rate_per_token / f_sample * ratio
+    return TrainerRates(samples, rates[:, 1] * ratio / (overhead * run.training), rates[:, 2])
+
+
+def _job_rates(job: TrainingJob, t, n_t) -> np.ndarray:
+    """(tokens/s, MFU, state bytes per GPU) per count: the pinned layout's, else the best layout's."""
+    if t.pinned_layout:
+        return np.array([_pinned_rate(job, pinned_layout(t, job.m, int(n))) for n in n_t])
+    return _count_rates(job, tuple(int(n) for n in n_t))
+
+
+def carried_mfu_ratio(scn, cluster: Cluster, ws: WorkloadStats) -> tuple[float, float]:
+    """(ratio, modelled MFU): a measured ``trainer.mfu_busy`` over the roofline training model's busy MFU on the
+    chip it was measured on (``trainer.mfu_measured_on``), at the scenario's trainer GPU count (the fewest that hold
+    the model there when that count does not). The ratio carries what the roofline misses of the framework and
+    the run (kernels, communication overlap, stalls) to another chip: its modelled MFU times the ratio (issue 39
+    item 1; docs/rl-modeling.md §3.2). (1, 0) when nothing fits on the measured chip."""
+    meas = measured_cluster(cluster)
+    job = training_job(scn, meas, ws)
+    overhead = meas.settings.trainer_overhead
+    mfu = _job_rates(job, scn.trainer, [scn.trainer.gpus])[0, 1]
+    if mfu <= 0:
+        need = trainer_min_gpus(scn, meas, ws)
+        mfu = _job_rates(job, scn.trainer, [need])[0, 1] if need else 0.0
+    modelled = mfu / overhead
+    return (scn.trainer.mfu_busy / modelled, modelled) if modelled > 0 else (1.0, 0.0)
 
 
 def trainer_min_gpus(scn, cluster: Cluster, ws: WorkloadStats) -> int | None:

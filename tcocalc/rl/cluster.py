@@ -20,7 +20,7 @@ from ..scenario import Scenario
 from .run_factors import UNCALIBRATED, RunFactors, run_factors
 from .settings import Settings, settings
 
-__all__ = ["Cluster", "resolve", "plan_prices", "single_server_domain"]
+__all__ = ["Cluster", "resolve", "plan_prices", "single_server_domain", "measured_cluster"]
 
 
 @dataclass(frozen=True)
@@ -29,8 +29,10 @@ class Cluster:
     pipeline's factors, the calibration set they come from (``calibration``, for re-resolving a variant), the
     framework settings (``settings``, :mod:`tcocalc.rl.settings`), each pool's price (``prices``, trainer then
     generator, :func:`~tcocalc.economics.tco.pool_pricing`), the measured trainer MFU where it applies
-    (``mfu_busy``, None where there is none or it was taken on another chip or model: the roofline training model
-    stands in, docs/rl-modeling.md §3.2; ``mfu_source`` says which: ``"none"``, ``"applies"`` or ``"dropped"``) and
+    (``mfu_busy``, None elsewhere: on other hardware the trainer's capacity carries its measured-over-modelled
+    ratio, or the roofline training model stands in, docs/rl-modeling.md §3.2; ``mfu_source`` says which:
+    ``"none"``, ``"applies"``, ``"carried"``, ``"model"`` or ``"dropped"``; ``mfu_chip`` the chip it was measured
+    on) and
     the factors of the scenario's run calibration that apply to it (``run``, :mod:`tcocalc.rl.run_factors`); all
     derived once, in :func:`resolve`."""
 
@@ -45,6 +47,7 @@ class Cluster:
     prices: tuple[PoolPrice, PoolPrice]
     mfu_busy: float | None = None
     mfu_source: str = "none"
+    mfu_chip: Accelerator | None = None
     run: RunFactors = UNCALIBRATED
 
 
@@ -65,21 +68,42 @@ def _accelerator(scn: Scenario, side: str) -> Accelerator:
     return acc if getattr(scn, side).multinode_nvlink else single_server_domain(acc)
 
 
-def _mfu_source(scn: Scenario, trainer: Accelerator, m: ModelArch) -> str:
-    """``"none"`` (no measured ``trainer.mfu_busy``), ``"applies"`` (measured on the trainer hardware and model,
-    ``trainer.mfu_measured_on``; a scenario as written measured it on its own) or ``"dropped"`` (measured on other
-    hardware or another model)."""
+def _measured_on(scn: Scenario) -> Accelerator | None:
+    """The chip ``trainer.mfu_busy`` was measured on (``trainer.mfu_measured_on.hardware``), as a job sees it (one
+    server's domain without multi-node NVLink); None where none is named or the catalog does not know it."""
+    on = scn.trainer.mfu_measured_on
+    if scn.trainer.mfu_busy is None or on is None:
+        return None
+    try:
+        acc = hardware(on.hardware)
+    except KeyError:  # UnknownEntryError: a name the catalog does not know is not this chip
+        return None
+    return acc if scn.trainer.multinode_nvlink else single_server_domain(acc)
+
+
+def _mfu_source(scn: Scenario, trainer: Accelerator, m: ModelArch, on_chip: Accelerator | None) -> str:
+    """``"none"`` (no measured MFU), ``"applies"`` (its own chip and model), ``"carried"`` (the same model on other
+    hardware: the measured-over-modelled ratio of the chip it was measured on carries), ``"model"`` (the roofline
+    model on every chip, ``trainer.mfu_carry = "model"``) or ``"dropped"`` (another model, or a chip the catalog
+    does not know); ``on_chip`` the chip it was measured on (:func:`_measured_on`)."""
     t = scn.trainer
     if t.mfu_busy is None:
         return "none"
+    if t.mfu_carry == "model":
+        return "model"
     on = t.mfu_measured_on
     if on is None:
         return "applies"
-    try:
-        same_hw = hardware(on.hardware).name == trainer.name
-    except KeyError:  # UnknownEntryError: a name the catalog does not know is not this chip
-        same_hw = False
-    return "applies" if same_hw and on.model in (scn.model.name, m.name) else "dropped"
+    if on_chip is None or on.model not in (scn.model.name, m.name):
+        return "dropped"
+    return "applies" if on_chip.name == trainer.name else "carried"
+
+
+def measured_cluster(cluster: Cluster) -> Cluster:
+    """The cluster with the trainer pool on the chip ``trainer.mfu_busy`` was measured on (``mfu_source``
+    ``"carried"``: ``cluster.mfu_chip``): where its modelled MFU is taken for the measured-over-modelled ratio."""
+    acc = cluster.mfu_chip
+    return replace(cluster, trainer=acc, trainer_cal=cluster.calibration.for_accelerator(acc))
 
 
 def single_server_domain(acc: Accelerator) -> Accelerator:
@@ -110,11 +134,13 @@ def resolve(scn: Scenario, calibration: CalibrationSet | None = None) -> Cluster
         if precision not in acc.precisions:
             raise ScenarioError(fld, f"{acc.name} has no {precision}; it supports {', '.join(acc.precisions)}")
     st = settings(scn, acc_g, calibration.rl)
-    source = _mfu_source(scn, acc_t, m)
+    on_chip = _measured_on(scn)
+    source = _mfu_source(scn, acc_t, m, on_chip)
     cluster = Cluster(model=m, trainer=acc_t, generator=acc_g, trainer_cal=calibration.for_accelerator(acc_t),
                       generator_cal=calibration.for_accelerator(acc_g), rl_cal=calibration.rl,
                       calibration=calibration, settings=st, prices=pool_pricing(scn),
-                      mfu_busy=scn.trainer.mfu_busy if source == "applies" else None, mfu_source=source)
+                      mfu_busy=scn.trainer.mfu_busy if source == "applies" else None, mfu_source=source,
+                      mfu_chip=on_chip)
     if scn.calibration is None:
         return cluster
     return replace(cluster, run=run_factors(scn, cluster, st.engine, st.weight_sync))

@@ -11,6 +11,8 @@ skips them: a sweep's points); :func:`wider_tp_alternative`, a few more evaluati
 
 from __future__ import annotations
 
+import functools
+import tomllib
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,7 +20,14 @@ import numpy as np
 from ..economics.tco import PoolPrice, amortisation_text, paid_pools
 from ..errors import InfeasibleError, TcocalcError
 from ..scenario import Scenario
-from .capacity import pinned_layout, smallest_fitting_layout, trainer_min_gpus, trajectory_length_keys
+from .capacity import (
+    ServingSetup,
+    pinned_inputs_hint,
+    pinned_layout,
+    smallest_fitting_layout,
+    trainer_min_gpus,
+    trajectory_length_keys,
+)
 from .cluster import Cluster, resolve
 from .pipeline import phase_results
 from .report import combine_phases
@@ -70,7 +79,8 @@ def check_sides(scn: Scenario, cluster: Cluster, res: PhaseResult, n_t: int, n_g
             f"generator: {n_g} x {scn.generator.hardware} cannot hold {m.name} ({scn.generator.precision}) with "
             f"{ws.context_tokens:,.0f}-token contexts; the smallest instance is {gcap.instance_gpus} GPUs "
             f"({gcap.instance.label()}): raise generator.gpus, or shorten the trajectories "
-            f"({trajectory_length_keys(scn, ws)})", min_gpus=gcap.instance_gpus, layout=gcap.instance)
+            f"({trajectory_length_keys(scn, ws)})" + _pinned(scn, cluster, ws, n_g),
+            min_gpus=gcap.instance_gpus, layout=gcap.instance)
     if gcap.prefill_pool is not None and int(gcap.replicas(n_g)) < 1:
         pool = gcap.prefill_pool
         field = "generator.prefill_gpus" if pool.pinned_gpus is not None else "generator.gpus"
@@ -87,6 +97,12 @@ def check_sides(scn: Scenario, cluster: Cluster, res: PhaseResult, n_t: int, n_g
             f"{ws.traj_tokens:,.0f}-token trajectories; " + (f"at least {need} GPUs fit (trainer.gpus)" if need else
                                                                "no GPU count up to 32,768 fits") +
             f"; or shorten the trajectories ({trajectory_length_keys(scn, ws)})", min_gpus=need)
+
+
+def _pinned(scn: Scenario, cluster: Cluster, ws, n_g: int) -> str:
+    """"; <the generator inputs that cause it, and what fits>" (:func:`~tcocalc.rl.capacity.pinned_inputs_hint`)."""
+    hint = pinned_inputs_hint(scn, ServingSetup.of(scn, cluster, ws), n_g)
+    return f"; {hint}" if hint else ""
 
 
 def pinned_layout_error(scn: Scenario, cluster: Cluster, ws, n_t: int) -> None:
@@ -306,15 +322,28 @@ def _extreme_causes(scn: Scenario, results: list[PhaseResult]) -> list[tuple[str
             for _, text, keys in sorted(found, key=lambda f: -f[0])]
 
 
+@functools.cache
+def plausibility_limits() -> dict[str, float]:
+    """The limits of data/plausibility.toml by name (``run_hours``, ``usd_per_mtok``), each with its source there."""
+    from .._data import parse_shipped
+
+    return parse_shipped("plausibility.toml", lambda text, _: {k: float(v["value"]) for k, v in
+                                                              tomllib.loads(text).items()})
+
+
 def outcome_warnings(scn: Scenario, results: list[PhaseResult], metrics: dict,
                      said: list[ReportWarning] = ()) -> list[ReportWarning]:
-    """Results that no plan should act on, with their cause: a step longer than :data:`IMPLAUSIBLE_STEP_S` or a run
-    dearer than the world's GDP (:data:`WORLD_GDP_USD`), the largest factors named by their keys; and sandbox
+    """Results that no plan should act on, with their cause: a step longer than :data:`IMPLAUSIBLE_STEP_S`, a run
+    dearer than the world's GDP (:data:`WORLD_GDP_USD`), longer than a century or dearer per trained token than any
+    price ever published (:func:`plausibility_limits`), the largest factors named by their keys; and sandbox
     starts that fail so often that they dominate (before, the advice blamed zero-advantage groups). ``said``: the
     warnings already given (:func:`group_warnings`); when their keys hold the largest cause, they say it."""
     out = _sandbox_warning(scn, results)
     step, usd, hours = metrics["step_time_s"], metrics["run_usd"], metrics["run_hours"]
-    if not (step > IMPLAUSIBLE_STEP_S or usd > WORLD_GDP_USD):
+    lim = plausibility_limits()
+    per_mtok = max((metrics.get(k) or 0.0) for k in ("usd_per_mtok_trained", "semianalysis_usd_per_mtok"))
+    if not (step > IMPLAUSIBLE_STEP_S or usd > WORLD_GDP_USD or hours > lim["run_hours"]
+            or per_mtok > lim["usd_per_mtok"]):
         return out
     causes = _extreme_causes(scn, results)[:3]
     if causes and said and causes[0][1][0] in {"workload.group_size", "workload.solve_rate"}:
@@ -325,9 +354,13 @@ def outcome_warnings(scn: Scenario, results: list[PhaseResult], metrics: dict,
     keys = [k for _, ks in causes for k in ks] or ["workload.prompts_per_step", "workload.response_tokens_mean",
                                                    "trainer.gpus", "generator.gpus"]
     gdp = f", {usd / WORLD_GDP_USD:,.3g} times the world's yearly GDP" if usd > WORLD_GDP_USD else ""
+    if per_mtok > lim["usd_per_mtok"]:
+        gdp += (f", {per_mtok:,.3g} USD per trained million tokens (no per-token price ever published exceeds "
+                f"{lim['usd_per_mtok']:,.0f}; data/plausibility.toml)")
     return [_warning("implausible", keys, f"Not a plan to act on: {step:,.3g} s a step, {hours / 8766.0:,.3g} years "
                                           f"and {usd:,.3g} USD for the run's {scn.workload.steps:,} steps{gdp}. "
-                                          f"Cause: {why}.", step_time_s=step, run_usd=usd)] + out
+                                          f"Cause: {why}.", step_time_s=step, run_usd=usd, run_hours=hours,
+                     usd_per_mtok=per_mtok)] + out
 
 
 def useful_at_split(scn: Scenario, other: Scenario, cluster: Cluster):
@@ -382,18 +415,42 @@ def pricing_warnings(scn: Scenario, cluster: Cluster) -> list[ReportWarning]:
 
 
 def mfu_warnings(scn: Scenario, cluster: Cluster, metrics: dict) -> list[ReportWarning]:
-    """A measured ``trainer.mfu_busy`` taken on other trainer hardware or another model, dropped for the roofline
-    training model's (``kind`` ``"measured_mfu_dropped"``)."""
-    if cluster.mfu_source != "dropped":
+    """How a measured ``trainer.mfu_busy`` reached this trainer (``cluster.mfu_source``): carried to other hardware
+    as its measured-over-modelled ratio (``kind`` ``"measured_mfu_carried"``), set aside for the roofline model on
+    every chip (``trainer.mfu_carry = "model"``, ``"measured_mfu_not_used"``), or dropped for the roofline training
+    model's where it was taken with another model (``"measured_mfu_dropped"``)."""
+    how = cluster.mfu_source
+    if how not in ("carried", "model", "dropped"):
         return []
     on, t = scn.trainer.mfu_measured_on, scn.trainer
+    where = f"{on.hardware} with {on.model}" if on is not None else f"{cluster.trainer.name} with {scn.model.name}"
+    numbers = {"mfu_busy": t.mfu_busy, "measured_on": on.hardware if on else cluster.trainer.name,
+               "measured_model": on.model if on else scn.model.name}
+    busy = metrics["trainer_mfu_busy"]
+    if how == "carried":
+        from .capacity import carried_mfu_ratio
+        from .phases import workload_stats
+
+        ratio, modelled = carried_mfu_ratio(scn, cluster, workload_stats(scn))
+        return [ReportWarning("measured_mfu_carried",
+                              f"Measured MFU carried like for like: trainer.mfu_busy {t.mfu_busy:.1%} was measured on "
+                              f"{where}, where the roofline training model gives {modelled:.1%}; that ratio "
+                              f"({ratio:.2f}x) applies to {cluster.trainer.name}'s modelled MFU, so it trains at "
+                              f"{busy:.1%} while busy. Set trainer.mfu_carry = \"model\" to compare every chip on "
+                              f"the model instead.",
+                              numbers={**numbers, "ratio": ratio, "modelled_mfu_busy": modelled})]
+    if how == "model":
+        return [ReportWarning("measured_mfu_not_used",
+                              f"Measured MFU not used (trainer.mfu_carry = \"model\"): every trainer chip, "
+                              f"{where.split(' with ')[0]} included, uses the roofline training model's MFU "
+                              f"({busy:.1%} while busy here) in place of the measured {t.mfu_busy:.1%}.",
+                              numbers=numbers)]
     return [ReportWarning("measured_mfu_dropped",
                           f"Measured MFU no longer applies: trainer.mfu_busy {t.mfu_busy:.3g} was measured on "
-                          f"{on.hardware} with {on.model}, and the trainer now runs {cluster.trainer.name} with "
-                          f"{scn.model.name}, so the roofline training model's MFU "
-                          f"({metrics['trainer_mfu_busy']:.1%} while busy) is used. Measure it there and set "
-                          f"trainer.mfu_busy to use yours.",
-                          numbers={"mfu_busy": t.mfu_busy, "measured_on": on.hardware, "measured_model": on.model})]
+                          f"{where}, and the trainer now runs {cluster.trainer.name} with "
+                          f"{scn.model.name}, so the roofline training model's MFU ({busy:.1%} "
+                          f"while busy) is used. Measure it there and set trainer.mfu_busy to use yours.",
+                          numbers=numbers)]
 
 
 def calibration_warnings(cluster: Cluster) -> list[ReportWarning]:

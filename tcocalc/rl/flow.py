@@ -305,23 +305,59 @@ def _tool_overlap_s(gcap: GeneratorCapacity, ws: WorkloadStats, per_rep, slots, 
     k = ws.turns
     if k <= 1 or ws.tool_s <= 0:
         return np.zeros_like(per_rep)
+    # each split's figure depends on (others, last) alone, and a sweep's splits share a few generator sizes: the
+    # distinct pairs are computed once (row by row the same arithmetic, so the same numbers)
+    others = np.maximum(np.minimum(per_rep, slots) - 1.0, 0.0)
+    last = np.broadcast_to(np.asarray(longest, dtype=float), per_rep.shape)
+    shape = np.broadcast_shapes(others.shape, last.shape)
+    pairs = np.stack([np.broadcast_to(others, shape).ravel(), np.broadcast_to(last, shape).ravel()], axis=-1)
+    unique, back = np.unique(pairs, axis=0, return_inverse=True)
+    # the rows are cached too: sizing asks the same generator sizes of every trainer and every synchronous mode
+    key = (gcap.t0, gcap.t1, k, ws.tool_s, ws.mu, ws.sigma, ws.cap)
+    rows = [(float(o), float(v)) for o, v in unique]
+    known = _OVERLAP_ROWS.get(key, {})
+    todo = [i for i, row in enumerate(rows) if row not in known]
+    if todo:
+        if sum(map(len, _OVERLAP_ROWS.values())) + len(todo) > MAX_OVERLAP_ROWS:
+            _OVERLAP_ROWS.clear()
+        known = _OVERLAP_ROWS.setdefault(key, known)
+        found = _tool_overlap_rows(gcap, ws, unique[todo, 0], unique[todo, 1])
+        known.update(zip([rows[i] for i in todo], found.tolist(), strict=True))
+    return np.array([known[row] for row in rows], dtype=float)[back.ravel()].reshape(shape)
+
+
+#: Rows of :func:`_tool_overlap_s` kept (per generator step line and workload: the hidden tool time of each
+#: (others, longest) pair); emptied when full. :func:`clear_tail_tables` forgets them.
+MAX_OVERLAP_ROWS = 100_000
+_OVERLAP_ROWS: dict = {}
+
+
+def _tool_overlap_rows(gcap: GeneratorCapacity, ws: WorkloadStats, others, last):
+    """:func:`_tool_overlap_s` of distinct rows: ``others`` trajectories decoding beside the last one, ``last``
+    tokens long (1-d arrays) [s]."""
+    k = ws.turns
     tau = ws.tool_s / (k - 1)
     lengths = np.exp(ws.mu + ws.sigma * ndtri(_OVERLAP_NODES))
     if ws.cap is not None:
         lengths = np.minimum(lengths, ws.cap)
-    others = np.maximum(np.minimum(per_rep, slots) - 1.0, 0.0)[..., None]       # (..., 1)
-    last = np.broadcast_to(np.asarray(longest, dtype=float), per_rep.shape)[..., None]
+    others, last = others[:, None], last[:, None]                                  # (U, 1)
     calls = np.arange(1, k, dtype=float)                                           # m = 1..k-1
-    turn = np.arange(k, dtype=float)[:, None, None]                                # a trajectory's turns
     seg = lengths[None, :, None] / k                                               # (1, N, 1) tokens per turn
+    near = np.arange(-1.0, 3.0)[:, None, None, None]                               # (4, 1, 1, 1)
     b = others * np.ones_like(calls)
     for _ in range(4):
-        nu = tau / (gcap.t0 + gcap.t1 * b.mean(axis=-1, keepdims=True))            # (..., 1)
-        start = turn * (seg + nu[..., None, None, :])                              # (..., k, N, 1)
-        begin = (calls * last / k + (calls - 1.0) * nu)[..., None, None, :]        # (..., 1, 1, k-1)
-        overlap = np.clip(np.minimum(start + seg, begin + nu[..., None, None, :]) - np.maximum(start, begin),
-                          0.0, None)
-        b = others * overlap.sum(axis=-3).mean(axis=-2) / nu                        # (..., k-1)
+        nu = tau / (gcap.t0 + gcap.t1 * b.mean(axis=-1, keepdims=True))            # (U, 1)
+        period = seg + nu[:, None, :]                                              # (U, N, 1)
+        begin = (calls * last / k + (calls - 1.0) * nu)[:, None, :]                # (U, 1, k-1)
+        # turn j decodes over [j·period, j·period + seg]; a call's span [begin, begin + ν] is as long as the gap
+        # between two turns, so only the turn whose period holds ``begin`` or the next overlaps it: those two and
+        # one either side (rounding) are summed, in turn order: the sum over every turn less its exact zeros, so
+        # the same numbers at O(k) instead of O(k²) per node
+        turn = np.floor(begin / period)[None] + near                               # (4, U, N, k-1)
+        turn = np.where((turn >= 0) & (turn < k), turn, np.nan)                    # past the last turn: none
+        start = turn * period[None]
+        overlap = np.clip(np.minimum(start + seg, begin + nu[:, None, :]) - np.maximum(start, begin), 0.0, None)
+        b = others * np.nansum(overlap, axis=0).mean(axis=-2) / nu                   # (U, k-1)
     return (tau * gcap.t1 * b / (gcap.t0 + gcap.t1 * b)).sum(axis=-1)
 
 
@@ -519,9 +555,11 @@ def _longest_tokens_bound(mu: float, sigma: float, n: float, limit: float | None
 
 
 def clear_tail_tables() -> None:
-    """Forget the tabulated last-admission clocks (:func:`_burst_tail_table`, :func:`_refill_chain_rows`)."""
+    """Forget the tabulated last-admission clocks (:func:`_burst_tail_table`, :func:`_refill_chain_rows`) and the
+    hidden tool time's rows (:func:`_tool_overlap_s`)."""
     _burst_tail_table.cache_clear()
     _refill_chain_rows.cache_clear()
+    _OVERLAP_ROWS.clear()
 
 
 def _burst_tail_tokens(mu: float, sigma: float, n_burst: float, n_refill: float, spread_tokens,

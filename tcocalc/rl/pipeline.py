@@ -106,9 +106,18 @@ def _merged(mask: np.ndarray, a: PhaseResult, b: PhaseResult) -> PhaseResult:
 
 
 def phase_results(scn: Scenario, cluster: Cluster, n_t, n_g) -> list[PhaseResult]:
-    """The staged model for every phase of the run over candidate splits ``(n_t[i], n_g[i])``."""
-    return [evaluate_splits(cluster, scn, workload_stats(scn, over, name, start, steps), n_t, n_g)
-            for name, start, steps, over in phase_list(scn)]
+    """The staged model for every phase of the run over candidate splits ``(n_t[i], n_g[i])``. Phases with the same
+    workload (all but their name, first step and length, which no stage reads) share one evaluation: a file of
+    1,000 phases that repeat a few workloads costs a few."""
+    done: dict[WorkloadStats, PhaseResult] = {}
+    out = []
+    for name, start, steps, over in phase_list(scn):
+        ws = workload_stats(scn, over, name, start, steps)
+        key = dataclasses.replace(ws, phase="", start_step=0, steps=0)
+        if key not in done:
+            done[key] = evaluate_splits(cluster, scn, ws, n_t, n_g)
+        out.append(done[key] if done[key].workload == ws else dataclasses.replace(done[key], workload=ws))
+    return out
 
 
 def _best(rates: Rates, per_split) -> float:

@@ -233,8 +233,21 @@ class RLReport:
         return pd.DataFrame(rows)
 
     def to_csv(self, path) -> None:
-        """Write the metrics table as CSV (``value`` empty where Tinker does not offer the model)."""
-        self.to_frame().to_csv(path, index=False)
+        """Write the metrics table as CSV (``value`` empty where Tinker does not offer the model) to a path (str or
+        ``os.PathLike``) or a text buffer; ScenarioError names a path that is not one or cannot be written."""
+        from ..errors import ScenarioError
+        from ..workbook import output_path, sanitize
+
+        target = output_path(path)
+        frame = self.to_frame()
+        text = frame.assign(**{c: frame[c].map(sanitize) for c in ("metric", "unit", "meaning")}).to_csv(index=False)
+        if hasattr(target, "write"):
+            target.write(text)
+            return
+        try:
+            target.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise ScenarioError("path", f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
 
     def quantities(self) -> dict:
         """The metrics as pint quantities of ``tc.get_registry()`` (units of :data:`METRIC_UNITS`; None stays

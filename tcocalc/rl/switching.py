@@ -29,7 +29,7 @@ import numpy as np
 from ..catalog.calibration import RLCalibration, rl_calibration
 from ..errors import MissingSpecError
 
-__all__ = ["colocated_switch_seconds", "host_link_rate", "checkpoint_tensors"]
+__all__ = ["colocated_switch_seconds", "colocated_refit_seconds", "host_link_rate", "checkpoint_tensors"]
 
 
 def checkpoint_tensors(m) -> int:
@@ -71,5 +71,13 @@ def colocated_switch_seconds(acc, engine_weights_per_gpu: float, trainer_state_p
     state = np.asarray(trainer_state_per_gpu, dtype=float)
     engine = 2.0 * (cal["engine_wake_fixed_s"] + engine_weights_per_gpu / (cal["engine_copy_efficiency"] * host))
     trainer = 2.0 * state / (cal["offload_copy_efficiency"] * host) if offload else np.zeros_like(state)
-    return (cal["switch_fixed_s"] * switching + engine * switching + (cal["refit_ipc_fixed_s"] +
-            engine_weights_per_gpu / cal["refit_ipc_bytes_per_s"]) * refit + trainer * switching)
+    return (cal["switch_fixed_s"] * switching + engine * switching
+            + colocated_refit_seconds(engine_weights_per_gpu, calibration=cal, refit=refit) + trainer * switching)
+
+
+def colocated_refit_seconds(engine_weights_per_gpu, *, calibration: RLCalibration | None = None, refit: float = 1.0):
+    """The in-process refit alone, the weight-update stage of a colocated switch (module docstring):
+    ``(refit_ipc_fixed_s + W_g / r_IPC)·refit`` [s], without the engine's sleep/wake, the trainer's offload or the
+    fixed switch (the per-tensor load of an unbucketed engine is charged beside it, by the caller)."""
+    cal = rl_calibration() if calibration is None else calibration
+    return (cal["refit_ipc_fixed_s"] + engine_weights_per_gpu / cal["refit_ipc_bytes_per_s"]) * refit

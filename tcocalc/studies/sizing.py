@@ -265,47 +265,73 @@ def _check_target(target) -> tuple[str, float]:
     return kind, float(value)
 
 
-def _evaluate_pair(scn: Scenario, hw_t: str, hw_g: str, opt: SizingOptions, n_t, n_g, calibration=None) -> list[dict]:
+def _plans(opt: SizingOptions) -> list[tuple[str, float]]:
+    """The (mode, staleness bound) evaluated for each hardware pair: every bound of a streaming mode, the fixed lag
+    of the others."""
+    return [(mode, bound) for mode in opt.modes
+            for bound in (opt.staleness_bounds if MODES[mode].streaming else (MODES[mode].fixed_lag,))]
+
+
+def _evaluate_pair(scn: Scenario, hw_t: str, hw_g: str, opt: SizingOptions, n_t, n_g, calibration=None,
+                   tick=None) -> list[dict]:
     """Every mode and bound for one hardware pair over the splits; memory-infeasible splits pruned after the
-    first evaluation. Returns one block of arrays per (mode, bound)."""
+    first evaluation. Returns one block of arrays per (mode, bound); ``tick()`` after each (mode, bound)."""
     blocks = []
     keep = None
-    for mode in opt.modes:
+    plans = _plans(opt)
+    for j, (mode, bound) in enumerate(plans):
         streaming = MODES[mode].streaming
-        bounds = opt.staleness_bounds if streaming else (MODES[mode].fixed_lag,)
-        for bound in bounds:
-            # the physics of the plan; its price is the supply's (the CPU cost is what is left of the cluster's)
-            values = {"trainer.hardware": hw_t, "generator.hardware": hw_g, "orchestration.mode": mode,
-                      "trainer.gpus": int(n_t[0]), "generator.gpus": int(n_g[0]), "economics.priced_for": None}
-            if streaming:
-                values["orchestration.max_staleness"] = bound
-            s = scn.with_values(values)
-            cluster = resolve(s, calibration)
-            if keep is None:
+        # the physics of the plan; its price is the supply's (the CPU cost is what is left of the cluster's)
+        values = {"trainer.hardware": hw_t, "generator.hardware": hw_g, "orchestration.mode": mode,
+                  "trainer.gpus": int(n_t[0]), "generator.gpus": int(n_g[0]), "economics.priced_for": None}
+        if streaming:
+            values["orchestration.max_staleness"] = bound
+        s = scn.with_values(values)
+        cluster = resolve(s, calibration)
+        if keep is None:
+            res = phase_results(s, cluster, n_t, n_g)
+            keep = np.logical_and.reduce([r.feasible for r in res])
+            if not keep.any():
+                for _ in plans[j:] if tick is not None else ():
+                    tick()
+                return []
+            n_t, n_g = n_t[keep], n_g[keep]
+            if not keep.all():
                 res = phase_results(s, cluster, n_t, n_g)
-                keep = np.logical_and.reduce([r.feasible for r in res])
-                if not keep.any():
-                    return []
-                n_t, n_g = n_t[keep], n_g[keep]
-                if not keep.all():
-                    res = phase_results(s, cluster, n_t, n_g)
-            else:
-                res = phase_results(s, cluster, n_t, n_g)
-            c = combine_phases(s, [(r.workload, r.metrics) for r in res])
-            p_t, p_g = (p.usd_per_gpu_hour for p in cluster.prices)
-            blocks.append({"mode": mode, "bound": bound, "n_t": n_t, "n_g": n_g,
-                           "useful": np.asarray(c["useful_samples_per_s"], float) * np.ones(n_t.shape),
-                           "hours": np.asarray(c["run_hours"], float) * np.ones(n_t.shape),
-                           "cpu_usd_h": np.asarray(c["usd_per_hour"], float) - (n_t * p_t + n_g * p_g),
-                           "idle": np.asarray(c["trainer_idle_fraction"], float) * np.ones(n_t.shape),
-                           "stale": np.asarray(c["mean_staleness_steps"], float) * np.ones(n_t.shape),
-                           "calibrated": cluster.run.calibrated,
-                           "dropped": ", ".join(name for name, _ in cluster.run.dropped)})
+        else:
+            res = phase_results(s, cluster, n_t, n_g)
+        c = combine_phases(s, [(r.workload, r.metrics) for r in res])
+        p_t, p_g = (p.usd_per_gpu_hour for p in cluster.prices)
+        blocks.append({"mode": mode, "bound": bound, "n_t": n_t, "n_g": n_g,
+                       "useful": np.asarray(c["useful_samples_per_s"], float) * np.ones(n_t.shape),
+                       "hours": np.asarray(c["run_hours"], float) * np.ones(n_t.shape),
+                       "cpu_usd_h": np.asarray(c["usd_per_hour"], float) - (n_t * p_t + n_g * p_g),
+                       "idle": np.asarray(c["trainer_idle_fraction"], float) * np.ones(n_t.shape),
+                       "stale": np.asarray(c["mean_staleness_steps"], float) * np.ones(n_t.shape),
+                       "calibrated": cluster.run.calibrated,
+                       "dropped": ", ".join(name for name, _ in cluster.run.dropped)})
+        if tick is not None:
+            tick()
     return blocks
 
 
-def _frame(scn: Scenario, opt: SizingOptions, kind: str, calibration=None):
-    """Every candidate as a DataFrame (finite rows only)."""
+class _Progress:
+    """``progress(done, total)`` over the search's evaluations (each hardware pair's modes and bounds), called at
+    the start and after each one; nothing when ``progress`` is None."""
+
+    def __init__(self, progress, total: int):
+        self.progress, self.done, self.total = progress, 0, total
+        if progress is not None:
+            progress(0, total)
+
+    def tick(self) -> None:
+        self.done += 1
+        if self.progress is not None:
+            self.progress(self.done, self.total)
+
+
+def _frame(scn: Scenario, opt: SizingOptions, kind: str, calibration=None, progress=None):
+    """Every candidate as a DataFrame (finite rows only); ``progress`` as :func:`size_cluster`'s."""
     import pandas as pd
 
     ladder = gpu_ladder(opt.granularity, opt.max_gpus)
@@ -319,12 +345,16 @@ def _frame(scn: Scenario, opt: SizingOptions, kind: str, calibration=None):
                                              "trainer_idle_fraction", "mean_staleness_steps", "calibrated",
                                              "calibration_dropped")}
     table = _price_table(opt.supplies, set(opt.trainer_hardware) | set(opt.generator_hardware))
+    plans = len(_plans(opt))
+    bar = _Progress(progress, len(opt.trainer_hardware) * len(opt.generator_hardware) * plans)
     for hw_t in opt.trainer_hardware:
         for hw_g in opt.generator_hardware:
             supplies = supply_prices(hw_t, hw_g, opt.supplies, table, scenario=scn)
             if not supplies:
+                for _ in range(plans):
+                    bar.tick()
                 continue
-            for b in _evaluate_pair(scn, hw_t, hw_g, opt, n_t.copy(), n_g.copy(), calibration):
+            for b in _evaluate_pair(scn, hw_t, hw_g, opt, n_t.copy(), n_g.copy(), calibration, bar.tick):
                 m = b["n_t"].size
                 for supply, p_t, p_g in supplies:
                     cols["trainer_hardware"].append(np.full(m, hw_t, dtype=object))
@@ -575,7 +605,7 @@ def tinker_run(scenario: Scenario, kind: str, value: float) -> dict | None:
 
 
 def size_cluster(scenario: Scenario, target: dict, options: SizingOptions | dict | None = None, *,
-                 calibration=None) -> SizingResult:
+                 calibration=None, progress=None) -> SizingResult:
     """The cheapest plan meeting ``target`` (one of ``{"useful_samples_per_s": X}``, ``{"run_hours": H}`` for
     the scenario's steps, ``{"budget_usd": B}`` for the run), and every feasible candidate.
 
@@ -598,10 +628,14 @@ def size_cluster(scenario: Scenario, target: dict, options: SizingOptions | dict
     option; a target no candidate meets gives ``best = None``. Nothing is NaN: candidates without a finite cost
     are dropped. ``calibration``: a :class:`~tcocalc.catalog.calibration.CalibrationSet` instead of the shipped
     factors (as :func:`evaluate`).
+
+    ``progress``, if given, is called as ``progress(done, total)`` at the start and after each of the search's
+    ``total`` evaluations (one per hardware pair, mode and staleness bound; ``done == total`` when the search is
+    over, before the message is written), e.g. to drive a progress bar.
     """
     kind, value = _check_target(target)
     opt = _check_options(scenario, options)
-    df = _frame(scenario, opt, kind, calibration)
+    df = _frame(scenario, opt, kind, calibration, progress)
     if df.empty:
         raise ScenarioError("options", "no candidate holds the model: every allowed hardware pair and GPU count "
                                        "is too small, or no supply offers the allowed accelerators (options."
@@ -629,7 +663,7 @@ def size_cluster(scenario: Scenario, target: dict, options: SizingOptions | dict
                    f"{_plan_line(r)}. What limited it: {why}.")
         message += _own_note(scenario, df, r, False) + _bound_note(df, kind, False)
     status, trusted, note = _calibration_note(scenario, df, calibration)
-    message += note
+    message += note + _mfu_note(scenario, opt)
     tinker = tinker_run(scenario, kind, value)
     message += (" Tinker does not list this model." if tinker is None else
                 f" On Tinker (our accounting: its list price for the run's token mix, discarded rollouts billed; "
@@ -660,6 +694,26 @@ def _calibration_note(scn: Scenario, df, calibration) -> tuple[dict, dict, str]:
             text += (f" On {named} the measured run's {dropped} factors do not carry over (column "
                      f"calibration_dropped).")
     return status.as_dict(), own.as_dict(), text
+
+
+def _mfu_note(scn: Scenario, opt) -> str:
+    """The sentence that says how a measured trainer MFU reached the other trainer chips (issue 39 item 1)."""
+    t = scn.trainer
+    if t.mfu_busy is None:
+        return ""
+    on = t.mfu_measured_on.hardware if t.mfu_measured_on is not None else t.hardware
+    try:
+        others = {hardware(h).name for h in opt.trainer_hardware or ()} - {hardware(on).name}
+    except KeyError:
+        others = {"?"}
+    if not others:  # only the measured chip trains: nothing is carried
+        return ""
+    if t.mfu_carry == "model":
+        return (f" Every trainer chip uses the roofline training model's MFU (trainer.mfu_carry = \"model\"), "
+                f"{on} included, not the measured {t.mfu_busy:.1%}.")
+    return (f" The measured trainer MFU ({t.mfu_busy:.1%} on {on}) carries to the other trainer chips as its ratio to "
+            f"the roofline model's MFU there (like for like; trainer.mfu_carry = \"model\" compares every chip on "
+            f"the model).")
 
 
 #: Hardware pairs a sizing message names for one set of factors that do not carry over (the rest are counted).

@@ -40,6 +40,7 @@ from ..catalog.rl_cases import refit_cases
 from ..errors import TcocalcError
 from ..rl.cluster import resolve
 from ..rl.solve import evaluate, solve_split
+from ..rl.switching import checkpoint_tensors, colocated_refit_seconds, per_tensor_seconds
 from ..rl.weight_sync import weight_sync_seconds
 from .rl_validation import RL_TOLERANCE, rl_refit_table, rl_speedup_pairs, rl_validation_table
 
@@ -97,8 +98,25 @@ def _predict(case: dict, calibration) -> float:
         return fast.metrics["useful_samples_per_s"] / slow.metrics["useful_samples_per_s"]
     rep = evaluate(scn, calibration=calibration, advice=False)
     if case["kind"] == "weight_sync":
-        return float(rep.phase_results[0].rates.t_sync[0])
+        return _weight_update_seconds(scn, rep, calibration)
     return float(rep.metrics["step_time_s"])
+
+
+def _weight_update_seconds(scn, rep, calibration) -> float:
+    """The model's weight-update stage [s], like for like with a published update time: a separate pool's weight
+    sync, or on a shared pool the in-process refit alone (with the per-tensor load of an unbucketed engine), without
+    the engine's sleep/wake and the trainer's offload that the colocated switch adds around it
+    (:func:`~tcocalc.rl.switching.colocated_refit_seconds`; checkpoint-engine's "Update" column times the update
+    with the engine awake and no trainer, its examples/update.py)."""
+    phase = rep.phase_results[0]
+    if not scn.orchestration.traits.shared_pool:
+        return float(phase.rates.t_sync[0])
+    cluster = resolve(scn, calibration)
+    st = cluster.settings
+    per_tensor = (0.0 if st.bucketed_weight_load else
+                  checkpoint_tensors(cluster.model) * per_tensor_seconds(cluster.rl_cal) * cluster.run.weight_sync)
+    return float(colocated_refit_seconds(phase.generator.weights_per_gpu_bytes, calibration=cluster.rl_cal,
+                                         refit=cluster.run.weight_sync)) + per_tensor
 
 
 def _case_row(case: dict, pred: float, note: str) -> dict:

@@ -232,3 +232,58 @@ def test_solve_and_simulate_agree_on_the_split(page, app_url):
     saved = tomllib.loads(open(dl.value.path()).read())
     assert f"{saved['trainer']['gpus']} trainer : {saved['generator']['gpus']} generator GPUs" == split
     assert saved["name"] == "default-solved" and saved["description"].startswith("Split solved by tcocalc")
+
+
+def _whole_page(page, name):
+    """A screenshot of the whole page: the viewport grown to the main container's height first."""
+    h = page.evaluate("() => document.querySelector('[data-testid=stMain]').scrollHeight")
+    page.set_viewport_size({"width": 1400, "height": min(h + 50, 6000)})
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(ARTIFACTS / name))
+    page.set_viewport_size({"width": 1400, "height": 1000})
+
+
+def test_planner_swaps_hardware_exports_and_compares_an_upload(page, app_url, tmp_path):
+    """Issue 39 as a planner tries it: a hardware swap shows the price in use, the workbook has live formulas, and
+    Compare takes the Plan page's inputs and uploads, a bad upload keeping its column."""
+    from openpyxl import load_workbook
+
+    import tcocalc as tc
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.goto(app_url + "?scenario=semianalysis_qwen3_235b_h200&trainer_hw=B200&generator_hw=B200")
+    page.get_by_text("Useful samples/s").first.wait_for()
+    _idle(page)
+    price = page.get_by_role("spinbutton", name="GPU cost [USD/GPU-h]").input_value()
+    want = tc.pool_pricing(tc.load_scenario("semianalysis_qwen3_235b_h200").with_cluster(
+        trainer_hardware="B200", generator_hardware="B200"))[0].usd_per_gpu_hour
+    assert float(price) == pytest.approx(want, abs=1e-4) and len(price) <= 6  # 2.229, not the file's 1.59
+    page.get_by_text("Measured MFU carried like for like").first.wait_for()
+    _whole_page(page, "planner_b200_swap.png")
+    page.get_by_text("All metrics").click()
+    page.wait_for_timeout(800)
+    button = page.get_by_role("button", name="Download workbook (Excel)")
+    button.wait_for()
+    page.wait_for_timeout(1500)
+    with page.expect_download(timeout=30_000) as dl:
+        button.click()
+    path = tmp_path / "plan.xlsx"
+    dl.value.save_as(path)
+    book = load_workbook(path)
+    assert book.sheetnames[0] == "plan"
+    assert any(str(c.value).startswith("=") for c in book["plan"]["B"])
+    assert tc.load_scenario(path).trainer.hardware == "B200"  # the inputs sheet comes home
+    # Compare: the Plan page's inputs and two uploads, one of which does not load
+    page.get_by_role("link", name="Compare").click()
+    page.get_by_role("heading", name="Compare scenarios").wait_for()
+    _idle(page)
+    page.get_by_text("Add the Plan page's inputs").click()
+    _idle(page)
+    good, bad = tmp_path / "mine.toml", tmp_path / "broken.toml"
+    good.write_text(tc.load_scenario("default").with_values({"name": "mine", "trainer.gpus": 16}).to_toml())
+    bad.write_text("[trainer]\ngpus = 'many'\n")
+    page.locator('input[type="file"]').first.set_input_files([str(good), str(bad)])
+    page.locator('[data-testid="stAlertContentError"]', has_text="broken.toml").wait_for()
+    _idle(page)
+    assert "Traceback" not in page.content()
+    _whole_page(page, "planner_compare_upload.png")

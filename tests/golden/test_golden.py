@@ -9,12 +9,12 @@ package of the same name would shadow."""
 import pandas as pd
 import pytest
 
-from tests.golden import SCENARIOS, compute, golden_path
+from tests.golden import CASES, compute, golden_path
 
 RTOL = 1e-9
 
 
-@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
 def test_shipped_scenario_numbers_unchanged(path):
     got = compute(path)
     for kind, frame in got.items():

@@ -146,7 +146,7 @@ def test_every_data_file_has_a_reader(root):
                        "tinker_prices.csv", "validation_cases.toml", "semianalysis_accounting.csv",
                        "frameworks.toml", "rl_cases_nemo.csv", "rl_cases_verl.csv", "rl_cases_refit.csv",
                        "validation_long_output.csv", "run_metrics.toml", "prediction_errors.toml",
-                       "log_limits.toml"}
+                       "log_limits.toml", "plausibility.toml"}
 
 
 def test_rl_calibration_lives_in_the_catalog():

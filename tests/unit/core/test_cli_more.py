@@ -93,7 +93,7 @@ def test_xlsx_one_workbook_per_scenario(tmp_path, capsys):
     assert main(["run", "default", str(DEFAULT), "--xlsx", str(target), "--solve"]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plan-default-2.xlsx", "plan-default.xlsx"]
     book = pd.read_excel(tmp_path / "plan-default.xlsx", sheet_name=None)
-    assert list(book) == ["inputs", "metrics", "phases", "sweep", "cost lines", "advice", "provenance"]
+    assert list(book) == ["plan", "inputs", "metrics", "phases", "sweep", "cost lines", "advice", "provenance"]
     prov = dict(zip(book["provenance"]["key"], book["provenance"]["value"], strict=True))
     assert prov["scenario file"] == "default"
     assert main(["run", "default", "--simulate", "--sim-steps", "5", "--xlsx", str(target)]) == 0

@@ -101,7 +101,7 @@ def test_every_documented_field_unit_parses():
     from tcocalc.workbook import inputs_frame
 
     units = {u for u in inputs_frame(scn)["unit"] if u}
-    assert {"GPU", "token", "s", "steps", "USD/h", "USD/core-hour"} <= units
+    assert {"GPU", "token", "s", "step", "USD/GPU-h", "USD/core-hour"} <= units  # as people write them (issue 39)
     for unit in units:
         tc.get_registry().parse_units(unit)
     assert Scenario.field_unit("workload.group_size") is None and Scenario.field_unit("no.such") is None

@@ -15,7 +15,7 @@ def solved():
 def test_report_workbook_sheets_and_values(solved, tmp_path):
     path = solved.to_excel(tmp_path / "glm.xlsx", scenario_file="scenarios/glm5_h200_drift.toml")
     book = pd.read_excel(path, sheet_name=None)
-    assert list(book) == ["inputs", "metrics", "phases", "sweep", "cost lines", "advice", "provenance"]
+    assert list(book) == ["plan", "inputs", "metrics", "phases", "sweep", "cost lines", "advice", "provenance"]
     metrics = book["metrics"].set_index("metric")
     assert list(metrics.index) == list(tc.METRIC_UNITS)
     assert metrics.loc["step_time_s", "value"] == pytest.approx(solved.metrics["step_time_s"], rel=1e-14)

@@ -40,7 +40,7 @@ def test_issue29_a_file_keeps_its_price_for_its_own_hardware(semi):
     assert tc.evaluate(same).metrics["trainer_mfu_busy"] == 0.147
 
 
-def test_issue29_b200_is_priced_at_its_own_cost_and_loses_the_h200_mfu(semi):
+def test_issue29_b200_is_priced_at_its_own_cost_and_carries_the_h200_mfu_ratio(semi):
     """The issue's case: today B200 is priced at H200's $1.59 with H200's measured MFU 0.147."""
     b200 = semi.with_cluster(trainer_hardware="B200", generator_hardware="B200")
     assert b200.economics.priced_for.trainer == "H200" and b200.economics.priced_for.generator == "H200"
@@ -51,11 +51,14 @@ def test_issue29_b200_is_priced_at_its_own_cost_and_loses_the_h200_mfu(semi):
     assert pricing[0]["usd_per_gpu_hour"] == pytest.approx(own_cost("B200"))
     assert tc.pool_pricing(b200)[0].usd_per_gpu_hour == pytest.approx(own_cost("B200"))
     assert r.metrics["trainer_mfu_busy"] != 0.147
-    assert r.metrics["trainer_mfu_busy"] == pytest.approx(
-        tc.evaluate(b200.with_values({"trainer.mfu_busy": None})).metrics["trainer_mfu_busy"])
-    assert kinds(r).count("price_not_for_hardware") == 1 and "measured_mfu_dropped" in kinds(r)
+    # issue 39 item 1: the H200's measured-over-modelled ratio carries to B200's modelled MFU (like for like)
+    modelled = semi.with_values({"trainer.mfu_carry": "model"})
+    ratio = 0.147 / tc.evaluate(modelled).metrics["trainer_mfu_busy"]
+    assert r.metrics["trainer_mfu_busy"] == pytest.approx(ratio * tc.evaluate(
+        b200.with_values({"trainer.mfu_busy": None})).metrics["trainer_mfu_busy"])
+    assert kinds(r).count("price_not_for_hardware") == 1 and "measured_mfu_carried" in kinds(r)
     assert any("Price no longer applies" in line and "B200" in line for line in r.advice)
-    assert any("Measured MFU no longer applies" in line for line in r.advice)
+    assert any("Measured MFU carried like for like" in line for line in r.advice)
     # back on H200 both apply again, and nothing is left in the file
     back = b200.with_cluster(trainer_hardware="H200", generator_hardware="H200")
     assert back.economics.priced_for is None and back.trainer.mfu_measured_on is None

@@ -162,7 +162,8 @@ def test_size_page_renders_links_to_plan_and_reports_errors():
     assert "Open in Plan" in at.markdown[-1].value and "trainer_gpus=" in at.markdown[-1].value
     at.number_input(key="size_target_value").set_value(1e9).run()  # unreachable: a warning, not an error
     assert not at.exception and at.warning and "What limited it" in at.warning[0].value
-    at.multiselect(key="size_modes").set_value([]).run()  # empty option: the library's typed error
+    at.multiselect(key="size_modes").set_value([])  # empty option: the library's typed error
+    next(b for b in at.button if b.label == "Size").click().run()  # the options are a form: sized on its button
     assert not at.exception and at.error and "options.modes" in at.error[0].value
 
 

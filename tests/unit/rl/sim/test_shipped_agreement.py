@@ -1,6 +1,9 @@
-"""Issue 16 item 4: the simulator and the closed form agree on every shipped scenario, within the grid's
-tolerances (useful samples/s within 10%, trainer idle within 5 points; live sandboxes within 10%), and a
-simulated run never exceeds its staleness bound. The figures are the golden ones (tests/data/golden/:
+"""Issue 16 item 4: the simulator and the closed form agree on every shipped scenario and on the GLM-5 variants of
+tests/data/agreement/ (issue 40 item 3: group size 16, no length spread, the drift from step 0), within the grid's
+tolerances (useful samples/s within 10%, trainer idle within 5 points; live sandboxes within 10%), a simulated run
+never exceeds its staleness bound, and never the closed form's capacity (the trainer's and the generator's minimum)
+by more than the simulator's stated statistical tolerance (:data:`tcocalc.rl.sim.engine.THROUGHPUT_TOLERANCE`).
+The figures are the golden ones (tests/data/golden/:
 evaluate() and simulate(steps=50, seed=0)), which tests/golden/test_golden.py keeps current, so this walk costs
 nothing. Known disagreements are strict xfails naming their cause: a fix makes them fail and be noticed."""
 
@@ -12,9 +15,20 @@ import pytest
 import tcocalc as tc
 from tcocalc.rl.cluster import resolve
 from tcocalc.rl.flow import streamed
-from tests.golden import SCENARIOS, golden_path
+from tcocalc.rl.sim.engine import THROUGHPUT_TOLERANCE
+from tests.golden import CASES, golden_path
 
-KNOWN: dict = {}  # (scenario stem, check) -> why the two models disagree; empty since the group hold below
+KNOWN: dict = {  # (scenario stem, check) -> why the two models disagree
+    # Found when issue 40 item 3 put the GLM-5 variants on the grid (2026-12-06), cause not yet explained: throughput
+    # and trainer idle agree (useful samples/s -1.6% and +3.6%), live sandboxes do not. Group size 16: 3,289 live
+    # in the simulator against 1,793 in the closed form (+83%); no length spread: 1,879 against 1,659 (+13%). Both
+    # count a trajectory's sandbox from its start to its last turn; the suspects are the admission of finished
+    # members waiting for their group (§5.4), which doubles with the group, and lock-step turns when every
+    # response has the same length. An open item, named so that a fix is noticed.
+    ("glm5_group16", "sandboxes"): "live sandboxes +83% in the simulator at group size 16 (open, issue 40 item 3)",
+    ("glm5_no_spread", "sandboxes"): "live sandboxes +13% in the simulator without length spread (open, issue 40 "
+                                     "item 3)",
+}
 # GLM-5 agrees since the closed form counts a finished trajectory against the staleness bound until its group's
 # slowest member finishes, as the simulator and AReaL do (docs/rl-modeling.md §5.4): it was 13% fast with 638
 # live sandboxes against 406 simulated
@@ -35,7 +49,7 @@ def _pair(path):
 
 def _cases(check):
     return [pytest.param(p, id=p.stem, marks=pytest.mark.xfail(strict=True, reason=KNOWN[(p.stem, check)]))
-            if (p.stem, check) in KNOWN else pytest.param(p, id=p.stem) for p in SCENARIOS]
+            if (p.stem, check) in KNOWN else pytest.param(p, id=p.stem) for p in CASES]
 
 
 @pytest.mark.parametrize("path", _cases("flow"))
@@ -68,3 +82,17 @@ def test_simulated_staleness_never_exceeds_the_bound(path):
     _, s = _pair(path)
     bound = scn.orchestration.max_staleness + scn.trainer.minibatches_per_step - 1
     assert s["max_staleness_steps"] <= math.ceil(bound)
+
+
+@pytest.mark.parametrize("path", _cases("capacity"))
+def test_simulated_throughput_never_exceeds_the_capacity_bound(path):
+    """Issue 40 item 3: the closed form's capacity (trainer and generator minimum, useful samples/s) bounds what the
+    simulator reports, within its statistical tolerance; the corpus found GLM-5 variants 0.0987-0.129 against a
+    0.077-0.100 bound."""
+    a, s = _pair(path)
+    bound = min(a["trainer_capacity_samples_per_s"], a["generator_capacity_samples_per_s"])
+    assert s["useful_samples_per_s"] <= bound * (1.0 + THROUGHPUT_TOLERANCE), (s["useful_samples_per_s"], bound)
+
+
+def test_the_grid_holds_the_glm5_variants():
+    assert {p.stem for p in CASES} >= {"glm5_group16", "glm5_no_spread", "glm5_drift_from_step_0"}
