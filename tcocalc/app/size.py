@@ -7,6 +7,7 @@ the candidates as CSV.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from urllib.parse import urlencode
 
 import plotly.express as px
@@ -34,10 +35,29 @@ COLUMNS = ["trainer_hardware", "trainer_gpus", "generator_hardware", "generator_
            "trainer_idle_fraction", "meets_target"]
 
 
-@st.cache_data(show_spinner="Sizing…", max_entries=8)
+#: Sizings kept per server process, by (scenario file, target, options): a page change or a reload answers at once.
+SIZINGS_KEPT = 8
+
+
+@st.cache_resource(show_spinner=False)
+def _sizings() -> OrderedDict:
+    """Sizing results by (scenario file, target, options), oldest first: one store per server process (not
+    ``st.cache_data``, which would record the progress bar drawn while a search runs and fail to replay it)."""
+    return OrderedDict()
+
+
 def _size(path: str, target: tuple, options: tuple):
-    scn = ui.load_scenario(path)
-    return tc.size_cluster(scn, dict([target]), dict(options))
+    """``tc.size_cluster`` with a progress bar while it searches (its ``progress`` hook), kept by its inputs."""
+    key, store = (path, target, options), _sizings()
+    if key not in store:
+        bar = st.progress(0.0, text="Sizing…")
+        store[key] = tc.size_cluster(ui.load_scenario(path), dict([target]), dict(options),
+                                     progress=lambda done, total: bar.progress(
+                                         min(1.0, done / max(total, 1)), text=f"Sizing: {done} of {total} evaluations"))
+        bar.empty()
+        while len(store) > SIZINGS_KEPT:
+            store.popitem(last=False)
+    return store[key]
 
 
 def _plan_link(scenario: str, row) -> str:
