@@ -384,7 +384,8 @@ def _write_csv(run: dict, out) -> None:
     report, sim = run["report"], run["sim"]
     metrics_table(report).to_csv(out / "metrics.csv", index=False)
     met = report.metrics
-    cost_lines(report.scenario, met["trainer_gpus"], met["generator_gpus"], met["sandbox_cpu_cores"]).to_csv(
+    cost_lines(report.scenario, met["trainer_gpus"], met["generator_gpus"], met["sandbox_cpu_cores"],
+               report.cluster.prices).to_csv(
         out / "cost_breakdown.csv", index=False)
     phases_table(report.phases).to_csv(out / "phases.csv", index=False)
     if report.sweep is not None:
@@ -436,7 +437,8 @@ def _write_xlsx(run: dict, path) -> None:
 
     report, sim = run["report"], run["sim"]
     met = report.metrics
-    costs = cost_lines(report.scenario, met["trainer_gpus"], met["generator_gpus"], met["sandbox_cpu_cores"])
+    costs = cost_lines(report.scenario, met["trainer_gpus"], met["generator_gpus"], met["sandbox_cpu_cores"],
+                       report.cluster.prices)
     sheets = report_sheets(report, METRIC_UNITS, costs, scenario_file=run["file"])
     if sim is not None:
         sheets["simulated metrics"] = sim.to_frame()
@@ -488,7 +490,7 @@ def _print_heading(run: dict, solved: bool) -> None:
         pools = (f" (disaggregated: {row['prefill_gpus']:.0f} prefill GPUs in {row['prefill_instance']} instances, "
                  f"decode in {row['generator_instance']} instances)")
     mode = scn.orchestration.mode
-    if streamed(scn):  # verl fully-async (docs/rl-modeling.md §5.6)
+    if streamed(scn, run["report"].cluster.settings):  # verl fully-async (docs/rl-modeling.md §5.6)
         mode += f" (trainer streams {scn.trainer.minibatches_per_step} mini-batches per step, partial rollout)"
     print(f"mode {mode}; trainer {met['trainer_gpus']:.0f} x {scn.trainer.hardware}, "
           f"generator {met['generator_gpus']:.0f} x {scn.generator.hardware}{pools}"

@@ -30,6 +30,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from .errors import InfeasibleError, ScenarioError, TcocalcError
+from .rl.cluster import plan_prices
 from .rl.pipeline import reprice
 from .rl.report import (
     METRIC_UNITS,
@@ -193,7 +194,8 @@ def _repriced(scn: Scenario, physics) -> dict:
     """The contract metrics of ``scn`` from another point's evaluation (``physics``, an RLReport whose
     scenario differs from ``scn`` only in economics): each phase's stages re-priced
     (:func:`~tcocalc.rl.pipeline.reprice`), the phases combined as :func:`tcocalc.evaluate` combines them."""
-    parts = [(r.workload, scalar_metrics(reprice(scn, r).metrics)) for r in physics.phase_results]
+    prices = plan_prices(scn)  # the point's economics on the evaluated physics
+    parts = [(r.workload, scalar_metrics(reprice(scn, r, prices).metrics)) for r in physics.phase_results]
     metrics = scalar_metrics(combine_phases(scn, parts))
     assert_finite(metrics)
     return metrics

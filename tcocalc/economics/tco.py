@@ -13,7 +13,7 @@ Defaults per accelerator live in ``data/cost_defaults.toml`` with a source (or "
 checked by :mod:`tcocalc.catalog.prices` like every price table.
 
 A scenario's pools (docs/rl-modeling.md §8): each pool's $/GPU-hour is its explicit price, else this engine
-on ``[economics.cost_inputs]``, else ``usd_per_gpu_hour`` (:func:`pool_prices`); a colocated run pays one
+on ``[economics.cost_inputs]``, else ``usd_per_gpu_hour`` (:func:`pool_pricing`); a colocated run pays one
 pool (:func:`gpus_paid`); sandbox CPU cores are paid per core-hour (:func:`cluster_usd_per_hour`). The
 what-if studies over whole scenarios (build/rent/Tinker, sensitivity, multi-tenancy) live above the RL
 layer, in :mod:`tcocalc.studies.whatif`.
@@ -34,7 +34,7 @@ from ..errors import MissingSpecError, ScenarioError
 from ..scenario import Scenario
 
 __all__ = ["CostInputs", "CostBreakdown", "default_cost_inputs", "cost_default_hardware", "gpu_hour_cost",
-           "capital_recovery_factor", "cloud_prices", "pool_prices", "pool_pricing", "PoolPrice", "PRICE_BASES",
+           "capital_recovery_factor", "cloud_prices", "pool_pricing", "PoolPrice", "PRICE_BASES",
            "ownership_usd_per_gpu_hour", "amortisation_text", "pricing_text", "paid_pools", "gpus_paid",
            "cluster_usd_per_hour", "cost_lines", "GOODPUT_FACTOR", "HOURS_PER_YEAR"]
 
@@ -313,12 +313,6 @@ def pricing_text(prices: Sequence[PoolPrice]) -> str:
     return "; ".join(f"{' and '.join(sides)} {text}" for text, sides in said.items())
 
 
-def pool_prices(scn: Scenario) -> tuple[float, float]:
-    """($/GPU-hour trainer, $/GPU-hour generator): :func:`pool_pricing`'s figures."""
-    t, g = pool_pricing(scn)
-    return t.usd_per_gpu_hour, g.usd_per_gpu_hour
-
-
 def _scenario_cost_inputs(scn: Scenario, side: str) -> CostInputs:
     try:
         return default_cost_inputs(getattr(scn, side).hardware, **scn.economics.cost_inputs)
@@ -346,10 +340,11 @@ def gpus_paid(scn: Scenario, n_t, n_g):
     return pools[0][1] if len(pools) == 1 else pools[0][1] + pools[1][1]
 
 
-def cluster_usd_per_hour(scn: Scenario, n_t, n_g, cpu_cores, prices: tuple[float, float] | None = None):
-    """Cluster cost per hour [USD/h]: each pool's GPUs at its price (one pool when colocated) plus the
-    sandbox CPU cores (docs/rl-modeling.md §8). ``prices`` defaults to :func:`pool_prices`."""
-    price = dict(zip(("trainer", "generator"), pool_prices(scn) if prices is None else prices, strict=True))
+def cluster_usd_per_hour(scn: Scenario, n_t, n_g, cpu_cores, prices: tuple[float, float]):
+    """Cluster cost per hour [USD/h]: each pool's GPUs at its price, ``prices`` ($/GPU-hour trainer, generator:
+    ``cluster.prices``, :func:`pool_pricing` resolved once), one pool when colocated, plus the sandbox CPU cores
+    (docs/rl-modeling.md §8)."""
+    price = dict(zip(("trainer", "generator"), prices, strict=True))
     pools = paid_pools(scn, n_t, n_g)
     gpu_usd_h = pools[0][1] * price["trainer"]
     if len(pools) > 1:
@@ -357,15 +352,17 @@ def cluster_usd_per_hour(scn: Scenario, n_t, n_g, cpu_cores, prices: tuple[float
     return gpu_usd_h + cpu_cores * scn.economics.usd_per_cpu_core_hour
 
 
-def cost_lines(scn: Scenario, trainer_gpus: float, generator_gpus: float, sandbox_cpu_cores: float):
+def cost_lines(scn: Scenario, trainer_gpus: float, generator_gpus: float, sandbox_cpu_cores: float,
+               prices: tuple[PoolPrice, PoolPrice] | None = None):
     """Hourly cost lines of a split (GPUs per pool, or each pool's capex/opex lines under
-    ``[economics.cost_inputs]``, and sandbox CPUs) as a DataFrame with units in the headers [USD/h]."""
+    ``[economics.cost_inputs]``, and sandbox CPUs) as a DataFrame with units in the headers [USD/h]; ``prices``
+    the pools' (``report.cluster.prices``), by default :func:`pool_pricing` of ``scn``."""
     import pandas as pd
 
     econ = scn.economics
     pools = paid_pools(scn, trainer_gpus, generator_gpus)
     rows = []
-    for (side, n), price in zip(pools, pool_pricing(scn), strict=False):
+    for (side, n), price in zip(pools, pool_pricing(scn) if prices is None else prices, strict=False):
         if price.basis == "cost inputs":
             for (group, line), v in gpu_hour_cost(_scenario_cost_inputs(scn, side)).lines.items():
                 rows.append({"line": f"{side} {group}: {line}", "quantity": n, "unit": "GPU",

@@ -69,7 +69,7 @@ def _limit_line(scn: Scenario, a: Facts, kind: str, where: str, solved: bool) ->
                 f"most {sb.max_concurrency:,} sandboxes are live and each trajectory holds one for about "
                 f"{a.first.flow.rollout_latency_s[0]:,.0f} s. A higher sandbox.max_concurrency or shorter "
                 f"trajectories raise it{no_gpus}")
-    if kind == "staleness" and streamed(scn):
+    if kind == "staleness" and streamed(scn, a.first.rates.settings):
         eta = orch.max_staleness
         return (f"The staleness bound caps throughput{where}: with max_staleness {eta:g} at most "
                 f"{eta + 1:g} batches of samples are admitted per policy version, so the trainer waits for "

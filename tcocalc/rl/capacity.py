@@ -35,10 +35,10 @@ from ..roofline.training import (
     candidate_degrees,
     training_throughput,
 )
-from .cluster import Cluster, measured_cluster, measured_mfu, mfu_measurement
+from .cluster import Cluster, measured_cluster
 from .decode_floor import decode_floor_seconds
 from .phases import WorkloadStats
-from .settings import engine_config, settings
+from .settings import engine_config
 
 __all__ = ["GeneratorCapacity", "PrefillPool", "RolloutShape", "ServingSetup", "generator_capacity",
            "generator_capacities", "trainer_capacity", "trainer_min_gpus", "sample_flops",
@@ -649,7 +649,7 @@ def training_job(scn, cluster: Cluster, ws: WorkloadStats) -> TrainingJob:
     return TrainingJob(m=cluster.model, acc=cluster.trainer, cal=cluster.trainer_cal,
                        seq=float(max(256, round(ws.traj_tokens))),
                        global_batch_tokens=ws.samples_per_step * ws.traj_tokens / scn.trainer.minibatches_per_step,
-                       precision=scn.model.precision, sharding=settings(scn, cluster).trainer_sharding)
+                       precision=scn.model.precision, sharding=cluster.settings.trainer_sharding)
 
 
 def smallest_fitting_layout(scn, cluster: Cluster, ws: WorkloadStats, n: int) -> Parallelism | None:
@@ -699,19 +699,19 @@ def trainer_capacity(scn, cluster: Cluster, ws: WorkloadStats, n_t) -> TrainerRa
     m, hw, precision, seq = job.m, job.acc, job.precision, job.seq
     n_t = np.atleast_1d(np.asarray(n_t, dtype=int))
     rates = _job_rates(job, t, n_t)
-    st = settings(scn, cluster)
+    st = cluster.settings
     extra, overhead = st.extra_forward_passes, st.trainer_overhead
     run = cluster.run  # a run calibration's factors on the update and on the log-prob passes (1: none)
     flop_rate_per_token = m.training_flops_per_token(seq)
     f_sample = sample_flops(m, ws) * (run.training + run.logprob * extra / 3.0) * overhead
     fits = rates[:, 0] > 0
-    mfu = measured_mfu(scn, cluster)
+    mfu = cluster.mfu_busy
     if mfu is not None:  # a measured MFU replaces the training model; memory feasibility still applies
         peak = hw.peak_flops_per_s(precision)
         return TrainerRates(np.where(fits, n_t * peak * mfu / (f_sample / overhead), 0.0),
                             np.where(fits, mfu / run.training, 0.0), rates[:, 2])
     # On other hardware a measured MFU carries as its measured-over-modelled ratio (mfu_measurement "carried")
-    ratio = carried_mfu_ratio(scn, cluster, ws)[0] if mfu_measurement(scn, cluster) == "carried" else 1.0
+    ratio = carried_mfu_ratio(scn, cluster, ws)[0] if cluster.mfu_source == "carried" else 1.0
     samples = rates[:, 0] * flop_rate_per_token / f_sample * ratio
     return TrainerRates(samples, rates[:, 1] * ratio / (overhead * run.training), rates[:, 2])
 
@@ -729,9 +729,9 @@ def carried_mfu_ratio(scn, cluster: Cluster, ws: WorkloadStats) -> tuple[float, 
     the model there when that count does not). The ratio carries what the roofline misses of the framework and
     the run (kernels, communication overlap, stalls) to another chip: its modelled MFU times the ratio (issue 39
     item 1; docs/rl-modeling.md §3.2). (1, 0) when nothing fits on the measured chip."""
-    meas = measured_cluster(scn, cluster)
+    meas = measured_cluster(cluster)
     job = training_job(scn, meas, ws)
-    overhead = settings(scn, meas).trainer_overhead
+    overhead = meas.settings.trainer_overhead
     mfu = _job_rates(job, scn.trainer, [scn.trainer.gpus])[0, 1]
     if mfu <= 0:
         need = trainer_min_gpus(scn, meas, ws)
@@ -745,7 +745,7 @@ def trainer_min_gpus(scn, cluster: Cluster, ws: WorkloadStats) -> int | None:
     seq = float(max(256, round(ws.traj_tokens)))
     try:
         training_throughput(cluster.model, cluster.trainer, gpus=1, seq_tokens=seq, precision=scn.model.precision,
-                            calibration=cluster.trainer_cal, sharding=settings(scn, cluster).trainer_sharding)
+                            calibration=cluster.trainer_cal, sharding=cluster.settings.trainer_sharding)
         return 1
     except InfeasibleError as exc:
         return exc.min_gpus

@@ -14,19 +14,27 @@ from dataclasses import dataclass, replace
 from ..catalog.accelerators import Accelerator, hardware
 from ..catalog.calibration import Calibration, CalibrationSet, RLCalibration, shipped_calibration
 from ..catalog.models import ModelArch, model
+from ..economics.tco import PoolPrice, pool_pricing
 from ..errors import ScenarioError
 from ..scenario import Scenario
 from .run_factors import UNCALIBRATED, RunFactors, run_factors
-from .settings import settings
+from .settings import Settings, settings
 
-__all__ = ["Cluster", "resolve", "single_server_domain", "measured_mfu", "mfu_measurement", "measured_cluster"]
+__all__ = ["Cluster", "resolve", "plan_prices", "single_server_domain", "measured_cluster"]
 
 
 @dataclass(frozen=True)
 class Cluster:
     """The model, the trainer and generator accelerators of one scenario, each pool's roofline calibration, the RL
-    pipeline's factors, the calibration set they come from (``calibration``, for re-resolving a variant) and the
-    factors of the scenario's run calibration that apply to it (``run``, :mod:`tcocalc.rl.run_factors`)."""
+    pipeline's factors, the calibration set they come from (``calibration``, for re-resolving a variant), the
+    framework settings (``settings``, :mod:`tcocalc.rl.settings`), each pool's price (``prices``, trainer then
+    generator, :func:`~tcocalc.economics.tco.pool_pricing`), the measured trainer MFU where it applies
+    (``mfu_busy``, None elsewhere: on other hardware the trainer's capacity carries its measured-over-modelled
+    ratio, or the roofline training model stands in, docs/rl-modeling.md §3.2; ``mfu_source`` says which:
+    ``"none"``, ``"applies"``, ``"carried"``, ``"model"`` or ``"dropped"``; ``mfu_chip`` the chip it was measured
+    on) and
+    the factors of the scenario's run calibration that apply to it (``run``, :mod:`tcocalc.rl.run_factors`); all
+    derived once, in :func:`resolve`."""
 
     model: ModelArch
     trainer: Accelerator
@@ -35,6 +43,11 @@ class Cluster:
     generator_cal: Calibration
     rl_cal: RLCalibration
     calibration: CalibrationSet
+    settings: Settings
+    prices: tuple[PoolPrice, PoolPrice]
+    mfu_busy: float | None = None
+    mfu_source: str = "none"
+    mfu_chip: Accelerator | None = None
     run: RunFactors = UNCALIBRATED
 
 
@@ -55,20 +68,24 @@ def _accelerator(scn: Scenario, side: str) -> Accelerator:
     return acc if getattr(scn, side).multinode_nvlink else single_server_domain(acc)
 
 
-def measured_mfu(scn: Scenario, cluster: Cluster) -> float | None:
-    """``trainer.mfu_busy`` where it applies: on the trainer hardware and model it was measured on
-    (``trainer.mfu_measured_on``; a scenario as written measured it on its own). None elsewhere: on other hardware
-    the trainer's capacity carries its measured-over-modelled ratio (``"carried"``), or the roofline training model
-    stands in (``trainer.mfu_carry = "model"``, or another model; docs/rl-modeling.md §3.2; :func:`mfu_measurement`
-    says which)."""
-    return scn.trainer.mfu_busy if mfu_measurement(scn, cluster) == "applies" else None
+def _measured_on(scn: Scenario) -> Accelerator | None:
+    """The chip ``trainer.mfu_busy`` was measured on (``trainer.mfu_measured_on.hardware``), as a job sees it (one
+    server's domain without multi-node NVLink); None where none is named or the catalog does not know it."""
+    on = scn.trainer.mfu_measured_on
+    if scn.trainer.mfu_busy is None or on is None:
+        return None
+    try:
+        acc = hardware(on.hardware)
+    except KeyError:  # UnknownEntryError: a name the catalog does not know is not this chip
+        return None
+    return acc if scn.trainer.multinode_nvlink else single_server_domain(acc)
 
 
-def mfu_measurement(scn: Scenario, cluster: Cluster) -> str:
+def _mfu_source(scn: Scenario, trainer: Accelerator, m: ModelArch, on_chip: Accelerator | None) -> str:
     """``"none"`` (no measured MFU), ``"applies"`` (its own chip and model), ``"carried"`` (the same model on other
     hardware: the measured-over-modelled ratio of the chip it was measured on carries), ``"model"`` (the roofline
     model on every chip, ``trainer.mfu_carry = "model"``) or ``"dropped"`` (another model, or a chip the catalog
-    does not know)."""
+    does not know); ``on_chip`` the chip it was measured on (:func:`_measured_on`)."""
     t = scn.trainer
     if t.mfu_busy is None:
         return "none"
@@ -77,20 +94,15 @@ def mfu_measurement(scn: Scenario, cluster: Cluster) -> str:
     on = t.mfu_measured_on
     if on is None:
         return "applies"
-    try:
-        same_hw = hardware(on.hardware).name == cluster.trainer.name
-    except KeyError:  # UnknownEntryError: a name the catalog does not know is not this chip
+    if on_chip is None or on.model not in (scn.model.name, m.name):
         return "dropped"
-    if on.model not in (scn.model.name, cluster.model.name):
-        return "dropped"
-    return "applies" if same_hw else "carried"
+    return "applies" if on_chip.name == trainer.name else "carried"
 
 
-def measured_cluster(scn: Scenario, cluster: Cluster) -> Cluster:
-    """The cluster with the trainer pool on the chip ``trainer.mfu_busy`` was measured on (``"carried"``): where
-    its modelled MFU is taken for the measured-over-modelled ratio."""
-    acc = hardware(scn.trainer.mfu_measured_on.hardware)
-    acc = acc if scn.trainer.multinode_nvlink else single_server_domain(acc)
+def measured_cluster(cluster: Cluster) -> Cluster:
+    """The cluster with the trainer pool on the chip ``trainer.mfu_busy`` was measured on (``mfu_source``
+    ``"carried"``: ``cluster.mfu_chip``): where its modelled MFU is taken for the measured-over-modelled ratio."""
+    acc = cluster.mfu_chip
     return replace(cluster, trainer=acc, trainer_cal=cluster.calibration.for_accelerator(acc))
 
 
@@ -121,10 +133,20 @@ def resolve(scn: Scenario, calibration: CalibrationSet | None = None) -> Cluster
                                 ("generator.precision", acc_g, scn.generator.precision)):
         if precision not in acc.precisions:
             raise ScenarioError(fld, f"{acc.name} has no {precision}; it supports {', '.join(acc.precisions)}")
+    st = settings(scn, acc_g, calibration.rl)
+    on_chip = _measured_on(scn)
+    source = _mfu_source(scn, acc_t, m, on_chip)
     cluster = Cluster(model=m, trainer=acc_t, generator=acc_g, trainer_cal=calibration.for_accelerator(acc_t),
                       generator_cal=calibration.for_accelerator(acc_g), rl_cal=calibration.rl,
-                      calibration=calibration)
+                      calibration=calibration, settings=st, prices=pool_pricing(scn),
+                      mfu_busy=scn.trainer.mfu_busy if source == "applies" else None, mfu_source=source,
+                      mfu_chip=on_chip)
     if scn.calibration is None:
         return cluster
-    st = settings(scn, cluster)
     return replace(cluster, run=run_factors(scn, cluster, st.engine, st.weight_sync))
+
+
+def plan_prices(scn: Scenario) -> tuple[PoolPrice, PoolPrice]:
+    """(trainer, generator) :class:`~tcocalc.economics.tco.PoolPrice` of a plan priced without being resolved (the
+    sizing study's candidate hardware, a sweep's re-priced point): what :func:`resolve` puts in ``cluster.prices``."""
+    return pool_pricing(scn)

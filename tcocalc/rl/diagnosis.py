@@ -17,8 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..catalog.accelerators import hardware as catalog_hardware
-from ..economics.tco import PoolPrice, amortisation_text, paid_pools, pool_pricing
+from ..economics.tco import PoolPrice, amortisation_text, paid_pools
 from ..errors import InfeasibleError, TcocalcError
 from ..scenario import Scenario
 from .capacity import (
@@ -29,7 +28,7 @@ from .capacity import (
     trainer_min_gpus,
     trajectory_length_keys,
 )
-from .cluster import Cluster, mfu_measurement, resolve
+from .cluster import Cluster, resolve
 from .pipeline import phase_results
 from .report import combine_phases
 from .results import PhaseResult, ReportWarning
@@ -386,18 +385,19 @@ def arrangement_gain(scn: Scenario, other: Scenario, cluster: Cluster, metrics: 
     return alt[0], x0, alt[1]
 
 
-def pricing(scn: Scenario) -> tuple[PoolPrice, ...]:
-    """Each paid pool's $/GPU-hour and why (``report.diagnosis.pricing``; :func:`~tcocalc.economics.tco.pool_pricing`:
-    ``side``, ``hardware``, ``usd_per_gpu_hour``, ``basis``, ``set_for``, ``text``)."""
+def pricing(scn: Scenario, cluster: Cluster) -> tuple[PoolPrice, ...]:
+    """Each paid pool's $/GPU-hour and why (``report.diagnosis.pricing``; ``cluster.prices``,
+    :func:`~tcocalc.economics.tco.pool_pricing`: ``side``, ``hardware``, ``usd_per_gpu_hour``, ``basis``,
+    ``set_for``, ``text``)."""
     paid = {side for side, _ in paid_pools(scn, 0, 0)}
-    return tuple(p for p in pool_pricing(scn) if p.side in paid)
+    return tuple(p for p in cluster.prices if p.side in paid)
 
 
-def pricing_warnings(scn: Scenario) -> list[ReportWarning]:
+def pricing_warnings(scn: Scenario, cluster: Cluster) -> list[ReportWarning]:
     """Paid pools whose scenario price was set for other hardware, now priced at their own ownership cost
     (``kind`` ``"price_not_for_hardware"``; one warning per accelerator, naming its pools)."""
     moved: dict[tuple, list[PoolPrice]] = {}
-    for p in pricing(scn):
+    for p in pricing(scn, cluster):
         if p.basis == "ownership cost":
             moved.setdefault((p.hardware, p.set_for), []).append(p)
     out = []
@@ -415,11 +415,11 @@ def pricing_warnings(scn: Scenario) -> list[ReportWarning]:
 
 
 def mfu_warnings(scn: Scenario, cluster: Cluster, metrics: dict) -> list[ReportWarning]:
-    """How a measured ``trainer.mfu_busy`` reached this trainer: carried to other hardware as its
-    measured-over-modelled ratio (``kind`` ``"measured_mfu_carried"``), set aside for the roofline model on every
-    chip (``trainer.mfu_carry = "model"``, ``"measured_mfu_not_used"``), or dropped for the roofline training
+    """How a measured ``trainer.mfu_busy`` reached this trainer (``cluster.mfu_source``): carried to other hardware
+    as its measured-over-modelled ratio (``kind`` ``"measured_mfu_carried"``), set aside for the roofline model on
+    every chip (``trainer.mfu_carry = "model"``, ``"measured_mfu_not_used"``), or dropped for the roofline training
     model's where it was taken with another model (``"measured_mfu_dropped"``)."""
-    how = mfu_measurement(scn, cluster)
+    how = cluster.mfu_source
     if how not in ("carried", "model", "dropped"):
         return []
     on, t = scn.trainer.mfu_measured_on, scn.trainer
@@ -483,15 +483,19 @@ def nvlink_alternative(scn: Scenario, cluster: Cluster, metrics: dict) -> Arrang
     NVLink domain spans several servers) when it delivers more useful samples/s at this split than
     :data:`SPLIT_TOLERANCE` more (docs/rl-modeling.md §3.7): what an IMEX channel for the job is worth. None where
     every pool has it, where a server is the whole domain, or where it gains less."""
-    # the catalog accelerator (the cluster's has its domain cut to a server already); the names resolved upstream
-    off = {side: hw for side in ("trainer", "generator")
-           if not getattr(scn, side).multinode_nvlink
-           and (hw := catalog_hardware(getattr(scn, side).hardware)).server_gpus is not None
-           and hw.server_gpus < hw.scaleup_domain_gpus}
+    # the pools without it whose accelerator's domain was cut to a server (rl/cluster.py:single_server_domain):
+    # resolved with it, their domain is the catalog's again (a pool whose server is its whole domain is unchanged)
+    without = [side for side in ("trainer", "generator") if not getattr(scn, side).multinode_nvlink
+               and getattr(cluster, side).server_gpus == getattr(cluster, side).scaleup_domain_gpus]
+    if not without:
+        return None
+    other = scn.with_values({f"{side}.multinode_nvlink": True for side in without})
+    wide = resolve(other, cluster.calibration)
+    off = {side: getattr(wide, side) for side in without
+           if getattr(wide, side).scaleup_domain_gpus > getattr(cluster, side).scaleup_domain_gpus}
     if not off:
         return None
-    other = scn.with_values({f"{side}.multinode_nvlink": True for side in off})
-    gain = arrangement_gain(scn, other, resolve(other, cluster.calibration), metrics)
+    gain = arrangement_gain(scn, other, wide, metrics)
     if gain is None:
         return None
     _, x0, x1 = gain

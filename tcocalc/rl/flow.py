@@ -50,7 +50,7 @@ from .rollouts import (
     staleness_throughput_cap,
     sync_dispatch_groups,
 )
-from .settings import settings
+from .settings import Settings
 from .switching import checkpoint_tensors, colocated_switch_seconds, per_tensor_seconds
 from .weight_sync import checkpoint_save_seconds, weight_sync_seconds
 
@@ -84,6 +84,7 @@ class Rates:
     resident: np.ndarray | None = None  # trajectories in flight per replica at most (None: slots; §4.12)
     miss_s: np.ndarray | float = 0.0    # a trajectory's prefill again after evicted histories, per replica [s]
     hit: np.ndarray | float = 1.0       # share of returns from a tool whose history is still cached [1]
+    settings: Settings | None = None    # the framework settings they were derived with (``cluster.settings``)
 
     @property
     def t_trainer(self) -> np.ndarray:
@@ -130,7 +131,7 @@ def pool_rates(cluster: Cluster, scn: Scenario, ws: WorkloadStats, gcap: Generat
     n_rep = gcap.replicas(n_g)  # disaggregated: the decode replicas its prefill pool keeps fed (§4.9)
     feasible = (mu_t > 0) & (n_rep > 0)
     mu_safe = np.where(feasible, mu_t, 1.0)
-    st = settings(scn, cluster)
+    st = cluster.settings
     rl_cal, run = cluster.rl_cal, cluster.run
     # an engine that loads weights tensor by tensor pays a fixed time per checkpoint tensor (§3.5)
     per_tensor = (0.0 if st.bucketed_weight_load else
@@ -174,7 +175,7 @@ def pool_rates(cluster: Cluster, scn: Scenario, ws: WorkloadStats, gcap: Generat
                  generated_per_trained=ws.generated_per_trained, startup_s=startup,
                  rollout_latency_s=latency,
                  t_fixed=fixed_step_seconds(scn, cluster, st, ws, n_t) + run.step_overhead_s,
-                 resident=resident, miss_s=miss_s, hit=hit)
+                 resident=resident, miss_s=miss_s, hit=hit, settings=st)
 
 
 def lru_retention(scn: Scenario, ws: WorkloadStats, st) -> bool:
@@ -452,7 +453,7 @@ def sync_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rate
     # a sandbox is live from a successful start to the trajectory's end: its latency less the start-up
     hold = np.minimum(1.0, (gcap.latency_s - ws.startup_s) / step)
     # the trainer is not waiting for data while it pushes weights or switches the pool (as the simulator counts)
-    pushes = scn.orchestration.traits.push_blocks_trainer or settings(scn).sync_blocks_trainer
+    pushes = scn.orchestration.traits.push_blocks_trainer or r.settings.sync_blocks_trainer
     busy = r.t_trainer + (r.t_sync if pushes else 0.0)
     return Flow(trained_per_s=x, step_s=step, trainer_idle=np.clip(1.0 - busy / step, 0.0, 1.0),
                 generator_idle=np.clip(1.0 - t_gen / step, 0.0, 1.0), trainer_capacity=r.trainer_samples_per_s,
@@ -472,9 +473,10 @@ def interruptible(scn: Scenario) -> bool:
     return t.streaming and not t.in_flight_updates and scn.orchestration.partial_rollout
 
 
-def streamed(scn: Scenario) -> bool:
-    """An async step whose trainer streams its mini-batches with partial rollout (§5.6)."""
-    return (interruptible(scn) and scn.trainer.minibatches_per_step > 1 and settings(scn).stream_minibatches)
+def streamed(scn: Scenario, st: Settings) -> bool:
+    """An async step whose trainer streams its mini-batches with partial rollout (§5.6); ``st`` the scenario's
+    settings (``cluster.settings``)."""
+    return (interruptible(scn) and scn.trainer.minibatches_per_step > 1 and st.stream_minibatches)
 
 
 def group_hold_tokens(ws: WorkloadStats) -> float:
@@ -644,7 +646,7 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
     # a trainer that streams mini-batches with partial rollout never waits for running trajectories: the step is
     # held only by its window (§5.6), not by the in-flight count or the tail
     window_cap = None
-    if streamed(scn):
+    if streamed(scn, r.settings):
         window_cap = B * (1.0 + math.floor(eta)) / (r.t_sync + streamed_window_fill_s(scn, ws, gcap, r)
                                                     + r.t_train / scn.trainer.minibatches_per_step
                                                     + r.t_fixed)
@@ -760,7 +762,7 @@ def _fixed_point_step(b, f_b, b_prev, f_prev, upper):
 def async_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates) -> Flow:
     """Asynchronous step (async with bound η, inflight): the generator streams under the staleness bound."""
     B, keep, eta = r.batch, r.keep, scn.orchestration.max_staleness
-    mu_eff = B / (r.t_trainer + (r.t_sync if settings(scn).sync_blocks_trainer else 0.0))
+    mu_eff = B / (r.t_trainer + (r.t_sync if r.settings.sync_blocks_trainer else 0.0))
     x, w_gen, w_hold, lam_paused, caps, lam_g, hit = _async_throughput(scn, ws, gcap, r, mu_eff)
     step = B / x
     served = (x / keep) * w_gen  # Little's law on the trajectories a replica is serving

@@ -13,7 +13,7 @@ import dataclasses
 
 import numpy as np
 
-from ..economics.tco import cluster_usd_per_hour
+from ..economics.tco import PoolPrice, cluster_usd_per_hour
 from ..scenario import Scenario
 from . import capacity
 from .capacity import GeneratorCapacity, generator_capacities
@@ -41,7 +41,8 @@ def evaluate_splits(cluster: Cluster, scn: Scenario, ws: WorkloadStats, n_t, n_g
     gcap, *alternatives = generator_capacities(scn, cluster, ws, max_gpus=int(np.max(n_g)))
     rates = pool_rates(cluster, scn, ws, gcap, n_t, n_g)
     flow = step_model(scn, ws, gcap, rates)
-    result = finish(scn, ws, gcap, rates, flow)
+    prices = cluster.prices
+    result = finish(scn, ws, gcap, rates, flow, prices=prices)
     for alt in alternatives:
         alt_rates = pool_rates(cluster, scn, ws, alt, n_t, n_g)
         if not np.any(alt_rates.feasible & (_ceiling(alt_rates) > result.flow.trained_per_s)):
@@ -49,37 +50,41 @@ def evaluate_splits(cluster: Cluster, scn: Scenario, ws: WorkloadStats, n_t, n_g
         alt_flow = step_model(scn, ws, alt, alt_rates)
         wins = alt_rates.feasible & (alt_flow.trained_per_s > result.flow.trained_per_s)
         if wins.all():
-            result = finish(scn, ws, alt, alt_rates, alt_flow)
+            result = finish(scn, ws, alt, alt_rates, alt_flow, prices=prices)
         elif wins.any():
-            result = _merged(wins, finish(scn, ws, alt, alt_rates, alt_flow), result)
+            result = _merged(wins, finish(scn, ws, alt, alt_rates, alt_flow, prices=prices), result)
     return result
 
 
 def finish(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, rates: Rates, flow: Flow, *,
-           stale: Staleness | None = None, live=None) -> PhaseResult:
-    """The stage tail of one instance's flow: staleness, sandbox load, cluster cost and the contract metrics.
-    ``stale`` and ``live`` (live sandboxes) are taken as given where measured (the simulator's run), else derived
-    from the flow; every caller that turns stages into metrics goes through here (evaluate, a sweep's re-pricing,
-    the simulator)."""
-    stale = staleness(scn, ws, gcap, flow) if stale is None else stale
+           prices: tuple[PoolPrice, PoolPrice], stale: Staleness | None = None, live=None) -> PhaseResult:
+    """The stage tail of one instance's flow: staleness, sandbox load, cluster cost at the pools' ``prices``
+    (``cluster.prices``) and the contract metrics. ``stale`` and ``live`` (live sandboxes) are taken as given where
+    measured (the simulator's run), else derived from the flow; every caller that turns stages into metrics goes
+    through here (evaluate, a sweep's re-pricing, the simulator)."""
+    stale = staleness(scn, ws, gcap, flow, rates.settings) if stale is None else stale
     live = sandbox_load(scn, ws, flow) if live is None else live
-    usd_h = cluster_usd_per_hour(scn, rates.n_t, rates.n_g, live * scn.sandbox.cpu_cores)
+    usd_h = cluster_usd_per_hour(scn, rates.n_t, rates.n_g, live * scn.sandbox.cpu_cores,
+                                 tuple(p.usd_per_gpu_hour for p in prices))
     metrics = contract_metrics(scn, ws, rates, flow, stale, live, usd_h)
     return PhaseResult(workload=ws, generator=gcap, rates=rates, flow=flow, staleness=stale, sandboxes=live,
                        usd_per_hour=usd_h, metrics=metrics)
 
 
-def reprice(scn: Scenario, result: PhaseResult) -> PhaseResult:
+def reprice(scn: Scenario, result: PhaseResult, prices: tuple[PoolPrice, PoolPrice]) -> PhaseResult:
     """``result`` (one phase's stages) under ``scn``, a scenario that differs from the one evaluated only in
-    economics: the same workload, rates, flow and staleness, then sandbox load, cluster cost and contract metrics
-    again (:func:`finish`)."""
-    return finish(scn, result.workload, result.generator, result.rates, result.flow, stale=result.staleness)
+    economics, whose pools cost ``prices`` (:func:`~tcocalc.rl.cluster.plan_prices`): the same workload, rates, flow
+    and staleness, then sandbox load, cluster cost and contract metrics again (:func:`finish`)."""
+    return finish(scn, result.workload, result.generator, result.rates, result.flow, prices=prices,
+                  stale=result.staleness)
 
 
 def _pick(mask: np.ndarray, a, b):
     """``a`` where ``mask``, else ``b``, for one stage value: arrays and numbers split by split (equal numbers stay
     numbers), dicts key by key (a key only one side has is no limit on the other: infinite), frozen stage results
     field by field."""
+    if a is b:
+        return a
     if dataclasses.is_dataclass(a):
         return dataclasses.replace(a, **{f.name: _pick(mask, getattr(a, f.name), getattr(b, f.name))
                                          for f in dataclasses.fields(a)})

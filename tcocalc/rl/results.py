@@ -262,7 +262,8 @@ class RLReport:
         from ..workbook import report_sheets, write_workbook
 
         m = self.metrics
-        costs = cost_lines(self.scenario, m["trainer_gpus"], m["generator_gpus"], m["sandbox_cpu_cores"])
+        costs = cost_lines(self.scenario, m["trainer_gpus"], m["generator_gpus"], m["sandbox_cpu_cores"],
+                           self.cluster.prices)
         return write_workbook(path, report_sheets(self, METRIC_UNITS, costs, scenario_file=scenario_file))
 
     def _repr_html_(self) -> str:

@@ -1,15 +1,17 @@
 """A scenario's effective framework settings: its own keys where given, else its framework preset
 (``[orchestration] framework``, data/frameworks.toml), else the engine's documented defaults.
 
-Every stage reads these through :func:`settings` instead of the raw scenario fields, so a preset and an
-explicit key mean the same thing everywhere (model, simulator, report).
+:func:`~tcocalc.rl.cluster.resolve` derives them once per scenario (:func:`settings`) into ``cluster.settings``,
+which every stage reads instead of the raw scenario fields, so a preset and an explicit key mean the same thing
+everywhere (model, simulator, report).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..catalog.accelerators import hardware
+from ..catalog.accelerators import Accelerator
+from ..catalog.calibration import RLCalibration
 from ..catalog.frameworks import (
     engine_defaults,
     engine_kv_block_tokens,
@@ -61,22 +63,10 @@ def _pick(explicit, preset):
     return preset if explicit is None else explicit
 
 
-def _engine_default(by_gpu, key: str, engine: str, acc) -> int:
-    """``by_gpu(engine, acc)`` (:func:`~tcocalc.catalog.frameworks.engine_max_num_seqs`,
-    :func:`~tcocalc.catalog.frameworks.engine_max_num_batched_tokens`) on the generator's accelerator ``acc`` (an
-    Accelerator, or its name); the engine's H100-class ``key`` while the name is unknown (the cluster stage resolves
-    and names it)."""
-    if isinstance(acc, str):
-        try:
-            acc = hardware(acc)
-        except KeyError:
-            return engine_defaults(engine)[key]
-    return by_gpu(engine, acc)
-
-
-def settings(scn: Scenario, cluster=None) -> Settings:
-    """The scenario's keys over its framework preset over the engine's defaults; ``cluster`` (the resolved
-    :class:`~tcocalc.rl.cluster.Cluster`) saves looking the generator's hardware up by name again."""
+def settings(scn: Scenario, generator: Accelerator, rl_cal: RLCalibration) -> Settings:
+    """The scenario's keys over its framework preset over the engine's defaults, on the resolved ``generator``
+    accelerator (its engine defaults by GPU) and RL factors ``rl_cal`` (the shared storage of a disk weight sync).
+    Called once per scenario, by :func:`~tcocalc.rl.cluster.resolve`; every stage reads ``cluster.settings``."""
     presets = framework_presets()
     name = scn.orchestration.framework
     if name not in presets:  # the schema's choices and the data file disagree: a packaging error, named
@@ -86,7 +76,6 @@ def settings(scn: Scenario, cluster=None) -> Settings:
     t, g, o = scn.trainer, scn.generator, scn.orchestration
     engine = _pick(g.engine, p["engine"])
     eng = engine_defaults(engine)
-    acc = g.hardware if cluster is None else cluster.generator
     return Settings(
         framework=name, engine=engine, cuda_graphs=_pick(g.cuda_graphs, p["cuda_graphs"]),
         colocated_offload=_pick(t.colocated_offload, p["colocated_offload"]),
@@ -97,12 +86,11 @@ def settings(scn: Scenario, cluster=None) -> Settings:
         async_scheduling=_pick(g.async_scheduling, p["async_scheduling"]),
         bucketed_weight_load=_pick(g.bucketed_weight_load, p["bucketed_weight_load"]),
         trainer_overhead=_pick(t.framework_overhead, p["trainer_overhead"]),
-        max_num_seqs=_pick(g.max_num_seqs, _engine_default(engine_max_num_seqs, "max_num_seqs", engine, acc)),
+        max_num_seqs=_pick(g.max_num_seqs, engine_max_num_seqs(engine, generator)),
         cuda_graph_max_batch=eng["cuda_graph_max_batch"],
-        max_num_batched_tokens=_pick(g.max_num_batched_tokens, _engine_default(
-            engine_max_num_batched_tokens, "max_num_batched_tokens", engine, acc)),
+        max_num_batched_tokens=_pick(g.max_num_batched_tokens, engine_max_num_batched_tokens(engine, generator)),
         stream_minibatches=_pick(o.stream_minibatches, p["stream_minibatches"]),
-        storage=storage(None if cluster is None else cluster.rl_cal, write_gb_per_s=o.storage_write_gb_per_s,
+        storage=storage(rl_cal, write_gb_per_s=o.storage_write_gb_per_s,
                         read_gb_per_s=o.storage_read_gb_per_s),
         trainer_sharding=_sharding(t, p), kv_cache_fp8=p["kv_cache_fp8"],
         dispatch_s_per_sample=_pick(o.dispatch_s_per_sample, p["dispatch_s_per_sample"]),
@@ -136,7 +124,8 @@ def rollout_kv_precision(st: Settings) -> str:
 def engine_config(scn: Scenario, cluster) -> EngineConfig:
     """The generator's engine as one value (:class:`~tcocalc.roofline.engine_config.EngineConfig`), built once per
     phase from the scenario's ``[generator]`` keys, its framework preset and the engine's documented defaults
-    (:func:`settings`), on the resolved ``cluster`` (its generator accelerator and RL factors):
+    (``cluster.settings``, :func:`settings`), on the resolved ``cluster`` (its generator accelerator and RL
+    factors):
 
     * CUDA graphs up to ``min(cuda_graph_max_batch, 2·max_num_seqs)`` sequences (vLLM: ``min(2 x max_num_seqs,
       512)``, vllm-project/vllm ``vllm/config`` ``max_cudagraph_capture_size``), the engine's running cap;
@@ -146,7 +135,7 @@ def engine_config(scn: Scenario, cluster) -> EngineConfig:
       engine's for the model's attention), speculative decoding, ``gpu_memory_utilization`` and disaggregated
       prefill as the scenario gives them."""
     g = scn.generator
-    st = settings(scn, cluster)
+    st = cluster.settings
     m, acc = cluster.model, cluster.generator
     block = g.kv_block_tokens if g.kv_block_tokens is not None else engine_kv_block_tokens(st.engine, m, acc)
     cpu = 1.0 if st.async_scheduling else 1.0 + cluster.rl_cal["engine_cpu_share"]

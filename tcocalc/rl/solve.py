@@ -80,10 +80,10 @@ def _assess(scn: Scenario, cluster: Cluster, looser: bool = True) -> _Assessed:
     limits, loose = diagnosis.binding_limits(scn, cluster, results, looser)
     groups = diagnosis.group_warnings(scn, results)
     warnings = (diagnosis.outcome_warnings(scn, results, metrics, groups)
-                + diagnosis.input_warnings(scn, cluster) + groups + diagnosis.pricing_warnings(scn)
+                + diagnosis.input_warnings(scn, cluster) + groups + diagnosis.pricing_warnings(scn, cluster)
                 + diagnosis.mfu_warnings(scn, cluster, metrics) + diagnosis.calibration_warnings(cluster))
     found = Diagnosis(binding_limits=limits, warnings=tuple(warnings), discards=diagnosis.discard_causes(results),
-                      pricing=diagnosis.pricing(scn), calibration=calibration_status(cluster.run),
+                      pricing=diagnosis.pricing(scn, cluster), calibration=calibration_status(cluster.run),
                       trust=trust_of(cluster.run, scn))
     return _Assessed(metrics, _phase_table(parts, results), found, tuple(results),
                      words.Facts(metrics, results[0], limits, loose))

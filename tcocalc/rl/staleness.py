@@ -29,6 +29,7 @@ from .rollouts import (
     staleness_means,
     truncated_share,
 )
+from .settings import Settings
 
 __all__ = ["Staleness", "staleness", "partial_rollout_carry"]
 
@@ -76,7 +77,7 @@ def _synchronous(scn: Scenario, ws: WorkloadStats, flow: Flow, tail_share: float
 
 
 def _streaming(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, flow: Flow, keep: float,
-               tail_share: float, carry_lag: float):
+               tail_share: float, carry_lag: float, st: Settings):
     eta = float(scn.orchestration.max_staleness)
     B = float(ws.samples_per_step)
     step = flow.step_s
@@ -97,7 +98,7 @@ def _streaming(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, flow: 
     # a mean of lags never exceeds the largest: where the estimate of the longest falls short of Little's law's
     # mean (a group's slowest beyond the p99, §5.4), the mean's whole steps are the maximum
     s_max = np.maximum(s_max, np.ceil(lag["sample"] - 1e-9))
-    if not streamed(scn):  # a streamed step's bound only limits admission: the longest runs on (§5.6)
+    if not streamed(scn, st):  # a streamed step's bound only limits admission: the longest runs on (§5.6)
         s_max = np.minimum(eta, s_max)
     spans = np.minimum(1.0, flow.rollout_latency_s / step)
     env = np.where(ws.uses_sandbox and in_flight, spans, 0.0) + (
@@ -105,11 +106,12 @@ def _streaming(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, flow: 
     return s_mean, s_max, s_tok, np.minimum(env, 1.0)
 
 
-def staleness(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, flow: Flow) -> Staleness:
-    """Mean, max and token-weighted lag and the env-state stale share for each candidate split."""
+def staleness(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, flow: Flow, st: Settings) -> Staleness:
+    """Mean, max and token-weighted lag and the env-state stale share for each candidate split (``st``: the
+    scenario's framework settings, ``cluster.settings``)."""
     tail_share, carry_lag = partial_rollout_carry(scn, ws)
     if scn.orchestration.traits.streaming:
-        s_mean, s_max, s_tok, env = _streaming(scn, ws, gcap, flow, ws.keep_fraction, tail_share, carry_lag)
+        s_mean, s_max, s_tok, env = _streaming(scn, ws, gcap, flow, ws.keep_fraction, tail_share, carry_lag, st)
     else:
         s_mean, s_max, s_tok, env = _synchronous(scn, ws, flow, tail_share, carry_lag)
     lag_mean, lag_max = intra_step_lag(scn.trainer.minibatches_per_step)

@@ -36,7 +36,6 @@ from ..rl.phases import phase_list, workload_stats
 from ..rl.pipeline import PhaseResult, evaluate_splits
 from ..rl.rollouts import uncapped_mean
 from ..rl.run_factors import FACTOR_NAMES, RunFactors
-from ..rl.settings import settings
 from ..rl.solve import evaluate
 from ..scenario import CalibratedRun, CalibrationFactors, CalibrationSection, Scenario
 
@@ -332,7 +331,7 @@ class _RunModel:
     def of(cls, scn: Scenario, cluster: Cluster) -> _RunModel:
         name, start, steps, over = phase_list(scn)[0]
         ws = workload_stats(scn, over, name, start, steps)
-        model = cls(scn, cluster, ws, settings(scn, cluster).extra_forward_passes, 0.0)
+        model = cls(scn, cluster, ws, cluster.settings.extra_forward_passes, 0.0)
         if scn.orchestration.traits.shared_pool:  # t_sync = S·k_switch + W·k_sync: S from two evaluations
             one = float(model.result(RunFactors()).rates.t_sync[0])
             two = float(model.result(RunFactors(switching=2.0)).rates.t_sync[0])
@@ -600,7 +599,7 @@ def calibrate(scenario: Scenario, measurements, *, source: str | None = None, ca
             misfit += "; " + "; ".join(held)
     factors = tuple(_factor(name, fitted, free, meas) for name in FACTOR_NAMES)
     warnings += _implausible(factors, cal)
-    st = settings(scn, cluster)
+    st = cluster.settings
     g = scn.generator
     run = CalibratedRun(model=cluster.model.name, trainer_hardware=cluster.trainer.name,
                         trainer_precision=scn.model.precision, generator_hardware=cluster.generator.name,

@@ -36,13 +36,11 @@ from ..economics.tco import (
     cloud_prices,
     default_cost_inputs,
     gpu_hour_cost,
-    pool_prices,
-    pool_pricing,
 )
 from ..errors import MissingSpecError, ScenarioError, TcocalcError
 from ..modes import MODES
 from ..rl.advice import calibration_line
-from ..rl.cluster import resolve
+from ..rl.cluster import plan_prices, resolve
 from ..rl.phases import phase_list, workload_stats
 from ..rl.pipeline import phase_results
 from ..rl.report import METRIC_UNITS, combine_phases, tinker_usd_per_mtok
@@ -180,7 +178,7 @@ def own_prices(scn: Scenario, hw_t: str, hw_g: str) -> tuple[float, float] | Non
     pool_pricing` of the scenario moved to them: its price where it was set for that hardware, your price for
     the accelerator, else its ownership cost); None where a pool has no price (no cost defaults)."""
     try:
-        return pool_prices(_on_hardware(scn, hw_t, hw_g))
+        return tuple(p.usd_per_gpu_hour for p in plan_prices(_on_hardware(scn, hw_t, hw_g)))
     except ScenarioError:
         return None
 
@@ -303,7 +301,7 @@ def _evaluate_pair(scn: Scenario, hw_t: str, hw_g: str, opt: SizingOptions, n_t,
         else:
             res = phase_results(s, cluster, n_t, n_g)
         c = combine_phases(s, [(r.workload, r.metrics) for r in res])
-        p_t, p_g = pool_prices(s)
+        p_t, p_g = (p.usd_per_gpu_hour for p in cluster.prices)
         blocks.append({"mode": mode, "bound": bound, "n_t": n_t, "n_g": n_g,
                        "useful": np.asarray(c["useful_samples_per_s"], float) * np.ones(n_t.shape),
                        "hours": np.asarray(c["run_hours"], float) * np.ones(n_t.shape),
@@ -568,7 +566,7 @@ def _own_note(scn: Scenario, df, r, met: bool) -> str:
     note = ""
     if r["supply"] == "own":
         try:
-            prices = [p for p in pool_pricing(_plan_of(scn, r))
+            prices = [p for p in plan_prices(_plan_of(scn, r))
                       if p.side == "trainer" or not MODES[r["mode"]].shared_pool]
         except TcocalcError:
             prices = []

@@ -39,7 +39,6 @@ from ..catalog.regimes import regime_of
 from ..catalog.rl_cases import refit_cases
 from ..errors import TcocalcError
 from ..rl.cluster import resolve
-from ..rl.settings import settings
 from ..rl.solve import evaluate, solve_split
 from ..rl.switching import checkpoint_tensors, colocated_refit_seconds, per_tensor_seconds
 from ..rl.weight_sync import weight_sync_seconds
@@ -113,7 +112,7 @@ def _weight_update_seconds(scn, rep, calibration) -> float:
     if not scn.orchestration.traits.shared_pool:
         return float(phase.rates.t_sync[0])
     cluster = resolve(scn, calibration)
-    st = settings(scn, cluster)
+    st = cluster.settings
     per_tensor = (0.0 if st.bucketed_weight_load else
                   checkpoint_tensors(cluster.model) * per_tensor_seconds(cluster.rl_cal) * cluster.run.weight_sync)
     return float(colocated_refit_seconds(phase.generator.weights_per_gpu_bytes, calibration=cluster.rl_cal,
@@ -222,7 +221,7 @@ def lofo_table(shipped=None):
         fws = _case_frameworks(case)
         cal, refitted, lost = lofo_calibration(fws)
         scn = case_scenario(case["scenario"], case["id"])
-        uses = settings(scn, resolve(scn)).weight_sync
+        uses = resolve(scn).settings.weight_sync
         if uses in lost:
             pred, note = math.nan, f"no leave-out prediction: its {uses} constants are fitted on {', '.join(fws)}"
         elif not refitted:

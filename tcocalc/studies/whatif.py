@@ -15,7 +15,6 @@ from ..economics.tco import (
     gpu_hour_cost,
     gpus_paid,
     paid_pools,
-    pool_prices,
     pricing_text,
 )
 from ..errors import ScenarioError
@@ -45,6 +44,13 @@ def calibration_of(scenario) -> dict:
     Every study here carries it: a DataFrame in ``df.attrs``, :func:`multitenancy`'s dict as keys."""
     run = resolve(scenario).run
     return {"calibration": calibration_status(run).as_dict(), "trust": trust_of(run, scenario).as_dict()}
+
+
+def _prices(report) -> tuple[float, float]:
+    """($/GPU-hour trainer, $/GPU-hour generator) an evaluation charged (``report.cluster.prices``, resolved once;
+    the paid pools' are ``report.diagnosis.pricing``)."""
+    t, g = report.cluster.prices
+    return t.usd_per_gpu_hour, g.usd_per_gpu_hour
 
 
 def _calibration_in(report) -> dict:
@@ -80,7 +86,7 @@ def build_rent_tinker(scenario, *, ownership=None):
                 "goodput_factor": 1.0, "usd_per_mtok_trained": usd_h / tokens_per_hour * 1e6,
                 "run_usd": usd_h * m["run_hours"], "date": "", "source": source, "accounting": accounting}
 
-    rows = [owned("build (own)", pool_prices(scn), f"the plan's price: {pricing_text(pricing)}",
+    rows = [owned("build (own)", _prices(base), f"the plan's price: {pricing_text(pricing)}",
                   "scenario economics")]
     rows[0].update(usd_per_mtok_trained=m["usd_per_mtok_trained"], run_usd=m["run_usd"])  # evaluate's, exactly
     if ownership is not None:
@@ -89,7 +95,7 @@ def build_rent_tinker(scenario, *, ownership=None):
         sides = [side for side, _ in paid_pools(scn, 0, 0) if normalize_hw(getattr(scn, side).hardware) == hw]
         if sides:
             prices = tuple(own if normalize_hw(getattr(scn, side).hardware) == hw else p
-                           for side, p in zip(("trainer", "generator"), pool_prices(scn), strict=True))
+                           for side, p in zip(("trainer", "generator"), _prices(base), strict=True))
             rows.append(owned("build (ownership cost)", prices,
                               f"{' and '.join(sides)} {hw} at the ownership cost {own:.4g} USD/GPU-h (capex recovered "
                               f"over {ownership.depreciation_years:g} years at {ownership.cost_of_capital:.0%}, "
@@ -193,7 +199,7 @@ def multitenancy(scenario, runs: int):
     busy = 1.0 - m["generator_idle_fraction"]
     n_g = m["generator_gpus"]
     shared = _shared_pool_gpus(m, runs)
-    p_g = pool_prices(scenario)[1]
+    p_g = _prices(report)[1]
     saved_usd_h = (runs * n_g - shared) * p_g
     per_run_usd_h = m["usd_per_hour"] - saved_usd_h / runs
     return {
@@ -236,9 +242,10 @@ def _ideal_savings(scn, m: dict, r_t: float, r_g: float, best_mfu: float, runs: 
 
 def _ideal(scn, runs: int):
     """(metrics, rental prices, best MFU, savings, ideal $/Mtok, notes) of one scenario (see :func:`tinker_gap`)."""
-    m = evaluate(scn, advice=False).metrics
+    report = evaluate(scn, advice=False)
+    m = report.metrics
     notes = []
-    p_t, p_g = pool_prices(scn)
+    p_t, p_g = _prices(report)
     r_t = semianalysis_usd_per_gpu_hour(scn.trainer.hardware)
     r_g = semianalysis_usd_per_gpu_hour(scn.generator.hardware)
     if r_t is None or r_g is None:

@@ -30,7 +30,6 @@ from ..pipeline import finish
 from ..report import combine_phases, scalar_metrics
 from ..results import PhaseResult, RLReport, SimulationRun
 from ..rollouts import intra_step_lag
-from ..settings import settings
 from ..solve import evaluate
 from ..staleness import Staleness
 from .engine import Engine, SimParams
@@ -177,7 +176,8 @@ def _params(scn: Scenario, ws, gcap, rates: Rates, cluster_model) -> SimParams:
     flops_mean = sample_flops(cluster_model, ws)
     keep_est = max(ws.useful_group_fraction if orch.filter_zero_advantage else 1.0, 1e-3) * (1.0 - ws.sandbox_loss)
     slots = int(max(1, math.floor(float(rates.slots[0]))))
-    lru = lru_retention(scn, ws, settings(scn))
+    st = rates.settings
+    lru = lru_retention(scn, ws, st)
     shape = turn_shape(ws, gcap) if lru else None
     return SimParams(
         traits=orch.traits, batch=w.samples_per_step, group_size=w.group_size, eta=orch.max_staleness,
@@ -194,11 +194,11 @@ def _params(scn: Scenario, ws, gcap, rates: Rates, cluster_model) -> SimParams:
         cap=ws.cap, solve_never=sr.never, solve_always=sr.always, beta_a=sr.beta_a, beta_b=sr.beta_b,
         flops_linear=linear, flops_square=square,
         trainer_flops_per_s=float(rates.trainer_samples_per_s[0]) * flops_mean, t_sync=float(rates.t_sync[0]),
-        sync_blocks_trainer=settings(scn).sync_blocks_trainer, minibatches=scn.trainer.minibatches_per_step,
-        stream_minibatches=streamed(scn), step_fixed_s=float(np.ravel(rates.t_fixed)[0]),
+        sync_blocks_trainer=st.sync_blocks_trainer, minibatches=scn.trainer.minibatches_per_step,
+        stream_minibatches=streamed(scn, st), step_fixed_s=float(np.ravel(rates.t_fixed)[0]),
         kv_lru=lru, kv_pool_tokens=slots * ws.context_tokens, prompt_tokens=w.prompt_tokens,
         max_in_flight=(orch.max_rollouts_in_flight or 0) if lru else 0,
-        max_running=settings(scn).max_num_seqs if lru else 0,
+        max_running=st.max_num_seqs if lru else 0,
         obs_tokens=ws.observation_tokens,
         reprefill_s_per_token=1.0 / shape.prefill_tokens_per_s if lru else 0.0)
 
@@ -288,7 +288,7 @@ def _simulate_one(prepared: _Prepared, *, steps: int, seed: int, max_events: int
     n_events = eng.run(steps, max_events, progress)
     warm = max(1, steps // 5) if steps >= 5 else 0
     flow, stale, live = flow_from_run(eng, p, gcap, res.flow, scn.trainer.minibatches_per_step, warm)
-    measured = finish(scn, ws, gcap, rates, flow, stale=stale, live=live * np.ones(1))
+    measured = finish(scn, ws, gcap, rates, flow, prices=base.cluster.prices, stale=stale, live=live * np.ones(1))
     metrics = scalar_metrics(combine_phases(scn, [(ws, scalar_metrics(measured.metrics))]))
     staleness = pd.Series(eng.stale_counts, dtype="int64").sort_index().rename("samples")
     staleness.index.name = "staleness [steps]"

@@ -569,3 +569,87 @@ def test_consumers_read_fields_not_details():
             if "details[" in line or "details.get(" in line:
                 found.append(f"  {module.path.relative_to(ROOT)}:{i}: {line.strip()}")
     fail_if(found, "report.details read by key inside tcocalc/ (read the typed fields of tcocalc.rl.results):")
+
+
+# ---------------------------------------------------------------- resolved once (issue 38 move 6)
+
+#: Where a derived fact of the scenario may be derived: the framework settings and the pool prices are computed
+#: once, by ``rl/cluster.py:resolve`` (``cluster.settings``, ``cluster.prices``); ``economics/tco.py`` defines
+#: ``pool_pricing`` and prices a scenario given alone with it (``cost_lines`` without ``prices``). The app is a
+#: user of the public API (``tc.pool_pricing``, a price field's default before anything is evaluated), not checked.
+RESOLVED_ONCE = {"settings": {"tcocalc.rl.cluster"}, "pool_pricing": {"tcocalc.rl.cluster", "tcocalc.economics.tco"}}
+
+
+def test_settings_and_prices_are_derived_in_one_place():
+    """``settings(`` and ``pool_pricing(`` are called only in rl/cluster.py (the latter also where it is defined,
+    economics/tco.py); every stage and study reads ``cluster.settings``, ``cluster.prices`` or
+    ``report.diagnosis.pricing``."""
+    found = []
+    for module in modules().values():
+        if module.name.startswith("tcocalc.app"):
+            continue
+        for name, homes in RESOLVED_ONCE.items():
+            if module.name not in homes:
+                found += [f"  {module.where(n)}: {name}" for n in calls_to(module.tree, name)]
+    fail_if(found, "a derived fact re-derived outside tcocalc/rl/cluster.py (read cluster.settings / cluster.prices):")
+
+
+def _hardware_names(module: Module) -> set[str]:
+    """The local names under which ``module`` imports the catalog's ``hardware`` look-up."""
+    names = set()
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.ImportFrom) and from_base(module, node) in ("tcocalc.catalog.accelerators",
+                                                                           "tcocalc.catalog", TOP):
+            names |= {a.asname or a.name for a in node.names if a.name == "hardware"}
+    return names
+
+
+def name_lookups(module: Module) -> list[tuple[str, ast.Call]]:
+    """(enclosing top-level function, call) of every call of the catalog's ``hardware`` in ``module`` (``tc.hardware``
+    and imported aliases such as ``catalog_hardware`` included); ``""`` outside any function."""
+    names = _hardware_names(module)
+    found = []
+    for top in module.tree.body:
+        owner = top.name if isinstance(top, ast.FunctionDef | ast.AsyncFunctionDef) else ""
+        for n in ast.walk(top):
+            if isinstance(n, ast.Call) and ((isinstance(n.func, ast.Name) and n.func.id in names)
+                                            or (isinstance(n.func, ast.Attribute) and n.func.attr == "hardware")):
+                found.append((owner, n))
+    return found
+
+
+def _only_called_by(module: Module, function: str, caller: str) -> bool:
+    """``function`` is private and every call of it in ``module`` is inside top-level function ``caller``."""
+    if not function.startswith("_"):
+        return False
+    for top in module.tree.body:
+        if calls_to(top, function) and not (isinstance(top, ast.FunctionDef) and top.name == caller):
+            return False
+    return True
+
+
+def test_name_lookup_finder_on_hand_made_code(tmp_path):
+    src = ("from ..catalog.accelerators import hardware as hw\nimport tcocalc as tc\n"
+           "def resolve(s):\n    return _acc(s), hw(s)\n"
+           "def _acc(s):\n    return hw(s.name)\n"
+           "def later(s):\n    return tc.hardware(s), _acc(s)\n")
+    module = Module("tcocalc.rl.made", tmp_path / "made.py", ast.parse(src))
+    assert [(owner, n.lineno) for owner, n in name_lookups(module)] == [("resolve", 4), ("_acc", 6), ("later", 8)]
+    assert not _only_called_by(module, "_acc", "resolve") and not _only_called_by(module, "later", "resolve")
+    fixed = Module("tcocalc.rl.made", tmp_path / "made.py", ast.parse(src.replace("tc.hardware(s), _acc(s)", "s")))
+    assert _only_called_by(fixed, "_acc", "resolve")
+
+
+def test_names_are_looked_up_once_in_rl():
+    """Inside ``rl/`` the catalog's ``hardware(`` is called only by ``rl/cluster.py:resolve`` (directly or through a
+    private helper only it calls): every stage reads the resolved ``cluster.trainer`` / ``cluster.generator``."""
+    found = []
+    for module in modules().values():
+        if not module.name.startswith("tcocalc.rl."):
+            continue
+        for owner, call in name_lookups(module):
+            ok = module.name == "tcocalc.rl.cluster" and (owner == "resolve"
+                                                          or _only_called_by(module, owner, "resolve"))
+            if not ok:
+                found.append(f"  {module.where(call)}: {ast.unparse(call)} in {owner or 'module level'}")
+    fail_if(found, "an accelerator looked up by name in rl/ outside resolve (read cluster.trainer / generator):")

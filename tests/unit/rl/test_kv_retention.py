@@ -11,9 +11,9 @@ import pytest
 
 import tcocalc as tc
 from tcocalc.errors import ScenarioError
+from tcocalc.rl.cluster import resolve
 from tcocalc.rl.kv_retention import TurnShape, lru_residency, miss_tokens
 from tcocalc.rl.rollouts import multiturn_prefill_tokens
-from tcocalc.rl.settings import settings
 from tcocalc.scenario import loads_scenario
 
 AGENTIC = """
@@ -120,10 +120,10 @@ def test_presets_keep_what_their_engines_and_orchestrators_do():
     prime-rl's orchestrator caps its episodes in flight at the engines' KV capacity, so they stay resident
     ("pinned"). The scenario key overrides; a value that does not exist is a ScenarioError naming the field."""
     scn = agentic()
-    assert settings(scn.with_values({"generator.kv_retention": None})).kv_retention == "lru"
+    assert resolve(scn.with_values({"generator.kv_retention": None})).settings.kv_retention == "lru"
     prime = scn.with_values({"generator.kv_retention": None, "orchestration.framework": "prime-rl"})
-    assert settings(prime).kv_retention == "pinned"
-    assert settings(prime.with_values({"generator.kv_retention": "lru"})).kv_retention == "lru"
+    assert resolve(prime).settings.kv_retention == "pinned"
+    assert resolve(prime.with_values({"generator.kv_retention": "lru"})).settings.kv_retention == "lru"
     with pytest.raises(ScenarioError) as err:
         scn.with_values({"generator.kv_retention": "ttl"})
     assert "kv_retention" in str(err.value)

@@ -16,8 +16,8 @@ from tcocalc.catalog.calibration import calibration_for, rl_calibration
 from tcocalc.catalog.frameworks import FRAMEWORK_KEYS, engine_defaults, framework_presets, parse_frameworks
 from tcocalc.catalog.models import model
 from tcocalc.errors import DataFileError, InfeasibleError, ScenarioError
+from tcocalc.rl.cluster import resolve
 from tcocalc.rl.decode_floor import allreduce_latency, decode_floor_seconds
-from tcocalc.rl.settings import settings
 from tcocalc.rl.switching import checkpoint_tensors, colocated_switch_seconds
 from tcocalc.rl.weight_sync import weight_sync_seconds
 from tcocalc.roofline.parallel import Parallelism
@@ -67,17 +67,17 @@ def test_unknown_framework_lists_the_presets():
 
 
 def test_preset_defaults_and_explicit_keys_override_them():
-    nemo = settings(_scn(**{"orchestration.framework": "nemo-rl"}))
+    nemo = resolve(_scn(**{"orchestration.framework": "nemo-rl"})).settings
     assert (nemo.old_logprob_pass, nemo.reference_model, nemo.async_scheduling, nemo.bucketed_weight_load,
             nemo.trainer_overhead) == (True, True, False, False, 1.2)
-    generic = settings(_scn())
+    generic = resolve(_scn()).settings
     assert (generic.old_logprob_pass, generic.reference_model, generic.sync_blocks_trainer) == (False, False, True)
-    over = settings(_scn(**{"orchestration.framework": "nemo-rl", "trainer.reference_model": False,
-                            "generator.cuda_graphs": False}))
+    over = resolve(_scn(**{"orchestration.framework": "nemo-rl", "trainer.reference_model": False,
+                            "generator.cuda_graphs": False})).settings
     assert over.reference_model is False and over.cuda_graphs is False and over.old_logprob_pass is True
-    assert settings(_scn(**{"orchestration.framework": "prime-rl"})).sync_blocks_trainer is False
-    every = settings(_scn(**{"orchestration.framework": "nemo-rl", "generator.async_scheduling": True,
-                             "generator.bucketed_weight_load": True, "trainer.framework_overhead": 1.0}))
+    assert resolve(_scn(**{"orchestration.framework": "prime-rl"})).settings.sync_blocks_trainer is False
+    every = resolve(_scn(**{"orchestration.framework": "nemo-rl", "generator.async_scheduling": True,
+                             "generator.bucketed_weight_load": True, "trainer.framework_overhead": 1.0})).settings
     assert (every.async_scheduling, every.bucketed_weight_load, every.trainer_overhead) == (True, True, 1.0)
 
 
@@ -333,9 +333,11 @@ def test_preset_table_matches_the_data():
 def test_vllm_max_num_seqs_default_follows_the_gpu():
     """vLLM: 1024 sequences on GPUs of 70 GiB or more, 256 on A100 (excluded by name) and smaller GPUs
     (serving-engines.md A.1)."""
-    assert settings(_scn()).max_num_seqs == 1024
-    assert settings(_scn(**{"generator.hardware": "A100-80GB-SXM"})).max_num_seqs == 256
-    assert settings(_scn(**{"generator.hardware": "A100-80GB-SXM", "generator.max_num_seqs": 64})).max_num_seqs == 64
+    assert resolve(_scn()).settings.max_num_seqs == 1024
+    a100 = {"generator.hardware": "A100-80GB-SXM", "economics.hardware_prices": {"A100-80GB-SXM": 1.5}}
+    assert resolve(_scn(**a100)).settings.max_num_seqs == 256
+    pinned = _scn(**a100, **{"generator.max_num_seqs": 64})
+    assert resolve(pinned).settings.max_num_seqs == 64
 
 
 # ------------------------------------------------------------------ a group holds its admission slots

@@ -15,7 +15,7 @@ from tcocalc.catalog.accelerators import hardware
 from tcocalc.catalog.calibration import calibration_for, parse_rl_calibration, rl_calibration
 from tcocalc.catalog.models import model
 from tcocalc.errors import DataFileError, ScenarioError
-from tcocalc.rl.settings import settings
+from tcocalc.rl.cluster import resolve
 from tcocalc.rl.weight_sync import (
     WEIGHT_SYNC_TRANSPORTS,
     checkpoint_save_seconds,
@@ -308,7 +308,7 @@ def test_the_scenario_key_reaches_the_trainer():
     the ZeRO-3 shard."""
     base = _scn(**{"trainer.sharding": "megatron"})
     fsdp = _scn(**{"trainer.sharding": "fsdp"})
-    assert settings(base).trainer_sharding == "megatron" and settings(fsdp).trainer_sharding == "fsdp"
+    assert resolve(base).settings.trainer_sharding == "megatron" and resolve(fsdp).settings.trainer_sharding == "fsdp"
     r_m, r_f = tc.evaluate(base).details["run"]["rates"], tc.evaluate(fsdp).details["run"]["rates"]
     assert np.all(r_f.trainer_samples_per_s > 0)
     assert not np.allclose(r_m.trainer_samples_per_s, r_f.trainer_samples_per_s)
@@ -392,8 +392,8 @@ def test_the_rollout_kv_cache_is_bf16_under_fp8_weights_unless_asked_and_the_slo
 
     fp8 = _scn(**{"generator.precision": "fp8", "generator.tp": 1})  # one instance shape for both
     assert all(not p["kv_cache_fp8"] for p in tc.framework_presets().values())
-    assert rollout_kv_precision(settings(fp8)) == "bf16"
-    assert rollout_kv_precision(replace(settings(fp8), kv_cache_fp8=True)) == "fp8"
+    assert rollout_kv_precision(resolve(fp8).settings) == "bf16"
+    assert rollout_kv_precision(replace(resolve(fp8).settings, kv_cache_fp8=True)) == "fp8"
     cluster = resolve(fp8)
     assert engine_config(fp8, cluster).kv_precision == "bf16"
     fp8_kv = fp8.with_values({"generator.kv_precision": "fp8"})

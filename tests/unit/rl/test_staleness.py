@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import tcocalc as tc
+from tcocalc.rl.cluster import resolve
 from tcocalc.rl.staleness import partial_rollout_carry, staleness
 from tests.conftest import ROOT
 
@@ -33,12 +34,13 @@ def test_one_step_off_lags_one_version_plus_the_intra_step_lag():
     """A synchronous mode's lag is its fixed one (one_step_off: 1); ``g`` optimizer updates per step add
     ``(g−1)/2`` to the mean and ``g−1`` to the maximum: with g = 4, mean 1 + 1.5 = 2.5 and max 1 + 3 = 4."""
     scn = load("default").with_values({"orchestration.mode": "one_step_off", "trainer.minibatches_per_step": 4})
-    s = staleness(scn, _ws(), None, _flow())
+    s = staleness(scn, _ws(), None, _flow(), resolve(scn).settings)
     assert (s.mean[0], s.max[0], s.token[0], s.env_state_stale[0]) == (2.5, 4.0, 2.5, 0.0)
 
 
 def test_sync_trains_on_its_own_policy():
-    s = staleness(load("default").with_values({"orchestration.mode": "sync"}), _ws(), None, _flow())
+    scn = load("default").with_values({"orchestration.mode": "sync"})
+    s = staleness(scn, _ws(), None, _flow(), resolve(scn).settings)
     assert (s.mean[0], s.max[0], s.token[0]) == (0.0, 0.0, 0.0)
 
 
@@ -47,7 +49,7 @@ def test_async_lag_is_littles_law_on_what_is_in_flight_and_queued():
     = 2·e^{0.25} + 1 ≈ 3.568 (decode time grows with length, so long samples carry more of the tokens)."""
     scn = load("default").with_values({"orchestration.max_staleness": 8})
     gcap = SimpleNamespace(latency_s=np.array([200.0]))
-    s = staleness(scn, _ws(), gcap, _flow())
+    s = staleness(scn, _ws(), gcap, _flow(), resolve(scn).settings)
     assert s.mean[0] == pytest.approx(3.0)
     assert s.token[0] == pytest.approx(2 * math.exp(0.25) + 1)
     assert s.mean[0] <= s.max[0] <= 8
@@ -56,7 +58,8 @@ def test_async_lag_is_littles_law_on_what_is_in_flight_and_queued():
 def test_the_bound_caps_the_async_lag():
     """The same flow under η = 2 (the default scenario's bound): mean, token-weighted and maximum lag are all 2."""
     gcap = SimpleNamespace(latency_s=np.array([200.0]))
-    s = staleness(load("default"), _ws(), gcap, _flow())
+    scn = load("default")
+    s = staleness(scn, _ws(), gcap, _flow(), resolve(scn).settings)
     assert (s.mean[0], s.token[0], s.max[0]) == (2.0, 2.0, 2.0)
 
 

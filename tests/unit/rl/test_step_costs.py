@@ -8,7 +8,6 @@ import tcocalc as tc
 from tcocalc.rl.cluster import resolve
 from tcocalc.rl.flow import fixed_step_seconds
 from tcocalc.rl.phases import workload_stats
-from tcocalc.rl.settings import settings
 from tests.conftest import ROOT
 
 SCN = ROOT / "scenarios"
@@ -16,7 +15,7 @@ SCN = ROOT / "scenarios"
 
 def _parts(scn):
     cluster = resolve(scn)
-    return cluster, settings(scn, cluster), workload_stats(scn)
+    return cluster, cluster.settings, workload_stats(scn)
 
 
 def test_the_controller_pays_per_dispatched_sample():

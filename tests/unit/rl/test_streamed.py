@@ -10,7 +10,6 @@ import tcocalc as tc
 from tcocalc.rl import rollouts as wl
 from tcocalc.rl.cluster import resolve
 from tcocalc.rl.flow import streamed, streamed_window_fill_s
-from tcocalc.rl.settings import settings
 from tcocalc.rl.solve import phase_results
 from tests.golden import SCENARIOS
 
@@ -22,17 +21,21 @@ def _stages(scn):
     return pr.workload, pr.generator, pr.rates
 
 
+def _streamed(scn) -> bool:
+    return streamed(scn, resolve(scn).settings)
+
+
 def test_verl_presets_stream_and_a_scenario_key_overrides():
     scn = tc.load_scenario(VERL)
-    assert settings(scn).stream_minibatches and streamed(scn)
+    assert resolve(scn).settings.stream_minibatches and _streamed(scn)
     off = scn.with_values({"orchestration.stream_minibatches": False})
-    assert not settings(off).stream_minibatches and not streamed(off)
+    assert not resolve(off).settings.stream_minibatches and not _streamed(off)
     generic = scn.with_values({"orchestration.framework": "generic"})
-    assert not streamed(generic)
-    assert streamed(generic.with_values({"orchestration.stream_minibatches": True}))
+    assert not _streamed(generic)
+    assert _streamed(generic.with_values({"orchestration.stream_minibatches": True}))
     # a streamed step needs partial rollout and more than one mini-batch
-    assert not streamed(scn.with_values({"orchestration.partial_rollout": False}))
-    assert not streamed(scn.with_values({"trainer.minibatches_per_step": 1}))
+    assert not _streamed(scn.with_values({"orchestration.partial_rollout": False}))
+    assert not _streamed(scn.with_values({"trainer.minibatches_per_step": 1}))
 
 
 def test_window_fill_reproduces_the_hand_derived_oversampling_cut():

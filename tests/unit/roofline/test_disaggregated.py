@@ -266,7 +266,7 @@ def test_rl_prefill_latency_is_each_turn_alone_plus_the_kv_transfer():
     from tcocalc.rl.capacity import generator_capacity
     from tcocalc.rl.cluster import resolve
     from tcocalc.rl.phases import phase_list, workload_stats
-    from tcocalc.rl.settings import rollout_kv_precision, settings
+    from tcocalc.rl.settings import rollout_kv_precision
 
     s = _disaggregated("scenarios/gb300_agentic_96.toml")
     name, start, steps, over = phase_list(s)[0]
@@ -275,7 +275,7 @@ def test_rl_prefill_latency_is_each_turn_alone_plus_the_kv_transfer():
     gcap = generator_capacity(s, cl, ws)
     pool = gcap.prefill_pool
     per_turn = ws.prefill_tokens / ws.turns
-    kv = s.generator.kv_precision or rollout_kv_precision(settings(s))
+    kv = s.generator.kv_precision or rollout_kv_precision(resolve(s).settings)
     one = tc.prefill(cl.model, cl.generator, parallel=pool.instance, batch=1, prompt_tokens=per_turn,
                      precision=s.generator.precision, kv_precision=kv)
     senders = pool.instance.pp * (1 if cl.model.attention == "mla" else min(pool.instance.tp, cl.model.num_kv_heads))

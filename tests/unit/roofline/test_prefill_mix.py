@@ -113,7 +113,7 @@ def test_scenario_key_sets_the_engine_budget():
     pace); GLM-5 as its scenario shipped before 2026-12-02 (96:32 aggregated, staleness bound 3, KV pinned through
     tool calls: its shipped disaggregated decode instances take no prefill into their steps)."""
 
-    from tcocalc.rl.settings import settings
+    from tcocalc.rl.cluster import resolve
 
     root = ROOT / "scenarios"
     fp8_kv = {"generator.kv_precision": "fp8"}
@@ -124,7 +124,8 @@ def test_scenario_key_sets_the_engine_budget():
         if stem.startswith("glm5"):
             base = base.with_split(96, 32)
         tight = base.with_values({"generator.max_num_batched_tokens": 16})
-        assert settings(base).max_num_batched_tokens == 16384 and settings(tight).max_num_batched_tokens == 16
+        assert resolve(base).settings.max_num_batched_tokens == 16384
+        assert resolve(tight).settings.max_num_batched_tokens == 16
         a = tc.evaluate(base).metrics["useful_samples_per_s"]
         b = tc.evaluate(tight).metrics["useful_samples_per_s"]
         assert direction * (b / a - 1) > 0.03, (stem, a, b)

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 import tcocalc as tc
+from tcocalc.rl.cluster import resolve
 from tcocalc.rl.flow import streamed
 from tcocalc.rl.sim.engine import THROUGHPUT_TOLERANCE
 from tests.golden import CASES, golden_path
@@ -72,7 +73,7 @@ def test_simulated_staleness_never_exceeds_the_bound(path):
     scn = tc.load_scenario(path)
     if scn.orchestration.mode not in ("async", "inflight"):
         pytest.skip("synchronous modes have no staleness bound to keep")
-    if streamed(scn):
+    if streamed(scn, resolve(scn).settings):
         # verl: the bound only limits admission, (eta + 1)·B per version, so at most eta·B of a step's B samples
         # were started by an older version (§5.6); a long trajectory itself runs on across pushes
         lags = tc.simulate(scn, steps=20, seed=0).details["staleness"]
