@@ -25,6 +25,12 @@ def add_validate_parser(sub) -> None:
     sp.set_defaults(func=_cmd_validate)
 
 
+def _verdict(within: bool, known_miss: str = "") -> str:
+    """A case's verdict: "yes" within its tolerance, else "known miss" where the case is a documented miss (its
+    note given; the Markdown tables) or "NO". The text tables pass no note and list the known misses below."""
+    return "yes" if within else ("known miss" if known_miss else "NO")
+
+
 def _cmd_validate(args) -> int:
     from .. import validation_table
 
@@ -42,7 +48,7 @@ def _cmd_validate(args) -> int:
 
     df = validation_table()
     shown = df.drop(columns=["source"] if not args.sources else [])
-    shown = shown.assign(within=shown["within"].map({True: "yes", False: "NO"}))
+    shown = shown.assign(within=shown["within"].map(_verdict))
     if args.csv:
         print_frame(shown, as_csv=True)
         return 0
@@ -50,7 +56,7 @@ def _cmd_validate(args) -> int:
         print("| id | case | unit | published | predicted | error | within ±tol |")
         print("| --- | --- | --- | ---: | ---: | ---: | --- |")
         for _, r in df.iterrows():
-            ok = "yes" if r["within"] else ("known miss" if r["known_miss"] else "NO")
+            ok = _verdict(r["within"], r["known_miss"])
             print(f"| {r['id']} | {r['case']} | {r['unit']} | {fmt(r['published'])} | {fmt(r['predicted'])} | "
                   f"{r['error [%]']:+.1f}% | {ok} (±{r['tolerance [%]']:.0f}%) |")
         return 0
@@ -103,7 +109,7 @@ def _long_output(args) -> int:
         print("| --- | --- | --- | ---: | ---: | ---: | --- |")
         for _, r in t.iterrows():
             modelled = not na(r["predicted"])
-            ok = "yes" if r["within"] else ("known miss" if r["known_miss"] else "NO")
+            ok = _verdict(r["within"], r["known_miss"])
             err = f"{r['error [%]']:+.1f}%" if modelled else "-"
             print(f"| {r['id']} | {r['case']} | {r['page']} | {fmt(r['published'])} | "
                   f"{fmt(r['predicted']) if modelled else 'not modelled'} | {err} | {ok} |")
@@ -114,7 +120,7 @@ def _long_output(args) -> int:
         return 0
     shown = shown.assign(predicted=shown["predicted"].map(lambda v: "not modelled" if na(v) else f"{v:.4g}"),
                          **{"error [%]": shown["error [%]"].map(lambda v: "-" if na(v) else f"{v:+.1f}"),
-                            "within": shown["within"].map({True: "yes", False: "NO"})})
+                            "within": shown["within"].map(_verdict)})
     print_frame(shown.drop(columns=["known_miss"]), as_csv=False)
     err = t["error [%]"].dropna().abs()
     print(f"\n{len(t)} rows, {len(err)} modelled: median |error| {err.median():.1f}%, {100 * (err <= 25).mean():.0f}% "
@@ -137,7 +143,7 @@ def _rl_only(args) -> int:
         for _, r in t.iterrows():
             pred, err = r["predicted [s]"], r["error [%]"]
             modelled = not na(pred)
-            ok = "yes" if r["within"] else ("known miss" if r["known_miss"] else "NO")
+            ok = _verdict(r["within"], r["known_miss"])
             print(f"| {r['id']} | {r['case']} | {r['gpus']} | {fmt(r['published [s]'])} | "
                   f"{fmt(pred) if modelled else 'not modelled'} | {f'{err:+.1f}%' if modelled else '-'} | {ok} |")
         return 0
@@ -156,7 +162,7 @@ def _print_rl_validation(args) -> None:
     shown = shown.assign(**{"predicted [s]": shown["predicted [s]"].map(lambda v: "not modelled" if na(v)
                                                                         else f"{v:.4g}"),
                             "error [%]": shown["error [%]"].map(lambda v: "-" if na(v) else f"{v:+.1f}"),
-                            "within": shown["within"].map({True: "yes", False: "NO"})})
+                            "within": shown["within"].map(_verdict)})
     print_frame(shown.drop(columns=["known_miss"]), as_csv=False)
     s = rl_validation_summary(t, pairs)
     print(f"\nNeMo RL: {s['nemo_rows']} rows modelled, median |step-time error| {s['nemo_median_abs_error_pct']:.1f}%, "
@@ -165,13 +171,13 @@ def _print_rl_validation(args) -> None:
     for _, row in t[t["known_miss"] != ""].iterrows():
         print(f"  known miss {row['id']}: {row['known_miss']}")
     print("\nOn-policy (colocated) vs off-policy (async) speed-up, T_on / T_off:\n")
-    print_frame(pairs.assign(**{"right side": pairs["right side"].map({True: "yes", False: "NO"})}), as_csv=False)
+    print_frame(pairs.assign(**{"right side": pairs["right side"].map(_verdict)}), as_csv=False)
     print(f"\n{s['pairs_right_side']} of {s['pairs']} pairs predicted on the published side of 1.0.")
     from .. import rl_refit_table
 
     print("\nWeight sync and refit timings (role fit: the row calibrated a constant):\n")
     refit = rl_refit_table()
     shown = refit.drop(columns=["known_miss"] + ([] if args.sources else ["source"]))
-    print_frame(shown.assign(within=shown["within"].map({True: "yes", False: "NO"})), as_csv=False)
+    print_frame(shown.assign(within=shown["within"].map(_verdict)), as_csv=False)
     for _, row in refit[refit["known_miss"] != ""].iterrows():
         print(f"  known miss {row['id']}: {row['known_miss']}")
