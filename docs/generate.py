@@ -49,7 +49,7 @@ BLOCK = re.compile(r"<!-- BEGIN GENERATED ([\w-]+):[^\n]*-->\n(.*?)<!-- END GENE
 
 def _cli(*argv: str) -> str:
     """What ``tcocalc ARGV`` prints."""
-    from tcocalc.cli import main
+    from tcocalc.cli.main import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

@@ -223,7 +223,7 @@ def test_d17_the_gb300_960_comment_says_what_the_tool_says():
 
 
 def test_n12_n13_n15_cli_words(capsys):
-    from tcocalc.cli import main
+    from tcocalc.cli.main import main
 
     assert main(["hardware", "--sources"]) == 0
     out = capsys.readouterr().out
@@ -249,7 +249,7 @@ def test_n16_d12_d13_tables_read_like_the_tiles():
 
 
 def test_n11_measured_takes_several_pairs_as_the_synopsis_reads(capsys):
-    from tcocalc.cli import main
+    from tcocalc.cli.main import main
 
     assert main(["calibrate", "default", "--measured", "step_time_s=120", "response_tokens_mean=3000"]) == 0
     assert "usage:" not in capsys.readouterr().err

@@ -9,7 +9,7 @@ Layers, lowest first; a module may import only from its own layer or a lower one
     3 economics     tcocalc.economics.*
     4 rl            tcocalc.rl.*
     5 studies       tcocalc.sweeps, tcocalc.studies.*   (sizing, rl_validation, whatif, calibrate, ...)
-    6 presentation  tcocalc.figures, reports, cli, __main__, app.*
+    6 presentation  tcocalc.figures, reports, cli.*, __main__, app.*
 
 ``tcocalc/__init__.py`` is a lazy facade (``_EXPORTS`` resolved with importlib) and is not checked as an
 importer; imported from inside the package it counts as the top layer, since it can hand out any name.
@@ -34,7 +34,11 @@ PKG = ROOT / "tcocalc"
 TOP = "tcocalc"
 
 MAX_FUNCTION_LINES = 100
-SUBPACKAGES = ("catalog", "roofline", "economics", "rl", "rl/sim", "studies", "logs", "logs/formats")
+#: Folders whose every module stays at or under this many lines (architecture-4.md §4.4 item 2: ``cli.py`` had
+#: grown to 954 lines and became the ``cli/`` package, one module per subcommand).
+MAX_MODULE_LINES = 500
+MODULE_SIZE_CHECKED = ("cli",)
+SUBPACKAGES = ("catalog", "roofline", "economics", "rl", "rl/sim", "studies", "logs", "logs/formats", "cli")
 
 # second component of the dotted module name -> layer
 LAYERS: dict[str, int] = {
@@ -57,7 +61,6 @@ LAYERS: dict[str, int] = {
     "figures": 6,
     "reports": 6,
     "cli": 6,
-    "cli_calibrate": 6,
     "__main__": 6,
     "app": 6,
 }
@@ -375,6 +378,38 @@ def test_no_function_longer_than_100_lines():
                 too_long.append((length, f"{module.path.relative_to(ROOT)}:{node.lineno}:{name}"))
     lines = [f"  {where}: {length} lines" for length, where in sorted(too_long, key=lambda t: (-t[0], t[1]))]
     fail_if(lines, f"functions longer than {MAX_FUNCTION_LINES} lines (longest first):")
+
+
+# ---------------------------------------------------------------- module length
+
+
+def long_modules(folder: Path, limit: int) -> list[str]:
+    """``path: N lines`` for every ``*.py`` under ``folder`` (at any depth) longer than ``limit`` lines."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        if "__pycache__" not in path.parts:
+            n = len(path.read_text(encoding="utf-8").splitlines())
+            if n > limit:
+                found.append(f"  {path.relative_to(folder.parent)}: {n} lines")
+    return found
+
+
+def test_module_length_finder_on_hand_made_files(tmp_path):
+    folder = tmp_path / "pkg"
+    folder.mkdir()
+    (folder / "short.py").write_text("x = 1\n" * 3, encoding="utf-8")
+    (folder / "long.py").write_text("x = 1\n" * 4, encoding="utf-8")
+    assert long_modules(folder, 3) == ["  pkg/long.py: 4 lines"]
+    assert long_modules(folder, 4) == []
+
+
+@pytest.mark.parametrize("folder", MODULE_SIZE_CHECKED)
+def test_no_module_longer_than_500_lines(folder):
+    """Every module of the checked folders holds at most MAX_MODULE_LINES lines (blank lines and comments
+    included): a subcommand that outgrows it gets its own module."""
+    assert (PKG / folder).is_dir(), f"tcocalc/{folder}/ is gone: update MODULE_SIZE_CHECKED"
+    fail_if(long_modules(PKG / folder, MAX_MODULE_LINES),
+            f"modules of tcocalc/{folder}/ longer than {MAX_MODULE_LINES} lines (split them):")
 
 
 # ---------------------------------------------------------------- subpackage __init__ files

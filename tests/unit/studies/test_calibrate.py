@@ -234,7 +234,7 @@ def test_the_command_line_calibrates_writes_and_plans(tmp_path, capsys):
     a bad --measured value is a usage error naming the flag. The figures: verl's published colocated step on 128 H20
     (volcengine/verl@b178a3cd docs/advance/fully_async.md: 356.30 s, generation 177.85, old_log_prob 53.92,
     update_actor 113.81 s), the scenario's own source."""
-    from tcocalc.cli import main
+    from tcocalc.cli.main import main
 
     out = tmp_path / "cal.toml"
     figures = ["step_time_s=356.30", "generation_s=177.85", "logprob_s=53.92", "training_s=113.81",
