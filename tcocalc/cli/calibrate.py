@@ -1,9 +1,10 @@
 """``tcocalc calibrate``: calibrate the model from a measured run's log (docs/calibration.md, docs/cli.md).
 
-``tcocalc calibrate SCENARIO LOG [--framework NAME] [--steps A:B] [--measured KEY=VALUE ...] [-o OUT.toml]
-[--json]`` reads the pilot's log (:func:`tcocalc.load_measurements`), fits the factors (:func:`tcocalc.calibrate`)
-and prints each measured stage before and after calibration and the factors; ``-o`` writes the measured run's
-scenario with its ``[calibration]`` table, which ``tcocalc run OUT.toml --solve`` then plans with.
+``tcocalc calibrate SCENARIO LOG [--framework NAME] [--steps A:B] [--run NAME] [--keep-validation]
+[--measured KEY=VALUE ...] [-o OUT.toml] [--json]`` reads the pilot's log (:func:`tcocalc.load_measurements`),
+fits the factors (:func:`tcocalc.calibrate`) and prints each measured stage before and after calibration and the
+factors; ``-o`` writes the measured run's scenario with its ``[calibration]`` table, which ``tcocalc run OUT.toml
+--solve`` then plans with.
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ def add_calibrate_parser(sub) -> None:
                                         "slime, areal, prime-rl, open-instruct, trl")
     sp.add_argument("--steps", metavar="A:B", help="the logged steps to use, A included, B excluded (default: all "
                                                    "after the warm-up)")
+    sp.add_argument("--run", metavar="NAME", help="the run to read where the log holds several (a TensorBoard CSV's "
+                                                  "run column, an MLflow experiment, a JSON summary of runs)")
+    sp.add_argument("--keep-validation", action="store_true",
+                    help="keep the steps that ran a validation pass in the medians (left out by default: they are "
+                         "slower)")
     sp.add_argument("--measured", metavar="KEY=VALUE", action="extend", nargs="+", default=[],
                     help="measured figures by hand (e.g. step_time_s=310 generation_s=200), over the log's; repeatable")
     sp.add_argument("--exposed", metavar="KEY", action="append", default=[],
@@ -60,10 +66,11 @@ def _cmd_calibrate(args) -> int:
     scn = read_scenario(args.scenario)
     figures, source = {}, "measured by hand"
     if args.log is not None:
-        m = load_measurements(args.log, framework=args.framework, steps=args.steps)
+        m = load_measurements(args.log, framework=args.framework, steps=args.steps, run=args.run,
+                              keep_validation=args.keep_validation)
         figures, source = m, None
-    elif args.framework or args.steps:
-        raise UsageError("log", "--framework and --steps read a log: give its path")
+    elif args.framework or args.steps or args.run or args.keep_validation:
+        raise UsageError("log", "--framework, --steps, --run and --keep-validation read a log: give its path")
     hand = _hand_figures(args.measured)
     if not figures and not hand:
         raise UsageError("log", "give the run's log, or its figures with --measured KEY=VALUE")
