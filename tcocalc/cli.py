@@ -479,7 +479,7 @@ def _json_record(run: dict) -> dict:
 
 
 def _print_heading(run: dict, solved: bool) -> None:
-    from .rl.flow import streamed
+    from .rl.rates import streamed
 
     scn, met = run["scenario"], run["report"].metrics
     print(f"{scn.name}: {scn.description}" if scn.description else scn.name)

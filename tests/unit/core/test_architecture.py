@@ -34,7 +34,7 @@ PKG = ROOT / "tcocalc"
 TOP = "tcocalc"
 
 MAX_FUNCTION_LINES = 100
-SUBPACKAGES = ("catalog", "roofline", "economics", "rl", "rl/sim", "studies", "logs", "logs/formats")
+SUBPACKAGES = ("catalog", "roofline", "economics", "rl", "rl/sim", "rl/steps", "studies", "logs", "logs/formats")
 
 # second component of the dotted module name -> layer
 LAYERS: dict[str, int] = {
@@ -472,8 +472,8 @@ def test_no_private_name_is_assigned_from_outside_its_module():
 
 _MODE_NAMES = {"colocated", "sync", "one_step_off", "async", "inflight", "periodic"}
 MODE_HOMES = {"tcocalc.modes"}
-"""Where a mode's name may be compared: its traits table. (The step-model table ``rl/flow.py:STEP_MODELS`` is keyed
-by the name, a dict, not a comparison.)"""
+"""Where a mode's name may be compared: its traits table. (The step-model table ``rl/steps/registry.py:STEP_MODELS``
+is keyed by the name, a dict, not a comparison.)"""
 DATA_READERS = {"tcocalc.catalog.rl_cases"}
 """Data-file readers check a file's ``mode`` column against the values the file may hold (a check of the data,
 not an interpretation of a mode)."""
@@ -653,3 +653,37 @@ def test_names_are_looked_up_once_in_rl():
             if not ok:
                 found.append(f"  {module.where(call)}: {ast.unparse(call)} in {owner or 'module level'}")
     fail_if(found, "an accelerator looked up by name in rl/ outside resolve (read cluster.trainer / generator):")
+
+
+# ---------------------------------------------------------------- one file per step model (issue 38 move 7a)
+
+MAX_STEP_MODULE_LINES = 500
+"""Stage 1 (``rl/rates.py``) and each step model (``rl/steps/``, one file a model, the way vidur keeps one replica
+scheduler a file) stay at most this many lines: ``rl/flow.py`` held them all and had grown to 866."""
+
+
+def long_modules(paths: list[Path], limit: int) -> list[str]:
+    """``path: n lines`` of each file in ``paths`` longer than ``limit`` lines."""
+    found = []
+    for path in paths:
+        n = len(path.read_text(encoding="utf-8").splitlines())
+        if n > limit:
+            found.append(f"  {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: {n} lines")
+    return found
+
+
+def test_long_module_finder_on_hand_made_files(tmp_path):
+    short, long = tmp_path / "short.py", tmp_path / "long.py"
+    short.write_text("x = 1\n" * 3)
+    long.write_text("x = 1\n" * 4)
+    assert long_modules([short, long], 3) == [f"  {long}: 4 lines"]
+
+
+def test_step_models_and_stage_1_stay_small():
+    """Every module under tcocalc/rl/steps/ and tcocalc/rl/rates.py is at most MAX_STEP_MODULE_LINES lines (exact
+    count; a step model that outgrows it is split, not let grow)."""
+    paths = [PKG / "rl" / "rates.py", *sorted((PKG / "rl" / "steps").glob("*.py"))]
+    missing = [f"  {p.relative_to(ROOT)}: missing" for p in paths[:1] if not p.is_file()]
+    missing += [] if len(paths) > 1 else ["  tcocalc/rl/steps/: no modules"]
+    fail_if(missing + long_modules([p for p in paths if p.is_file()], MAX_STEP_MODULE_LINES),
+            f"stage 1 and the step models must stay at most {MAX_STEP_MODULE_LINES} lines a file (split them):")
