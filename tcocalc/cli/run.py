@@ -170,7 +170,7 @@ def _evaluate_file(path: str, args, sim_steps: int, seed: int, max_events: int) 
 
 
 def _print_heading(run: dict, solved: bool) -> None:
-    from ..rl.flow import streamed
+    from ..rl.rates import streamed
 
     scn, met = run["scenario"], run["report"].metrics
     print(f"{scn.name}: {scn.description}" if scn.description else scn.name)

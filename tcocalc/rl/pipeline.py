@@ -1,9 +1,9 @@
 """The RL model as named stages over candidate splits, one phase at a time (docs/rl-modeling.md §5).
 
 ``pool rates → flow (the mode's step model) → staleness → sandbox load → cluster cost → contract metrics``;
-each stage is a pure function with a frozen, typed result (:class:`~tcocalc.rl.flow.Rates`,
-:class:`~tcocalc.rl.flow.Flow`, :class:`~tcocalc.rl.staleness.Staleness`), so each can be called and
-tested on its own and the simulator can hand its own measured :class:`~tcocalc.rl.flow.Flow` to the same
+each stage is a pure function with a frozen, typed result (:class:`~tcocalc.rl.rates.Rates`,
+:class:`~tcocalc.rl.rates.Flow`, :class:`~tcocalc.rl.staleness.Staleness`), so each can be called and
+tested on its own and the simulator can hand its own measured :class:`~tcocalc.rl.rates.Flow` to the same
 metric builder.
 """
 
@@ -18,12 +18,14 @@ from ..scenario import Scenario
 from . import capacity
 from .capacity import GeneratorCapacity, generator_capacities
 from .cluster import Cluster
-from .flow import STEP_MODELS, Flow, Rates, clear_tail_tables, pool_rates
 from .phases import WorkloadStats, phase_list, workload_stats
+from .rates import Flow, Rates, pool_rates
 from .report import contract_metrics
 from .results import PhaseResult
 from .sandboxes import sandbox_load
 from .staleness import Staleness, staleness
+from .steps.registry import STEP_MODELS
+from .steps.tail import clear_tail_tables
 
 __all__ = ["PhaseResult", "evaluate_splits", "phase_results", "finish", "reprice", "clear_caches"]
 
@@ -128,12 +130,12 @@ def _best(rates: Rates, per_split) -> float:
 
 def _ceiling(rates: Rates) -> float:
     """The most samples/s any feasible split could train with these pool rates: a flow exceeds neither the
-    trainer's nor the generator's capacity (:class:`~tcocalc.rl.flow.Rates`)."""
+    trainer's nor the generator's capacity (:class:`~tcocalc.rl.rates.Rates`)."""
     return _best(rates, np.minimum(rates.trainer_samples_per_s, rates.generator_samples_per_s))
 
 
 def clear_caches() -> None:
     """Forget everything the staged model caches: generator and trainer rates (:mod:`.capacity`) and the tail
-    rule's tables (:mod:`.flow`) - what a cold start measures, and what a trial calibration must drop."""
+    rule's tables (:mod:`.steps.tail`) - what a cold start measures, and what a trial calibration must drop."""
     capacity.clear_caches()
     clear_tail_tables()
