@@ -385,6 +385,8 @@ class CalibrationFactors(_Section):
     own stage times (1 = the uncalibrated model) and a fixed per-step cost (docs/calibration.md)."""
 
     generation: float = Field(1.0, gt=0, le=100, description="the generator's decode and prefill time x this [1]")
+    tail: float = Field(1.0, gt=0, le=100, description="a synchronous batch's wait for its slowest trajectories "
+                        "(its generation beyond the engine's throughput) x this [1]")
     training: float = Field(1.0, gt=0, le=100, description="the trainer's forward, backward and optimizer time x "
                                                           "this [1]")
     logprob: float = Field(1.0, gt=0, le=100, description="the old-policy and reference log-prob passes x this [1]")

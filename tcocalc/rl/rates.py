@@ -62,6 +62,7 @@ class Rates:
     miss_s: np.ndarray | float = 0.0    # a trajectory's prefill again after evicted histories, per replica [s]
     hit: np.ndarray | float = 1.0       # share of returns from a tool whose history is still cached [1]
     settings: Settings | None = None    # the framework settings they were derived with (``cluster.settings``)
+    tail: float = 1.0                   # a run calibration's factor on a synchronous batch's tail [1]
 
     @property
     def t_trainer(self) -> np.ndarray:
@@ -152,7 +153,7 @@ def pool_rates(cluster: Cluster, scn: Scenario, ws: WorkloadStats, gcap: Generat
                  generated_per_trained=ws.generated_per_trained, startup_s=startup,
                  rollout_latency_s=latency,
                  t_fixed=fixed_step_seconds(scn, cluster, st, ws, n_t) + run.step_overhead_s,
-                 resident=resident, miss_s=miss_s, hit=hit, settings=st)
+                 resident=resident, miss_s=miss_s, hit=hit, settings=st, tail=run.tail)
 
 
 def lru_retention(scn: Scenario, ws: WorkloadStats, st) -> bool:

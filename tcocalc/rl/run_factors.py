@@ -1,8 +1,9 @@
 """The run calibration a scenario carries (``[calibration]``), as the factors that apply to this scenario.
 
 A calibration fitted on a measured run (:func:`tcocalc.calibrate`, docs/calibration.md) holds per-stage factors:
-the generator's decode and prefill time, the trainer's update and log-prob passes, the weight push, the colocated
-switch (multipliers of the model's own stage times) and a fixed per-step cost. They describe how a software
+the generator's decode and prefill time, the wait for a synchronous batch's slowest trajectories beyond it (the
+tail), the trainer's update and log-prob passes, the weight push, the colocated switch (multipliers of the model's
+own stage times) and a fixed per-step cost. They describe how a software
 stack runs on its hardware, so they carry over to any split, GPU count, staleness bound and, within the rules
 below, mode; a factor whose stack differs in the target scenario does not carry over and is dropped, with a
 warning that names it (:func:`run_factors`; docs/calibration.md, "What transfers"):
@@ -11,6 +12,7 @@ warning that names it (:func:`run_factors`; docs/calibration.md, "What transfers
 factor         kept when the target has the measured run's ...
 ============== ===========================================================================================
 generation     model, generator accelerator, generator precision, KV-cache precision and engine
+tail           as generation, in a target that generates in synchronous batches (not a streaming one)
 training       model, trainer accelerator, trainer precision and framework
 logprob        model, trainer accelerator, trainer precision and framework
 weight_sync    model, trainer and generator accelerators, transport, and one pool or two as measured
@@ -28,11 +30,12 @@ from ..scenario import Scenario
 
 __all__ = ["RunFactors", "UNCALIBRATED", "run_factors", "FACTOR_NAMES", "TRANSFER_KEYS"]
 
-FACTOR_NAMES = ("generation", "training", "logprob", "weight_sync", "switching", "step_overhead_s")
+FACTOR_NAMES = ("generation", "tail", "training", "logprob", "weight_sync", "switching", "step_overhead_s")
 
 #: What each factor needs to match between the measured run and the target (keys of :func:`stack_identity`).
 TRANSFER_KEYS: dict[str, tuple[str, ...]] = {
     "generation": ("model", "generator_hardware", "generator_precision", "kv_precision", "engine"),
+    "tail": ("model", "generator_hardware", "generator_precision", "kv_precision", "engine", "batches"),
     "training": ("model", "trainer_hardware", "trainer_precision", "framework"),
     "logprob": ("model", "trainer_hardware", "trainer_precision", "framework"),
     "weight_sync": ("model", "trainer_hardware", "generator_hardware", "weight_sync", "pools"),
@@ -50,6 +53,7 @@ class RunFactors:
     measured run of another kind of step predict this plan less well ("" when the modes' steps are built alike)."""
 
     generation: float = 1.0
+    tail: float = 1.0
     training: float = 1.0
     logprob: float = 1.0
     weight_sync: float = 1.0
@@ -78,14 +82,15 @@ UNCALIBRATED = RunFactors()
 
 def stack_identity(scn: Scenario, cluster, engine: str, weight_sync: str) -> dict:
     """The keys a factor's transfer is judged on (:data:`TRANSFER_KEYS`), for a resolved scenario: canonical catalog
-    names (the cluster's), precisions, engine, framework, transport and the pools (1 colocated, 2 otherwise)."""
+    names (the cluster's), precisions, engine, framework, transport, the pools (1 colocated, 2 otherwise) and whether
+    the mode generates in synchronous batches (``batches``: "synchronous" or "streaming")."""
     g = scn.generator
     kv = g.kv_precision or ("fp8" if g.precision == "fp4" else g.precision)
     return {"model": cluster.model.name, "trainer_hardware": cluster.trainer.name,
             "generator_hardware": cluster.generator.name, "trainer_precision": scn.model.precision,
             "generator_precision": g.precision, "kv_precision": kv, "engine": engine,
             "framework": scn.orchestration.framework, "weight_sync": weight_sync,
-            "pools": scn.orchestration.traits.pools}
+            "pools": scn.orchestration.traits.pools, "batches": _batches(scn.orchestration.mode)}
 
 
 def run_factors(scn: Scenario, cluster, engine: str, weight_sync: str) -> RunFactors:
@@ -102,7 +107,7 @@ def run_factors(scn: Scenario, cluster, engine: str, weight_sync: str) -> RunFac
                 "generator_hardware": run.generator_hardware, "trainer_precision": run.trainer_precision,
                 "generator_precision": run.generator_precision, "kv_precision": run.kv_precision,
                 "engine": run.engine, "framework": run.framework, "weight_sync": run.weight_sync,
-                "pools": MODES[run.mode].pools}
+                "pools": MODES[run.mode].pools, "batches": _batches(run.mode)}
     target = stack_identity(scn, cluster, engine, weight_sync)
     values, dropped, warnings = {}, [], []
     for name in FACTOR_NAMES:
@@ -112,7 +117,13 @@ def run_factors(scn: Scenario, cluster, engine: str, weight_sync: str) -> RunFac
         value = getattr(cal.factors, name)
         if value == (0.0 if name == "step_overhead_s" else 1.0):
             continue  # a neutral factor changes nothing, kept or not
-        if differ:
+        if differ == ("batches",):  # the tail factor, into a plan that streams: nothing of its kind to scale
+            dropped.append((name, differ))
+            warnings.append(f"calibration: tail ({_show(name, value)}, the wait for the measured batch's slowest "
+                            f"trajectories) is dropped: this {scn.orchestration.mode} plan streams its generation, "
+                            f"so no batch waits for its slowest trajectories; the engine's speed carries as the "
+                            f"generation factor")
+        elif differ:
             dropped.append((name, differ))
             warnings.append(f"calibration: {name} ({_show(name, value)}) is dropped: the measured run's "
                             + ", ".join(f"{k} {measured[k]} differs from this scenario's {target[k]}"
@@ -129,9 +140,11 @@ def run_factors(scn: Scenario, cluster, engine: str, weight_sync: str) -> RunFac
 def _across_modes(measured: str, target: str) -> str:
     """Why factors from a run of mode ``measured`` predict a ``target`` plan less well, or "": a run whose
     generation and training alternate (colocated, sync) or that does not stream carries to a plan whose step is built
-    otherwise. Its measured generation mixes the engine's speed with the wait for the batch's slowest trajectory and
-    the pool's switch, and its step adds generation to training; no step-time log separates them, so the factors
-    carry the synchronous tail into a plan that overlaps or streams (issue 37; data/rl_calibration.toml
+    otherwise. Its measured generation is the engine at its throughput plus the wait for the batch's slowest
+    trajectories (and, colocated, the pool's switch); the fit splits it into the generation factor (the engine's
+    speed, which carries) and the tail factor (which carries only to a plan that generates in synchronous batches),
+    but a log of the step or of the whole generation cannot tell the two apart: the split follows the model and the
+    factors' priors, so the step-time error is wider (issue 37; data/rl_calibration.toml
     ``calibrate_across_modes_error``, measured on pairs C-01..C-05)."""
     a, b = MODES[measured], MODES[target]
     if (a.alternates, a.streaming) == (b.alternates, b.streaming):
@@ -139,8 +152,15 @@ def _across_modes(measured: str, target: str) -> str:
     how = ("alternates generation and training" if a.alternates else
            "streams generation" if a.streaming else "generates in synchronous batches")
     return (f"carried across modes: the measured {measured} run {how}, this {target} plan does not; its logged "
-            f"generation mixes the engine's speed with the wait for the batch's slowest trajectory and the switch, "
-            f"which a step-time log cannot separate, so the step-time error is wider")
+            f"generation is split into the engine's speed (carried) and the wait for the batch's slowest "
+            f"trajectories and the switch (not carried where the plan has none), but a step-time log cannot tell "
+            f"them apart, so the step-time error is wider")
+
+
+def _batches(mode: str) -> str:
+    """Whether a run of ``mode`` generates in synchronous batches ("synchronous": colocated, sync, one_step_off,
+    periodic) or streams under a staleness bound ("streaming": async, inflight)."""
+    return "streaming" if MODES[mode].streaming else "synchronous"
 
 
 def _show(name: str, value: float) -> str:

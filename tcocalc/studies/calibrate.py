@@ -8,8 +8,9 @@
    lognormal's mean before the cap is solved for, :func:`~tcocalc.rl.rollouts.uncapped_mean`);
 2. the model's stage times for that run are compared with the measured ones: the step, the generation, the
    trainer's update, its log-prob passes, the weight push and, colocated, the pool's switch;
-3. six named factors (:data:`~tcocalc.rl.run_factors.FACTOR_NAMES`: multipliers of the generator's, the update's,
-   the log-prob passes', the push's and the switch's times, and a fixed per-step cost of the trainer loop) are
+3. seven named factors (:data:`~tcocalc.rl.run_factors.FACTOR_NAMES`: multipliers of the generator engine's time,
+   of a synchronous batch's wait for its slowest trajectories beyond it (the tail), of the update's, the log-prob
+   passes', the push's and the switch's times, and a fixed per-step cost of the trainer loop) are
    fitted by least squares in log space with a prior on each (a maximum a posteriori estimate, the prior widths
    in data/rl_calibration.toml ``calibrate_*``): a measured stage pins its factor, and a residual only the step
    time shows is shared among the stages by prior variance x sensitivity (docs/calibration.md §2).
@@ -57,6 +58,7 @@ EXPOSABLE = ("generation_s",)
 #: The stage each factor scales, in words (for the printed calibration and docs/calibration.md).
 SCALES = {
     "generation": "the generator engine's decode step line and prefill (time x factor)",
+    "tail": "a synchronous batch's wait for its slowest trajectories, beyond the engine's throughput (x factor)",
     "training": "the trainer's forward, backward and optimizer time (x factor)",
     "logprob": "the old-policy and reference log-prob passes (x factor)",
     "weight_sync": "the weight push to the generator (colocated: the in-process refit) (x factor)",
@@ -64,7 +66,7 @@ SCALES = {
     "step_overhead_s": "a fixed per-step cost of the trainer loop (+ seconds)",
 }
 #: Which measured times move each factor directly (the step time moves them all).
-_STAGE_OF = {"generation": "generation_s", "training": "training_s", "logprob": "logprob_s",
+_STAGE_OF = {"generation": "generation_s", "tail": "generation_s", "training": "training_s", "logprob": "logprob_s",
              "weight_sync": "weight_sync_s", "switching": "switching_s", "step_overhead_s": "step_time_s"}
 
 
@@ -187,7 +189,9 @@ class RunCalibration:
                          f"{', '.join(f.fitted_from) or 'no measurement (neutral)'}")
         if self.generation_parts:
             lines.append("generation phase (model, calibrated): " + " + ".join(f"{name} {sec:,.3g} s"
-                                                                         for name, sec in self.generation_parts))
+                                                                         for name, sec in self.generation_parts)
+                         + " (engine and tail split by the model and the priors: a log of the step or of the whole "
+                           "generation cannot tell them apart)")
         lines += [f"warning: {w}" for w in self.warnings if w != f"not calibrated: {self.misfit}"]
         return "\n".join(lines)
 
@@ -372,8 +376,11 @@ def stage_times(scn: Scenario, res: PhaseResult, f: RunFactors, extra: int, swit
 # ---------------------------------------------------------------- the fit
 def _free(model: _RunModel, meas: dict[str, float]) -> list[str]:
     """The factors the fit moves: those whose stage the measured run has (no log-prob factor without extra passes,
-    no switch factor with two pools); the fixed per-step cost only when the step was measured."""
+    no switch factor with two pools, no tail factor in a run that streams its generation, where no batch waits for
+    its slowest trajectories); the fixed per-step cost only when the step was measured."""
     out = ["generation", "training", "weight_sync"]
+    if not model.scn.orchestration.traits.streaming:
+        out.insert(1, "tail")
     if model.extra > 0:
         out.insert(2, "logprob")
     if model.switch_s > 0:
@@ -497,25 +504,20 @@ def _floors(model: _RunModel, mfu_busy: float, cal) -> dict[str, float]:
 
 def _generation_parts(model: _RunModel, f: RunFactors, after: dict[str, float]) -> tuple[tuple[str, float], ...]:
     """What a synchronous batch's generation is made of, in the calibrated model [s per step]: the engine at its
-    steady-state throughput (the step's generated tokens over the generator's tokens/s, the part a streaming plan
-    pays at the same engine speed), the wait for the batch's slowest trajectories as the batch drains (the rest of
-    the batch's generation: what a streaming plan does not pay) and, colocated, the pool's switch. Empty for a
-    streaming run. The generation factor scales the engine in both (its decode step line ``t0 + t1·b``); a log that
-    times the whole generation cannot tell them apart, which is why a plan carried across modes states a wider
-    error (docs/calibration.md, "Across modes")."""
-    from ..rl.capacity import generator_capacity
-
-    scn = model.scn
-    if scn.orchestration.traits.streaming:
+    steady-state throughput (the batch over the generator's trainable samples/s: the step's generated tokens at the
+    engine's tokens/s, what a streaming plan pays at the same engine speed; the generation factor's), the wait for
+    the batch's slowest trajectories as the batch drains (the rest of the batch's generation, what a streaming plan
+    does not pay; the tail factor's) and, colocated, the pool's switch. Empty for a streaming run. A log that times
+    the whole generation, or only the step, cannot tell the engine from the tail: the fit splits them by the model
+    and the factors' priors, which is why a plan carried across modes states a wider error (docs/calibration.md,
+    "Across modes")."""
+    if model.scn.orchestration.traits.streaming:
         return ()
-    gcap = generator_capacity(scn, model.cluster, model.ws)
-    rates = model.result(RunFactors()).rates
-    tokens = float(np.ravel(rates.batch)[0]) * float(np.ravel(rates.generated_per_trained)[0])
-    gpus = int(np.ravel(gcap.replicas(scn.generator.gpus))[0]) * gcap.instance_gpus
-    rate = gcap.tokens_per_s_per_gpu * gpus
-    if not (rate > 0 and math.isfinite(tokens)):
+    rates = model.result(f).rates
+    rate = float(np.ravel(rates.generator_samples_per_s)[0])
+    if not (rate > 0 and math.isfinite(rate)):
         return ()
-    engine = min(tokens / rate * f.generation, after["generation_s"])
+    engine = min(float(rates.batch) / rate, after["generation_s"])
     parts = [("engine at its steady-state throughput", engine),
              ("wait for the batch's slowest trajectories", max(0.0, after["generation_s"] - engine))]
     if after["switching_s"] > 0:

@@ -195,13 +195,20 @@ def _refill_s(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rate
 
 def sync_generation(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates):
     """(t_gen, dispatched trajectories, trajectories per replica, longest tokens, expected refill time) of a
-    synchronous batch (§4.5): the first round's generation plus :func:`_refill_s`; ``t_gen`` includes both."""
+    synchronous batch (§4.5): the first round's generation plus :func:`_refill_s`; ``t_gen`` includes both. A run
+    calibration's tail factor (``r.tail``, docs/calibration.md "Across modes") multiplies what the batch takes
+    beyond the engine at its steady-state throughput (``B`` over the generator's trainable samples/s): the wait
+    for its slowest trajectories; the engine's own speed is the generation factor's."""
     keep = r.keep
     n_disp = sync_dispatched(ws, keep)
     per_rep = n_disp / np.maximum(r.n_rep, 1)
     longest = _longest_tokens(scn, ws, n_disp, keep) * np.ones_like(per_rep)
     refill = _refill_s(scn, ws, gcap, r, n_disp)
-    return _sync_round_s(scn, ws, gcap, r, n_disp, longest) + refill, n_disp, per_rep, longest, refill
+    t_gen = _sync_round_s(scn, ws, gcap, r, n_disp, longest) + refill
+    if r.tail != 1.0:  # a run calibration's tail factor: on what the batch takes beyond its engine's throughput
+        engine = r.batch / r.generator_samples_per_s
+        t_gen = engine + r.tail * np.maximum(t_gen - engine, 0.0) + np.minimum(t_gen - engine, 0.0)
+    return t_gen, n_disp, per_rep, longest, refill
 
 
 def sync_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates) -> Flow:

@@ -2,10 +2,19 @@
 sibling, compare the predicted step with the published one (tests/data/calibration_pairs/: each scenario cites its
 run's source and assumed inputs; pairs.toml the published figures).
 
-What the pairs say today (2026-12-06): scaling a synchronous run out (C-06, C-07) carries within ±25%; a colocated or
-synchronous pilot carried to a plan whose step is built otherwise (C-01..C-05) misses by 36-116%, so such a plan
-states the error measured on these pairs (data/rl_calibration.toml ``calibrate_across_modes_error``) and says it was
-carried across modes. The test recomputes every error, so the stated figure can never understate them."""
+A synchronous pilot's generation is split into the engine at its steady-state throughput (the generation factor,
+which carries to any plan) and the wait for the batch's slowest trajectories beyond it (the tail factor, which carries
+only to a plan that generates in synchronous batches); before the split one factor took both, and a streaming target
+paid the pilot's tail as a slower engine.
+
+What the pairs say (2026-12-06; before the split in brackets): scaling a synchronous run out (C-06, C-07) carries
+within ±25%: -14% (-14%), -16% (-16%). A colocated or synchronous pilot carried to a plan whose step is built
+otherwise: C-01 +51% (+49%), C-02 +81% (+90%), C-03 +66% (+64%), C-04 +12% (+36%), C-05 +47% (refused, counted as
+the uncalibrated +116%); median 51% (64%), one of five within ±25% (none). What is left is mostly the trainer: the
+targets of C-01, C-02, C-03 and C-05 are trainer-bound, C-01's and C-05's pilots already put their trainers at the MFU
+ceiling under the assumed responses, and C-02's pilot runs slower than the model while its target runs faster. Such
+a plan states the error measured on these pairs (data/rl_calibration.toml ``calibrate_across_modes_error``) and says
+it was carried across modes. The test recomputes every error, so the stated figure can never understate them."""
 
 from __future__ import annotations
 
@@ -80,19 +89,21 @@ def test_a_plan_carried_across_modes_says_so_and_states_the_error_measured_on_th
         assert "carried across modes" in tc.calibration_line(status, trust)
 
 
-def test_c05_pilot_needs_a_generator_and_trainer_beyond_the_physics_and_is_refused(results):
+def test_c05_pilot_calibrates_once_its_tail_is_its_own_and_its_trainer_sits_at_the_ceiling(results):
     """C-05's synchronous step (207.7 s on 96 + 96 H800) is 108% below the model under the assumed responses (mean
-    8,000 tokens, p99 28,000, cap 31,744): even with the trainer at the MFU ceiling and the decode step at the HBM
-    roofline the model stays above it, so the calibration is refused naming both floors (the assumed workload is
-    what is wrong: log the response lengths). C-01, bounded the same way, calibrates with its trainer at the
-    ceiling."""
-    _, cal, _ = results["C-05"]
-    assert not cal.calibrated and "step_time_s: " in cal.misfit
-    assert "training x" in cal.misfit and "generation x" in cal.misfit and cal.misfit.count("at its floor") == 2
-    _, c01, _ = results["C-01"]
-    assert c01.calibrated
-    mfu = tc.evaluate(c01.scenario, advice=False).metrics["trainer_mfu_busy"]
-    assert mfu == pytest.approx(rl_calibration()["calibrate_mfu_ceiling"], rel=0.01)
+    8,000 tokens, p99 28,000, cap 31,744). With one generation factor for engine and tail, the decode step would have
+    had to beat the HBM roofline and the fit was refused; split, the batch's wait for its slowest trajectories comes
+    out shorter than the lognormal tail assumed (tail factor below 1: the pilot's own batch) and the fit holds with
+    the trainer at the MFU ceiling (1%). The asynchronous target is trainer-bound, so its error (+47%) is what the
+    assumed workload leaves when the trainer cannot run faster than the ceiling. C-01, bounded the same way, also
+    calibrates with its trainer at the ceiling."""
+    ceiling = rl_calibration()["calibrate_mfu_ceiling"]
+    for pid in ("C-05", "C-01"):
+        _, cal, _ = results[pid]
+        assert cal.calibrated, (pid, cal.misfit)
+        mfu = tc.evaluate(cal.scenario, advice=False).metrics["trainer_mfu_busy"]
+        assert mfu == pytest.approx(ceiling, rel=0.01), pid
+    assert results["C-05"][1].factor("tail") < 1.0
 
 
 def test_a_synchronous_pilot_s_generation_is_split_into_engine_and_tail(results):
@@ -111,3 +122,18 @@ def test_a_synchronous_pilot_s_generation_is_split_into_engine_and_tail(results)
     streaming = tc.calibrate(tc.load_scenario(PAIRS_DIR / "verl-retool-7b-h20-async-16x16.toml"),
                              {"step_time_s": 221.36})
     assert streaming.generation_parts == ()
+
+
+def test_the_tail_carries_only_to_a_plan_that_waits_for_a_synchronous_batch(results):
+    """The tail factor is the pilot's synchronous batch's: a streaming target (C-04's fully-async ReTool run) drops it,
+    naming why, and keeps the engine's speed (generation); a synchronous target (C-06's 64 x 64 AReaL run) and a one
+    step off one (C-01's 12 : 4 verl run) apply it, since they wait for their own batch's slowest trajectories."""
+    _, cal, report = results["C-04"]
+    status = report.details["calibration"]
+    assert cal.factor("tail") != 1.0 and status["dropped"]["tail"] == ["batches"]
+    assert "generation" in status["factors"] and "tail" not in status["factors"]
+    said = [w["message"] for w in report.details["warnings"] if "tail (" in w["message"]]
+    assert said and "no batch waits for its slowest trajectories" in said[0]
+    for pid in ("C-06", "C-01"):
+        _, cal, report = results[pid]
+        assert report.details["calibration"]["factors"]["tail"] == pytest.approx(cal.factor("tail"))
