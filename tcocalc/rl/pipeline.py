@@ -18,36 +18,54 @@ from ..scenario import Scenario
 from . import capacity
 from .capacity import GeneratorCapacity, generator_capacities
 from .cluster import Cluster
-from .flow import STEP_MODELS, Flow, Rates, clear_tail_tables, pool_rates
+from .flow import STEP_MODELS, Flow, Rates, clear_tail_tables, interruptible, pool_rates
 from .phases import WorkloadStats, phase_list, workload_stats
 from .report import contract_metrics
 from .results import PhaseResult
 from .sandboxes import sandbox_load
 from .staleness import Staleness, staleness
 
-__all__ = ["PhaseResult", "evaluate_splits", "phase_results", "finish", "reprice", "clear_caches"]
+__all__ = ["PhaseResult", "evaluate_splits", "phase_results", "finish", "reprice", "same_flow", "clear_caches"]
 
 
-def evaluate_splits(cluster: Cluster, scn: Scenario, ws: WorkloadStats, n_t, n_g) -> PhaseResult:
+def evaluate_splits(cluster: Cluster, scn: Scenario, ws: WorkloadStats, n_t, n_g, flows: dict | None = None
+                    ) -> PhaseResult:
     """All stages for splits ``(n_t[i], n_g[i])`` of one phase; infeasible splits are flagged, never NaN.
 
     The generator's instance is the steady-state throughput-best one unless an alternative on the same GPUs
     (:func:`~tcocalc.rl.capacity.generator_capacities`) trains more samples/s through this run's flow at that
     split: the instance a planner would pick for this run on that split (docs/rl-modeling.md §4.4), chosen split by
     split, so every split of a sweep gets what :func:`~tcocalc.evaluate` gives it alone. Where splits choose
-    different instances, every stage's arrays hold each split's own and ``generator`` is the first split's."""
+    different instances, every stage's arrays hold each split's own and ``generator`` is the first split's.
+
+    ``flows``: a dict the caller keeps, which stores each instance's pool rates and flow on these splits and hands
+    them back when asked again, for a caller that evaluates plans with the same rates and flows (:func:`same_flow`;
+    the sizing study's async and inflight at one staleness bound): the stages after the flow run for each."""
     step_model = STEP_MODELS[scn.orchestration.mode]
     # max_gpus: a pool too small for the usual instance gets the best that fits
     gcap, *alternatives = generator_capacities(scn, cluster, ws, max_gpus=int(np.max(n_g)))
-    rates = pool_rates(cluster, scn, ws, gcap, n_t, n_g)
-    flow = step_model(scn, ws, gcap, rates)
+
+    def staged(g: GeneratorCapacity, ceiling_over=None) -> tuple[Rates, Flow | None]:
+        key = (ws, g, np.asarray(n_t).tobytes(), np.asarray(n_g).tobytes())
+        if flows is not None and key in flows:
+            g_rates, g_flow = flows[key]
+        else:
+            g_rates, g_flow = pool_rates(cluster, scn, ws, g, n_t, n_g), None
+        if g_flow is None and (ceiling_over is None or np.any(g_rates.feasible
+                                                               & (_ceiling(g_rates) > ceiling_over))):
+            g_flow = step_model(scn, ws, g, g_rates)
+        if flows is not None:
+            flows[key] = (g_rates, g_flow)
+        return g_rates, g_flow
+
+    rates, flow = staged(gcap)
     prices = cluster.prices
     result = finish(scn, ws, gcap, rates, flow, prices=prices)
     for alt in alternatives:
-        alt_rates = pool_rates(cluster, scn, ws, alt, n_t, n_g)
-        if not np.any(alt_rates.feasible & (_ceiling(alt_rates) > result.flow.trained_per_s)):
-            continue  # neither pool would let it train faster than the flow already does: its flow cannot win
-        alt_flow = step_model(scn, ws, alt, alt_rates)
+        # neither pool would let it train faster than the flow already does: its flow cannot win (no flow)
+        alt_rates, alt_flow = staged(alt, ceiling_over=result.flow.trained_per_s)
+        if alt_flow is None:
+            continue
         wins = alt_rates.feasible & (alt_flow.trained_per_s > result.flow.trained_per_s)
         if wins.all():
             result = finish(scn, ws, alt, alt_rates, alt_flow, prices=prices)
@@ -105,19 +123,37 @@ def _merged(mask: np.ndarray, a: PhaseResult, b: PhaseResult) -> PhaseResult:
                        metrics=_pick(mask, a.metrics, b.metrics))
 
 
-def phase_results(scn: Scenario, cluster: Cluster, n_t, n_g) -> list[PhaseResult]:
+def phase_results(scn: Scenario, cluster: Cluster, n_t, n_g, flows: dict | None = None) -> list[PhaseResult]:
     """The staged model for every phase of the run over candidate splits ``(n_t[i], n_g[i])``. Phases with the same
     workload (all but their name, first step and length, which no stage reads) share one evaluation: a file of
-    1,000 phases that repeat a few workloads costs a few."""
+    1,000 phases that repeat a few workloads costs a few. ``flows``: as :func:`evaluate_splits`'."""
     done: dict[WorkloadStats, PhaseResult] = {}
     out = []
     for name, start, steps, over in phase_list(scn):
         ws = workload_stats(scn, over, name, start, steps)
         key = dataclasses.replace(ws, phase="", start_step=0, steps=0)
         if key not in done:
-            done[key] = evaluate_splits(cluster, scn, ws, n_t, n_g)
+            done[key] = evaluate_splits(cluster, scn, ws, n_t, n_g, flows)
         out.append(done[key] if done[key].workload == ws else dataclasses.replace(done[key], workload=ws))
     return out
+
+
+def same_flow(a: Scenario, a_cluster: Cluster, b: Scenario, b_cluster: Cluster) -> bool:
+    """Whether plan ``b`` gets plan ``a``'s pool rates and flow on every split, so that ``a``'s can stand for ``b``'s
+    (:func:`evaluate_splits`' ``flows``): scenarios alike but for ``orchestration.mode``, whose modes run the same
+    step model (:data:`~tcocalc.rl.flow.STEP_MODELS`) with the same traits but for ``in_flight_updates``, which
+    reaches the rates and the flow only through :func:`~tcocalc.rl.flow.interruptible` (the staleness stage,
+    which reads it too, runs for each plan); resolved to clusters alike but for the run calibration's words about
+    the mode (``across_modes``, ``warnings``). ``async`` and ``inflight`` without partial rollout are such a pair."""
+    ta, tb, oa = a.orchestration.traits, b.orchestration.traits, a.orchestration
+    if (STEP_MODELS[oa.mode] is not STEP_MODELS[b.orchestration.mode] or interruptible(a) != interruptible(b)
+            or dataclasses.replace(ta, name=tb.name, in_flight_updates=tb.in_flight_updates) != tb):
+        return False
+    if a.model_copy(update={"orchestration": oa.model_copy(update={"mode": b.orchestration.mode})}) != b:
+        return False
+    words = {"across_modes": "", "warnings": ()}
+    return (dataclasses.replace(a_cluster, run=dataclasses.replace(a_cluster.run, **words))
+            == dataclasses.replace(b_cluster, run=dataclasses.replace(b_cluster.run, **words)))
 
 
 def _best(rates: Rates, per_split) -> float:
