@@ -45,28 +45,30 @@ def evaluate_splits(cluster: Cluster, scn: Scenario, ws: WorkloadStats, n_t, n_g
     # max_gpus: a pool too small for the usual instance gets the best that fits
     gcap, *alternatives = generator_capacities(scn, cluster, ws, max_gpus=int(np.max(n_g)))
 
-    def staged(g: GeneratorCapacity, ceiling_over=None) -> tuple[Rates, Flow | None]:
+    def staged(g: GeneratorCapacity, over=None) -> tuple[Rates, Flow | None, np.ndarray]:
+        """The instance's rates, its flow (None: no split's ceiling is above ``over``) and the splits that may
+        take it (feasible, ceiling above ``over``)."""
         key = (ws, g, np.asarray(n_t).tobytes(), np.asarray(n_g).tobytes())
         if flows is not None and key in flows:
             g_rates, g_flow = flows[key]
         else:
             g_rates, g_flow = pool_rates(cluster, scn, ws, g, n_t, n_g), None
-        if g_flow is None and (ceiling_over is None or np.any(g_rates.feasible
-                                                               & (_ceiling(g_rates) > ceiling_over))):
+        may = g_rates.feasible if over is None else g_rates.feasible & (_ceiling(g_rates, g) > over)
+        if g_flow is None and np.any(may):
             g_flow = step_model(scn, ws, g, g_rates)
         if flows is not None:
             flows[key] = (g_rates, g_flow)
-        return g_rates, g_flow
+        return g_rates, g_flow, may
 
-    rates, flow = staged(gcap)
+    rates, flow, _ = staged(gcap)
     prices = cluster.prices
     result = finish(scn, ws, gcap, rates, flow, prices=prices)
     for alt in alternatives:
-        # neither pool would let it train faster than the flow already does: its flow cannot win (no flow)
-        alt_rates, alt_flow = staged(alt, ceiling_over=result.flow.trained_per_s)
+        # a split whose ceiling on this instance is not above its flow cannot take it; no split: no flow computed
+        alt_rates, alt_flow, may = staged(alt, over=result.flow.trained_per_s)
         if alt_flow is None:
             continue
-        wins = alt_rates.feasible & (alt_flow.trained_per_s > result.flow.trained_per_s)
+        wins = may & (alt_flow.trained_per_s > result.flow.trained_per_s)
         if wins.all():
             result = finish(scn, ws, alt, alt_rates, alt_flow, prices=prices)
         elif wins.any():
@@ -156,16 +158,21 @@ def same_flow(a: Scenario, a_cluster: Cluster, b: Scenario, b_cluster: Cluster) 
             == dataclasses.replace(b_cluster, run=dataclasses.replace(b_cluster.run, **words)))
 
 
-def _best(rates: Rates, per_split) -> float:
-    """The largest of ``per_split`` over the feasible splits (0 when none is feasible)."""
-    values = np.where(rates.feasible, per_split, 0.0)
-    return float(np.max(values)) if np.size(values) else 0.0
-
-
-def _ceiling(rates: Rates) -> float:
-    """The most samples/s any feasible split could train with these pool rates: a flow exceeds neither the
-    trainer's nor the generator's capacity (:class:`~tcocalc.rl.flow.Rates`)."""
-    return _best(rates, np.minimum(rates.trainer_samples_per_s, rates.generator_samples_per_s))
+def _ceiling(rates: Rates, gcap: GeneratorCapacity) -> np.ndarray:
+    """The most samples/s each split could train on this instance, whatever the step model [sample/s]: no more
+    than the trainer's capacity ``μ_t`` (every step model's step holds a batch's training, ``B/μ_t``), and no more
+    than the generator with every slot decoding and nothing prefilled again,
+    ``n_rep·keep·S/(ḡ·(t0 + t1·S))`` (``S`` the slots, ``ḡ`` model tokens per dispatched trajectory): a replica
+    decodes ``b/t(b)`` tokens/s, which grows with its decoding batch ``b ≤ S``, and every step model's decode runs on
+    that step line (tails, tool time, re-prefill and pauses only lower it). ``rates.generator_samples_per_s`` is
+    not a ceiling under an LRU prefix cache: it is the generator at the admission's full count, which thrashes the
+    cache, while the async flow keeps fewer in flight (the queue and the finished group members hold no slot) and
+    runs faster (§4.12). Infeasible splits: 0."""
+    slots = np.maximum(np.asarray(rates.slots, dtype=float), 1.0)
+    full = (np.maximum(rates.n_rep, 0) * rates.keep * slots
+            / (rates.generated_per_dispatched * (gcap.t0 + gcap.t1 * slots)))
+    gen = np.maximum(rates.generator_samples_per_s, full)
+    return np.where(rates.feasible, np.minimum(rates.trainer_samples_per_s, gen), 0.0)
 
 
 def clear_caches() -> None:
