@@ -112,7 +112,7 @@ def rl() -> list[tuple[str, float, str]]:
         update={"filter_zero_advantage": False})})
     tc.simulate(nofilter, steps=2)
     sim = _best(lambda: tc.simulate(nofilter, steps=1000, seed=1), repeats=1)
-    from tcocalc.cli import default_sim_steps
+    from tcocalc.cli.run import default_sim_steps
 
     agentic = tc.load_scenario(root / "gb300_agentic_960.toml")
     agentic_steps = default_sim_steps(agentic)  # what `tcocalc run --simulate` runs (within its event budget)

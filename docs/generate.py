@@ -49,7 +49,7 @@ BLOCK = re.compile(r"<!-- BEGIN GENERATED ([\w-]+):[^\n]*-->\n(.*?)<!-- END GENE
 
 def _cli(*argv: str) -> str:
     """What ``tcocalc ARGV`` prints."""
-    from tcocalc.cli import main
+    from tcocalc.cli.main import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -349,21 +349,21 @@ def scenario_presets() -> str:
 #: metric -> (functions that compute it, in the order the value is built; derivation section of
 #: docs/rl-modeling.md). Dotted paths from ``tcocalc``; tests/docs/test_docs_generated.py checks that each resolves.
 METRIC_SOURCES: dict[str, tuple[tuple[str, ...], str]] = {
-    "trainer_gpus": (("rl.flow.pool_rates",), "§5.1"),
-    "generator_gpus": (("rl.flow.pool_rates",), "§5.1"),
-    "step_time_s": (("rl.flow.STEP_MODELS", "rl.report.combine_phases"), "§5.1"),
-    "useful_samples_per_s": (("rl.flow.STEP_MODELS", "rl.rollouts.useful_group_fraction",
+    "trainer_gpus": (("rl.rates.pool_rates",), "§5.1"),
+    "generator_gpus": (("rl.rates.pool_rates",), "§5.1"),
+    "step_time_s": (("rl.steps.registry.STEP_MODELS", "rl.report.combine_phases"), "§5.1"),
+    "useful_samples_per_s": (("rl.steps.registry.STEP_MODELS", "rl.rollouts.useful_group_fraction",
                               "rl.report.contract_metrics"), "§6"),
-    "trainer_capacity_samples_per_s": (("rl.capacity.trainer_capacity", "rl.flow.STEP_MODELS"), "§3.2"),
-    "generator_capacity_samples_per_s": (("rl.capacity.generator_capacities", "rl.flow.STEP_MODELS"), "§4.4"),
-    "trainer_idle_fraction": (("rl.flow.STEP_MODELS",), "§5.2"),
-    "generator_idle_fraction": (("rl.flow.STEP_MODELS",), "§5.2"),
-    "trainer_mfu": (("rl.flow.pool_rates", "rl.flow.STEP_MODELS", "rl.report.contract_metrics"), "§3.2"),
-    "trainer_mfu_busy": (("rl.capacity.trainer_capacity", "rl.flow.pool_rates"), "§3.2"),
-    "generator_output_tokens_per_s_per_gpu": (("rl.flow.STEP_MODELS", "rl.report.contract_metrics"), "§4.4"),
-    "prefix_cache_hit_fraction": (("rl.kv_retention.lru_residency", "rl.flow.STEP_MODELS"), "§4.12"),
+    "trainer_capacity_samples_per_s": (("rl.capacity.trainer_capacity", "rl.steps.registry.STEP_MODELS"), "§3.2"),
+    "generator_capacity_samples_per_s": (("rl.capacity.generator_capacities", "rl.steps.registry.STEP_MODELS"), "§4.4"),
+    "trainer_idle_fraction": (("rl.steps.registry.STEP_MODELS",), "§5.2"),
+    "generator_idle_fraction": (("rl.steps.registry.STEP_MODELS",), "§5.2"),
+    "trainer_mfu": (("rl.rates.pool_rates", "rl.steps.registry.STEP_MODELS", "rl.report.contract_metrics"), "§3.2"),
+    "trainer_mfu_busy": (("rl.capacity.trainer_capacity", "rl.rates.pool_rates"), "§3.2"),
+    "generator_output_tokens_per_s_per_gpu": (("rl.steps.registry.STEP_MODELS", "rl.report.contract_metrics"), "§4.4"),
+    "prefix_cache_hit_fraction": (("rl.kv_retention.lru_residency", "rl.steps.registry.STEP_MODELS"), "§4.12"),
     "useful_group_fraction": (("rl.rollouts.useful_group_fraction", "rl.phases.workload_stats"), "§2.2"),
-    "discarded_fraction": (("rl.flow.STEP_MODELS",), "§4.6"),
+    "discarded_fraction": (("rl.steps.registry.STEP_MODELS",), "§4.6"),
     "mean_staleness_steps": (("rl.staleness.staleness",), "§5.3"),
     "max_staleness_steps": (("rl.staleness.staleness", "rl.report.combine_phases"), "§5.3"),
     "token_staleness_steps": (("rl.staleness.staleness",), "§5.3"),

@@ -4,7 +4,8 @@ A mode's name is read once: every stage that needs to know how a mode behaves re
 :data:`MODES` (``MODES[scn.orchestration.mode].streaming``) instead of comparing the name, the way pvlib's
 ``ModelChain`` looks a model name up once and then calls the method it chose
 (pvlib/pvlib-python@6382338:pvlib/modelchain.py, ``ModelChain.dc_model``). The one other place that keys on the
-name is the step-model table :data:`tcocalc.rl.flow.STEP_MODELS` (which function computes a step).
+name is the step-model table :data:`tcocalc.rl.steps.registry.STEP_MODELS` (which function computes a
+step).
 
 The modes (docs/rl-modeling.md §5.1):
 

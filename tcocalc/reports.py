@@ -172,8 +172,8 @@ def sandbox_start_tail_s(scenario) -> float | None:
     most ``sandbox.max_starting`` at once, each start taking ``sandbox.startup_s``:
     ``dispatched x startup_s / (1 - failure_rate) / max_starting``, or one start (``startup_s / (1 - p)``) when the
     start rate is unlimited. None for a scenario without sandboxes."""
-    from .rl.flow import sandbox_attempts
     from .rl.phases import workload_stats
+    from .rl.rates import sandbox_attempts
 
     ws = workload_stats(scenario)
     if not ws.uses_sandbox:

@@ -141,11 +141,15 @@ own_bound = float(scn0.orchestration.max_staleness)
 bound_choices = sorted({0.5, 1.0, 2.0, 4.0, 8.0, own_bound})
 # The options start from the chosen scenario (its accelerators, the default bounds and its own); choosing another
 # scenario, or coming back from another page, starts them again.
-if st.session_state.get("_size_loaded") != name or "size_trainer_hw" not in st.session_state:
+# A link that names only some options (e.g. the accelerators) starts the others from the scenario too.
+starts = {"size_trainer_hw": [tc.hardware(scn0.trainer.hardware).name],
+         "size_generator_hw": [tc.hardware(scn0.generator.hardware).name],
+         "size_bounds": sorted({1.0, 2.0, 4.0, own_bound})}
+if st.session_state.get("_size_loaded") != name:
     st.session_state["_size_loaded"] = name
-    st.session_state.update(size_trainer_hw=[tc.hardware(scn0.trainer.hardware).name],
-                            size_generator_hw=[tc.hardware(scn0.generator.hardware).name],
-                            size_bounds=sorted({1.0, 2.0, 4.0, own_bound}))
+    st.session_state.update(starts)
+for key, first in starts.items():
+    st.session_state.setdefault(key, first)
 if "size_bounds" in st.session_state:  # bounds kept from a link or a visit: those this scenario offers
     st.session_state["size_bounds"] = [b for b in st.session_state["size_bounds"] if b in bound_choices]
 if "size_modes" not in st.session_state:

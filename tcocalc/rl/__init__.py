@@ -12,7 +12,9 @@ Files:
 * ``kv_retention.py``: a multi-turn trajectory's KV while it waits on a tool (kept, or evicted and re-prefilled).
 * ``weight_sync.py``: weight synchronisation from a separate trainer pool to the generator pool.
 * ``switching.py``: colocated switching, the hand-over of the GPUs between trainer and engine every step.
-* ``flow.py``: pool rates and the steady-state flow of one step, one step model per orchestration mode.
+* ``rates.py``: each pool's rates on its own (stage 1), and the step's flow they hand to the step models.
+* ``steps/``: the steady-state flow of one step, one step model per orchestration mode (one file each) and
+  ``steps/registry.py``'s ``STEP_MODELS``.
 * ``staleness.py``: staleness of trained samples at trajectory, token and environment-state level.
 * ``sandboxes.py``: sandbox load: live sandboxes, their CPU cores and the start-up ramp.
 * ``run_factors.py``: the run calibration a scenario carries (``[calibration]``), as factors.

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..scenario import Scenario
 from .diagnosis import Arrangement
-from .flow import streamed
+from .rates import streamed
 from .results import CalibrationStatus, PhaseResult, Sizing, Trust
 from .search import OBJECTIVE_LABEL, SIDE_MAX, SPLIT_TOLERANCE, Sweep, gain, objective_values
 

@@ -1,9 +1,9 @@
 """The RL model as named stages over candidate splits, one phase at a time (docs/rl-modeling.md §5).
 
 ``pool rates → flow (the mode's step model) → staleness → sandbox load → cluster cost → contract metrics``;
-each stage is a pure function with a frozen, typed result (:class:`~tcocalc.rl.flow.Rates`,
-:class:`~tcocalc.rl.flow.Flow`, :class:`~tcocalc.rl.staleness.Staleness`), so each can be called and
-tested on its own and the simulator can hand its own measured :class:`~tcocalc.rl.flow.Flow` to the same
+each stage is a pure function with a frozen, typed result (:class:`~tcocalc.rl.rates.Rates`,
+:class:`~tcocalc.rl.rates.Flow`, :class:`~tcocalc.rl.staleness.Staleness`), so each can be called and
+tested on its own and the simulator can hand its own measured :class:`~tcocalc.rl.rates.Flow` to the same
 metric builder.
 """
 
@@ -18,12 +18,14 @@ from ..scenario import Scenario
 from . import capacity
 from .capacity import GeneratorCapacity, generator_capacities
 from .cluster import Cluster
-from .flow import STEP_MODELS, Flow, Rates, clear_tail_tables, interruptible, pool_rates
 from .phases import WorkloadStats, phase_list, workload_stats
+from .rates import Flow, Rates, interruptible, pool_rates
 from .report import contract_metrics
 from .results import PhaseResult
 from .sandboxes import sandbox_load
 from .staleness import Staleness, staleness
+from .steps.registry import STEP_MODELS
+from .steps.tail import clear_tail_tables
 
 __all__ = ["PhaseResult", "evaluate_splits", "phase_results", "finish", "reprice", "same_flow", "clear_caches"]
 
@@ -143,10 +145,11 @@ def phase_results(scn: Scenario, cluster: Cluster, n_t, n_g, flows: dict | None 
 def same_flow(a: Scenario, a_cluster: Cluster, b: Scenario, b_cluster: Cluster) -> bool:
     """Whether plan ``b`` gets plan ``a``'s pool rates and flow on every split, so that ``a``'s can stand for ``b``'s
     (:func:`evaluate_splits`' ``flows``): scenarios alike but for ``orchestration.mode``, whose modes run the same
-    step model (:data:`~tcocalc.rl.flow.STEP_MODELS`) with the same traits but for ``in_flight_updates``, which
-    reaches the rates and the flow only through :func:`~tcocalc.rl.flow.interruptible` (the staleness stage,
-    which reads it too, runs for each plan); resolved to clusters alike but for the run calibration's words about
-    the mode (``across_modes``, ``warnings``). ``async`` and ``inflight`` without partial rollout are such a pair."""
+    step model (:data:`~tcocalc.rl.steps.registry.STEP_MODELS`) with the same traits but for
+    ``in_flight_updates``, which reaches the rates and the flow only through
+    :func:`~tcocalc.rl.rates.interruptible` (the staleness stage, which reads it too, runs for each plan); resolved
+    to clusters alike but for the run calibration's words about the mode (``across_modes``, ``warnings``). ``async``
+    and ``inflight`` without partial rollout are such a pair."""
     ta, tb, oa = a.orchestration.traits, b.orchestration.traits, a.orchestration
     if (STEP_MODELS[oa.mode] is not STEP_MODELS[b.orchestration.mode] or interruptible(a) != interruptible(b)
             or dataclasses.replace(ta, name=tb.name, in_flight_updates=tb.in_flight_updates) != tb):
@@ -177,6 +180,6 @@ def _ceiling(rates: Rates, gcap: GeneratorCapacity) -> np.ndarray:
 
 def clear_caches() -> None:
     """Forget everything the staged model caches: generator and trainer rates (:mod:`.capacity`) and the tail
-    rule's tables (:mod:`.flow`) - what a cold start measures, and what a trial calibration must drop."""
+    rule's tables (:mod:`.steps.tail`) - what a cold start measures, and what a trial calibration must drop."""
     capacity.clear_caches()
     clear_tail_tables()

@@ -1,6 +1,6 @@
 """The contract's metrics: built from the stages' hand-offs in one place, combined over phases in one place.
 
-:func:`contract_metrics` turns one phase's :class:`~tcocalc.rl.flow.Rates`, :class:`~tcocalc.rl.flow.Flow`,
+:func:`contract_metrics` turns one phase's :class:`~tcocalc.rl.rates.Rates`, :class:`~tcocalc.rl.rates.Flow`,
 :class:`~tcocalc.rl.staleness.Staleness`, live sandboxes and cluster cost into the contract's per-phase
 metrics (docs/metrics.md, generated; units in :data:`METRIC_UNITS`). :func:`combine_phases` weights
 phases by their wall time and adds the run-level figures (Tinker's price for the same token mix, run hours
@@ -19,8 +19,8 @@ from ..economics.tco import gpus_paid
 from ..economics.tinker import price_row
 from ..errors import InfeasibleError, MissingSpecError
 from ..scenario import Scenario
-from .flow import Flow, Rates
 from .phases import WorkloadStats
+from .rates import Flow, Rates
 from .rollouts import multiturn_prefill_tokens
 from .sandboxes import ramp_hours
 from .staleness import Staleness

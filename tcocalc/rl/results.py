@@ -16,8 +16,8 @@ import numpy as np
 from ..economics.tco import PoolPrice
 from ..scenario import Scenario
 from .capacity import GeneratorCapacity
-from .flow import Flow, Rates
 from .phases import WorkloadStats
+from .rates import Flow, Rates
 from .report import HEADLINE_METRICS, METRIC_UNITS, binding_text, metric_quantities
 from .staleness import Staleness
 

@@ -12,8 +12,8 @@ import math
 import numpy as np
 
 from ..scenario import Scenario
-from .flow import Flow, sandbox_attempts
 from .phases import WorkloadStats
+from .rates import Flow, sandbox_attempts
 
 __all__ = ["sandbox_load", "ramp_hours"]
 

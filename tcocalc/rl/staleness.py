@@ -19,8 +19,8 @@ import numpy as np
 
 from ..scenario import Scenario
 from .capacity import GeneratorCapacity
-from .flow import Flow, streamed
 from .phases import WorkloadStats
+from .rates import Flow, streamed
 from .rollouts import (
     Z99,
     capped_moment,

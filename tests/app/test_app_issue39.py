@@ -223,7 +223,7 @@ def test_d17_the_gb300_960_comment_says_what_the_tool_says():
 
 
 def test_n12_n13_n15_cli_words(capsys):
-    from tcocalc.cli import main
+    from tcocalc.cli.main import main
 
     assert main(["hardware", "--sources"]) == 0
     out = capsys.readouterr().out
@@ -249,7 +249,7 @@ def test_n16_d12_d13_tables_read_like_the_tiles():
 
 
 def test_n11_measured_takes_several_pairs_as_the_synopsis_reads(capsys):
-    from tcocalc.cli import main
+    from tcocalc.cli.main import main
 
     assert main(["calibrate", "default", "--measured", "step_time_s=120", "response_tokens_mean=3000"]) == 0
     assert "usage:" not in capsys.readouterr().err
@@ -263,3 +263,16 @@ def test_size_link_with_names_the_boxes_do_not_offer_is_not_a_traceback():
     assert not at.exception
     assert at.multiselect(key="size_trainer_hw").value == ["H100-SXM"]
     assert at.multiselect(key="size_bounds").value == [2.0]
+
+
+def test_size_link_naming_only_the_accelerators_starts_the_other_options_from_the_scenario():
+    """Hand test 2026-12-06: a link with the accelerators but no staleness bounds answered 'options.staleness_bounds:
+    is empty' (the options were kept from the link, the missing ones never started)."""
+    at = AppTest.from_file(SIZE, default_timeout=300)
+    at.query_params.update({"size_scenario": "default", "size_trainer_hw": ["H100-SXM", "H200-SXM"]})
+    at.run()
+    assert not at.exception and not at.error
+    assert at.multiselect(key="size_trainer_hw").value == ["H100-SXM", "H200-SXM"]
+    own = tc.hardware(tc.load_scenario("default").generator.hardware).name
+    assert at.multiselect(key="size_generator_hw").value == [own]
+    assert at.multiselect(key="size_bounds").value  # the scenario's bounds, not an empty list

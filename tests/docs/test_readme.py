@@ -88,7 +88,7 @@ def test_bash_block_parses(page, start, block):
     assert res.returncode == 0, f"{page} line {start}: bash -n fails:\n{res.stderr}\n{block}"
     assert not re.search(r"\b[A-Z]{3,}\.toml\b|\[--|\bDIR\b", block), (
         f"{page} line {start}: a synopsis (placeholders, [--options]) belongs in a ```text block:\n{block}")
-    from tcocalc.cli import build_parser
+    from tcocalc.cli.main import build_parser
 
     for argv in _tcocalc_argv(block):
         try:
@@ -108,7 +108,7 @@ def _parser_options() -> dict[str, list[str]]:
     """Subcommand -> its long flags, from the CLI's own parser."""
     import argparse
 
-    from tcocalc.cli import build_parser
+    from tcocalc.cli.main import build_parser
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     return {name: sorted(o for a in p._actions for o in a.option_strings if o.startswith("--") and o != "--help")
@@ -127,7 +127,7 @@ def test_readme_names_the_subcommands():
 
 
 def test_the_synopsis_lists_every_subcommand_and_flag():
-    """The README's synopsis block lists every command of tcocalc/cli.py with every flag: a new one is added there."""
+    """The README's synopsis block lists every command of tcocalc/cli/ with every flag: a new one is added there."""
     synopsis = _synopsis()
     missing = []
     for name, flags in _parser_options().items():

@@ -94,5 +94,5 @@ def one_run(runs: Collection[str], wanted: str | None, shown: str) -> str | None
     if len(distinct) > 1:
         listed = ", ".join(distinct[:8]) + (", ..." if len(distinct) > 8 else "")
         raise error(shown, f"holds {len(distinct)} runs ({listed}); pass run= one of them "
-                           "(tc.load_measurements(path, run=...)) or export one run")
+                           "(tc.load_measurements(path, run=...); tcocalc calibrate ... --run NAME) or export one run")
     return None

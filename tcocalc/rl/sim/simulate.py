@@ -24,9 +24,9 @@ import numpy as np
 from ...errors import InfeasibleError, ScenarioError
 from ...scenario import Scenario
 from ..capacity import sample_flops, trajectory_flops_coefficients
-from ..flow import Flow, Rates, lru_retention, sandbox_attempts, streamed, turn_shape
 from ..phases import phase_list, phase_scenario, workload_stats
 from ..pipeline import finish
+from ..rates import Flow, Rates, lru_retention, sandbox_attempts, streamed, turn_shape
 from ..report import combine_phases, scalar_metrics
 from ..results import PhaseResult, RLReport, SimulationRun
 from ..rollouts import intra_step_lag

@@ -9,7 +9,7 @@ Layers, lowest first; a module may import only from its own layer or a lower one
     3 economics     tcocalc.economics.*
     4 rl            tcocalc.rl.*
     5 studies       tcocalc.sweeps, tcocalc.studies.*   (sizing, rl_validation, whatif, calibrate, ...)
-    6 presentation  tcocalc.figures, reports, cli, __main__, app.*
+    6 presentation  tcocalc.figures, reports, cli.*, __main__, app.*
 
 ``tcocalc/__init__.py`` is a lazy facade (``_EXPORTS`` resolved with importlib) and is not checked as an
 importer; imported from inside the package it counts as the top layer, since it can hand out any name.
@@ -34,7 +34,14 @@ PKG = ROOT / "tcocalc"
 TOP = "tcocalc"
 
 MAX_FUNCTION_LINES = 100
-SUBPACKAGES = ("catalog", "roofline", "economics", "rl", "rl/sim", "studies", "logs", "logs/formats")
+#: Places whose every module stays at or under this many lines (architecture-4.md §4.4 items 1-2: ``cli.py`` had
+#: grown to 954 lines and became the ``cli/`` package, one module per subcommand; ``rl/flow.py`` had grown to 866
+#: and became stage 1, ``rl/rates.py``, and one file per step model in ``rl/steps/``, as vidur keeps one replica
+#: scheduler a file).
+MAX_MODULE_LINES = 500
+MODULE_SIZE_CHECKED = ("cli", "rl/steps", "rl/rates.py")
+SUBPACKAGES = ("catalog", "roofline", "economics", "rl", "rl/sim", "rl/steps", "studies", "logs", "logs/formats",
+               "cli")
 
 # second component of the dotted module name -> layer
 LAYERS: dict[str, int] = {
@@ -57,7 +64,6 @@ LAYERS: dict[str, int] = {
     "figures": 6,
     "reports": 6,
     "cli": 6,
-    "cli_calibrate": 6,
     "__main__": 6,
     "app": 6,
 }
@@ -377,6 +383,41 @@ def test_no_function_longer_than_100_lines():
     fail_if(lines, f"functions longer than {MAX_FUNCTION_LINES} lines (longest first):")
 
 
+# ---------------------------------------------------------------- module length
+
+
+def long_modules(folder: Path, limit: int) -> list[str]:
+    """``path: N lines`` for every ``*.py`` under ``folder`` (at any depth; or ``folder`` itself, a module) longer
+    than ``limit`` lines."""
+    found = []
+    for path in [folder] if folder.is_file() else sorted(folder.rglob("*.py")):
+        if "__pycache__" not in path.parts:
+            n = len(path.read_text(encoding="utf-8").splitlines())
+            if n > limit:
+                found.append(f"  {path.relative_to(folder.parent if folder.is_dir() else folder.parents[1])}: "
+                             f"{n} lines")
+    return found
+
+
+def test_module_length_finder_on_hand_made_files(tmp_path):
+    folder = tmp_path / "pkg"
+    folder.mkdir()
+    (folder / "short.py").write_text("x = 1\n" * 3, encoding="utf-8")
+    (folder / "long.py").write_text("x = 1\n" * 4, encoding="utf-8")
+    assert long_modules(folder, 3) == ["  pkg/long.py: 4 lines"]
+    assert long_modules(folder, 4) == []
+    assert long_modules(folder / "long.py", 3) == ["  pkg/long.py: 4 lines"]
+
+
+@pytest.mark.parametrize("folder", MODULE_SIZE_CHECKED)
+def test_no_module_longer_than_500_lines(folder):
+    """Every module of the checked folders holds at most MAX_MODULE_LINES lines (blank lines and comments
+    included): a subcommand that outgrows it gets its own module."""
+    assert (PKG / folder).exists(), f"tcocalc/{folder} is gone: update MODULE_SIZE_CHECKED"
+    fail_if(long_modules(PKG / folder, MAX_MODULE_LINES),
+            f"modules of tcocalc/{folder}/ longer than {MAX_MODULE_LINES} lines (split them):")
+
+
 # ---------------------------------------------------------------- subpackage __init__ files
 
 
@@ -472,8 +513,8 @@ def test_no_private_name_is_assigned_from_outside_its_module():
 
 _MODE_NAMES = {"colocated", "sync", "one_step_off", "async", "inflight", "periodic"}
 MODE_HOMES = {"tcocalc.modes"}
-"""Where a mode's name may be compared: its traits table. (The step-model table ``rl/flow.py:STEP_MODELS`` is keyed
-by the name, a dict, not a comparison.)"""
+"""Where a mode's name may be compared: its traits table. (The step-model table ``rl/steps/registry.py:STEP_MODELS``
+is keyed by the name, a dict, not a comparison.)"""
 DATA_READERS = {"tcocalc.catalog.rl_cases"}
 """Data-file readers check a file's ``mode`` column against the values the file may hold (a check of the data,
 not an interpretation of a mode)."""

@@ -6,7 +6,7 @@ import sys
 
 import pandas as pd
 
-from tcocalc.cli import main
+from tcocalc.cli.main import main
 
 
 def test_hardware_csv_round_trips(capsys):

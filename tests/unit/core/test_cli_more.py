@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 import tcocalc as tc
-from tcocalc import cli
-from tcocalc.cli import main
+from tcocalc.cli import catalogs, common, outputs
+from tcocalc.cli.main import main
 from tests.conftest import ROOT
 
 DEFAULT = ROOT / "scenarios" / "default.toml"
@@ -43,7 +43,7 @@ def test_run_by_name_is_run_of_the_file(capsys):
 def test_json_shape_has_its_version(capsys):
     assert main(["run", "default", "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
-    assert record["schema_version"] == cli.JSON_SCHEMA_VERSION == 2 and record["error"] is None
+    assert record["schema_version"] == outputs.JSON_SCHEMA_VERSION == 2 and record["error"] is None
     assert list(record) == ["schema_version", "scenario", "file", "analytical", "simulation", "advice", "phases",
                             "error"]
 
@@ -66,7 +66,7 @@ def test_standard_input():
 def test_several_files_json_has_an_entry_for_the_failing_one(tmp_path, capsys):
     bad = tmp_path / "bad.toml"
     bad.write_text("[model]\nname = 'Qwen3-8B'\n")
-    assert main(["run", "default", str(bad), "--json"]) == cli.EXIT_PARTIAL == 5
+    assert main(["run", "default", str(bad), "--json"]) == common.EXIT_PARTIAL == 5
     first, second = json.loads(capsys.readouterr().out)
     assert first["error"] is None and first["analytical"]["trainer_gpus"] == 8
     assert second["file"] == str(bad) and second["analytical"] is None and second["phases"] == []
@@ -78,13 +78,13 @@ def test_several_files_json_has_an_entry_for_the_failing_one(tmp_path, capsys):
 def test_exit_codes_by_kind(tmp_path, capsys):
     glm = (ROOT / "scenarios" / "glm5_h200_drift.toml").read_text().replace("gpus = 128", "gpus = 8", 1)
     (tmp_path / "small.toml").write_text(glm)
-    assert main(["run", str(tmp_path / "small.toml")]) == cli.EXIT_INFEASIBLE == 4
+    assert main(["run", str(tmp_path / "small.toml")]) == common.EXIT_INFEASIBLE == 4
     assert "cannot train" in capsys.readouterr().err
-    assert main(["run", "no-such-scenario"]) == cli.EXIT_SCENARIO == 3
-    assert main(["run", "default", "--seed", "3"]) == cli.EXIT_USAGE == 2
+    assert main(["run", "no-such-scenario"]) == common.EXIT_SCENARIO == 3
+    assert main(["run", "default", "--seed", "3"]) == common.EXIT_USAGE == 2
     help_text = subprocess.run([sys.executable, "-m", "tcocalc", "run", "--help"], capture_output=True, text=True,
                                cwd=ROOT).stdout
-    for code, meaning in cli.EXIT_CODES.items():
+    for code, meaning in common.EXIT_CODES.items():
         assert f"  {code}  {meaning}" in help_text
 
 
@@ -112,7 +112,7 @@ def test_csv_phases_carry_units(tmp_path):
 
 
 def test_app_command_runs_the_packaged_app(monkeypatch):
-    cmd = cli.app_command(["--server.port", "8600"])
+    cmd = catalogs.app_command(["--server.port", "8600"])
     assert cmd[1:4] == ["-m", "streamlit", "run"] and Path(cmd[4]) == ROOT / "tcocalc" / "app" / "main.py"
     assert Path(cmd[4]).is_file() and cmd[-2:] == ["--server.port", "8600"]
     seen = {}

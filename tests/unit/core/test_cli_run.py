@@ -10,7 +10,7 @@ import pytest
 
 import tcocalc as tc
 from tcocalc import METRIC_UNITS
-from tcocalc.cli import main
+from tcocalc.cli.main import main
 from tests.conftest import ROOT
 
 DEFAULT = str(ROOT / "scenarios" / "default.toml")
@@ -216,7 +216,7 @@ def test_max_events_refuses_a_long_run_before_it_starts(capsys):
 
 
 def test_max_events_default_is_the_library_default():
-    from tcocalc.cli import DEFAULT_MAX_EVENTS
+    from tcocalc.cli.run import DEFAULT_MAX_EVENTS
     from tcocalc.rl.sim.simulate import DEFAULT_MAX_EVENTS as LIBRARY
 
     assert DEFAULT_MAX_EVENTS == LIBRARY
@@ -226,7 +226,7 @@ def test_default_simulation_fits_an_event_budget_and_says_so(capsys):
     """The agentic scenarios would take ~50 s at 200 steps: without --sim-steps the CLI simulates the steps that fit
     DEFAULT_SIM_EVENTS (about 10 s; benchmarks/run.py) and the header says why; --sim-steps overrides it."""
     import tcocalc as tc
-    from tcocalc.cli import DEFAULT_SIM_EVENTS, DEFAULT_SIM_STEPS, MIN_DEFAULT_SIM_STEPS, default_sim_steps
+    from tcocalc.cli.run import DEFAULT_SIM_EVENTS, DEFAULT_SIM_STEPS, MIN_DEFAULT_SIM_STEPS, default_sim_steps
 
     agentic = tc.load_scenario("scenarios/gb300_agentic_960.toml")
     n = default_sim_steps(agentic)

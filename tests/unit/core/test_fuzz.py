@@ -395,12 +395,12 @@ def test_every_library_error_names_its_field_or_pool():
 
 
 def _cli_errors(argv: list[str]) -> list[str]:
-    from tcocalc import cli
+    from tcocalc.cli.main import main
 
     err = io.StringIO()
     with redirect_stderr(err), redirect_stdout(io.StringIO()):
         try:
-            cli.main(argv)
+            main(argv)
         except SystemExit:
             pass
     return [line for line in err.getvalue().splitlines() if "error:" in line]

@@ -142,11 +142,11 @@ def _cli(argv: list[str]) -> tuple[int, str]:
     import contextlib
     import io
 
-    from tcocalc import cli
+    from tcocalc.cli.main import main
 
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        rc = cli.main(argv)
+        rc = main(argv)
     return rc, err.getvalue()
 
 

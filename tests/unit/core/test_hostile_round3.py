@@ -15,7 +15,7 @@ import typing
 import pytest
 
 import tcocalc as tc
-from tcocalc.cli import main
+from tcocalc.cli.main import main
 from tcocalc.rl.diagnosis import plausibility_limits
 from tcocalc.scenario import Name, Scenario, _Section, _shipped_files
 

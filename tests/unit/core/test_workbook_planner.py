@@ -9,7 +9,7 @@ import pytest
 from openpyxl import load_workbook
 
 import tcocalc as tc
-from tcocalc.cli import main
+from tcocalc.cli.main import main
 from tcocalc.reports import to_csv_text
 
 pytestmark = pytest.mark.unit

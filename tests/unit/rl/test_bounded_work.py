@@ -12,7 +12,8 @@ from scipy.special import ndtri
 
 import tcocalc as tc
 from tcocalc.errors import ScenarioError
-from tcocalc.rl import flow, pipeline
+from tcocalc.rl import pipeline
+from tcocalc.rl.steps import sync, tail
 from tcocalc.scenario import MAX_PHASE_WORKLOADS
 from tests.conftest import ROOT
 
@@ -23,7 +24,7 @@ def _direct_overlap(gcap, ws, per_rep, slots, longest):
     per_rep = np.asarray(per_rep, dtype=float)
     k = ws.turns
     tau = ws.tool_s / (k - 1)
-    lengths = np.exp(ws.mu + ws.sigma * ndtri(flow._OVERLAP_NODES))
+    lengths = np.exp(ws.mu + ws.sigma * ndtri(sync._OVERLAP_NODES))
     if ws.cap is not None:
         lengths = np.minimum(lengths, ws.cap)
     others = np.maximum(np.minimum(per_rep, slots) - 1.0, 0.0)[..., None]
@@ -47,7 +48,7 @@ def _direct_overlap(gcap, ws, per_rep, slots, longest):
 def test_hidden_tool_time_is_the_direct_sum_bit_for_bit(turns, sigma, cap):
     """Only the turn whose period holds a call's start, or the next, overlaps the call (the call is as long as the
     gap between two turns): summing those few is the sum over every turn less exact zeros, the same float."""
-    flow.clear_tail_tables()
+    tail.clear_tail_tables()
     rng = np.random.default_rng(turns)
     for _ in range(10):
         ws = SimpleNamespace(turns=turns, tool_s=float(rng.uniform(1.0, 300.0)) * (turns - 1),
@@ -55,22 +56,22 @@ def test_hidden_tool_time_is_the_direct_sum_bit_for_bit(turns, sigma, cap):
         gcap = SimpleNamespace(t0=float(rng.uniform(0.005, 0.05)), t1=float(rng.uniform(1e-6, 1e-3)))
         per_rep, slots = rng.uniform(0.0, 300.0, 9).round(), rng.uniform(1.0, 200.0, 9)
         longest = float(rng.uniform(100.0, 1e5))
-        np.testing.assert_array_equal(flow._tool_overlap_s(gcap, ws, per_rep, slots, longest),
+        np.testing.assert_array_equal(sync._tool_overlap_s(gcap, ws, per_rep, slots, longest),
                                       _direct_overlap(gcap, ws, per_rep, slots, longest))
 
 
 def test_hidden_tool_time_computes_each_distinct_row_once(monkeypatch):
     """A sweep's splits share a few generator sizes: rows repeated within a call, or asked again by another call
     (another trainer, another synchronous mode), are not computed again; 10,000 turns stay a few nodes x calls."""
-    flow.clear_tail_tables()
+    tail.clear_tail_tables()
     seen = []
-    real = flow._tool_overlap_rows
-    monkeypatch.setattr(flow, "_tool_overlap_rows", lambda g, w, o, last: seen.append(len(o)) or real(g, w, o, last))
+    real = sync._tool_overlap_rows
+    monkeypatch.setattr(sync, "_tool_overlap_rows", lambda g, w, o, last: seen.append(len(o)) or real(g, w, o, last))
     gcap = SimpleNamespace(t0=0.02, t1=1e-4)
     ws = SimpleNamespace(turns=10_000, tool_s=9_999 * 2.0, mu=math.log(20_000.0), sigma=0.8, cap=None)
     per_rep = np.repeat([10.0, 20.0, 40.0], 100)                       # 300 splits, 3 generator sizes
-    first = flow._tool_overlap_s(gcap, ws, per_rep, np.full(300, 64.0), 60_000.0)
-    again = flow._tool_overlap_s(gcap, ws, per_rep[::-1], np.full(300, 64.0), 60_000.0)
+    first = sync._tool_overlap_s(gcap, ws, per_rep, np.full(300, 64.0), 60_000.0)
+    again = sync._tool_overlap_s(gcap, ws, per_rep[::-1], np.full(300, 64.0), 60_000.0)
     assert seen == [3]                                                  # 3 rows, once
     np.testing.assert_array_equal(again, first[::-1])
     assert np.all(np.isfinite(first)) and np.all(first > 0)

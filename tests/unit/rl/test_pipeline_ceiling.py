@@ -11,8 +11,9 @@ import tcocalc as tc
 from tcocalc.rl import pipeline
 from tcocalc.rl.capacity import generator_capacities
 from tcocalc.rl.cluster import resolve
-from tcocalc.rl.flow import STEP_MODELS, pool_rates
 from tcocalc.rl.phases import phase_list, workload_stats
+from tcocalc.rl.rates import pool_rates
+from tcocalc.rl.steps.registry import STEP_MODELS
 from tests.conftest import ROOT
 
 SCENARIOS = sorted((ROOT / "scenarios").glob("*.toml"))

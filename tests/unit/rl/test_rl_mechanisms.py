@@ -346,8 +346,8 @@ def test_group_hold_is_the_groups_slowest_member_beyond_the_mean():
     1.0.4 GroupedRolloutWorkflow), so a member holds its slot E[max_G R] − E[R] tokens of decode beyond its own.
     Hand-derived: mean 1,000 tokens, σ 0.5, G 8: Blom z = Φ⁻¹(7.625/8.25) = 1.4338, E[max] = 1000·e^(−0.125 +
     0.5·1.4338) = 1,807 tokens, so 807 tokens of hold (the cap of 65,536 tokens is 8.4σ out: no effect)."""
-    from tcocalc.rl.flow import group_hold_tokens
     from tcocalc.rl.phases import workload_stats
+    from tcocalc.rl.steps.async_ import group_hold_tokens
 
     scn = _scn(**{"workload.response_tokens_mean": 1000, "workload.response_tokens_sigma": 0.5,
                   "workload.response_tokens_p99": None, "workload.response_tokens_max": 65536,

@@ -437,7 +437,7 @@ def test_an_interrupting_weight_update_re_prefills_every_resident_trajectory():
     ``t_pause = t_sync + (b/φ)·C / r_prefill`` per replica (docs/rl-modeling.md §4.6), read back from the paused
     generator rate ``λ/(1 + λ·t_pause/B)``. Without partial rollout, or with in-flight updates that keep the KV
     (PipelineRL, vLLM "keep"), the pause is the push alone."""
-    from tcocalc.rl.flow import interruptible
+    from tcocalc.rl.rates import interruptible
 
     def pause_of(scn):
         run = tc.evaluate(scn).details["run"]

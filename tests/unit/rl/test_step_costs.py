@@ -1,4 +1,4 @@
-"""Fixed per-step costs of the trainer loop (docs/rl-modeling.md §5.7; tcocalc.rl.flow.fixed_step_seconds)."""
+"""Fixed per-step costs of the trainer loop (docs/rl-modeling.md §5.7; tcocalc.rl.rates.fixed_step_seconds)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 
 import tcocalc as tc
 from tcocalc.rl.cluster import resolve
-from tcocalc.rl.flow import fixed_step_seconds
 from tcocalc.rl.phases import workload_stats
+from tcocalc.rl.rates import fixed_step_seconds
 from tests.conftest import ROOT
 
 SCN = ROOT / "scenarios"

@@ -9,8 +9,9 @@ import pytest
 import tcocalc as tc
 from tcocalc.rl import rollouts as wl
 from tcocalc.rl.cluster import resolve
-from tcocalc.rl.flow import streamed, streamed_window_fill_s
+from tcocalc.rl.rates import streamed
 from tcocalc.rl.solve import phase_results
+from tcocalc.rl.steps.async_ import streamed_window_fill_s
 from tests.golden import SCENARIOS
 
 VERL = next(p for p in SCENARIOS if p.stem == "verl_fully_async_qwen25_7b_h20_64x64")
@@ -87,7 +88,7 @@ def test_a_whole_bound_gives_the_last_samples_that_many_more_steps():
     """η = 2: a step's last samples are admitted two versions ahead, so the window cap is
     ``3·B/(t_sync + T_fill + t_train/g)``, T_fill decoding the batch's longest (α = 0) with (1+η)·B/keep
     trajectories on the replicas (§5.6)."""
-    from tcocalc.rl import flow
+    from tcocalc.rl.steps import async_
 
     scn = tc.load_scenario(VERL).with_values({"orchestration.max_staleness": 2.0})
     ws, gcap, r = _stages(scn)
@@ -98,7 +99,7 @@ def test_a_whole_bound_gives_the_last_samples_that_many_more_steps():
               / float(r.slots[0]) + 0.5 * tau * gcap.t0)
     fill = gcap.prefill_s + decode
     assert float(streamed_window_fill_s(scn, ws, gcap, r)[0]) == pytest.approx(fill, rel=1e-3)
-    caps = flow._async_throughput(scn, ws, gcap, r, 8192 / (r.t_train + r.t_sync))[4]
+    caps = async_._async_throughput(scn, ws, gcap, r, 8192 / (r.t_train + r.t_sync))[4]
     expected = 3 * 8192 / (float(r.t_sync[0]) + fill + float(r.t_train[0]) / 16 + float(np.ravel(r.t_fixed)[0]))
     assert float(caps["staleness"][0]) == pytest.approx(expected, rel=1e-3)
 

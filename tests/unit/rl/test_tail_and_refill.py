@@ -11,16 +11,12 @@ from scipy.stats import binom
 
 import tcocalc as tc
 from tcocalc.rl.cluster import resolve
-from tcocalc.rl.flow import (
-    _burst_tail_tokens,
-    _fixed_point_step,
-    _refill_s,
-    _sync_dispatched,
-    _sync_round_s,
-    _tool_overlap_s,
-)
+from tcocalc.rl.rates import sync_dispatched
 from tcocalc.rl.rollouts import expected_max, sync_dispatch_groups
 from tcocalc.rl.solve import phase_results
+from tcocalc.rl.steps.async_ import _fixed_point_step
+from tcocalc.rl.steps.sync import _refill_s, _sync_round_s, _tool_overlap_s
+from tcocalc.rl.steps.tail import _burst_tail_tokens
 from tests.unit.rl.sim.test_simulate import grid_scenario
 
 
@@ -71,7 +67,7 @@ def test_refill_round_is_the_binomial_shortfall_times_its_round():
     res = phase_results(scn, resolve(scn), [8], [8])[0]
     ws, gcap, r = res.workload, res.generator, res.rates
     p = r.keep / (1.0 - ws.oversample_waste)
-    n1 = math.ceil(_sync_dispatched(ws, r.keep) / ws.group_size - 1e-9)
+    n1 = math.ceil(sync_dispatched(ws, r.keep) / ws.group_size - 1e-9)
     need = math.ceil(ws.samples_per_step / ws.group_size - 1e-9)
     assert (n1, need) == (63, 32)
     assert binom.cdf(need - 1, n1, p) == pytest.approx(0.024, abs=0.003)
@@ -80,13 +76,13 @@ def test_refill_round_is_the_binomial_shortfall_times_its_round():
         n2 = ws.group_size * math.ceil(sync_dispatch_groups((need - u) / p, p) - 1e-9)
         longest = float(expected_max(n2, ws.mu, ws.sigma, ws.cap))
         want += binom.pmf(u, n1, p) * float(np.ravel(_sync_round_s(scn, ws, gcap, r, float(n2), longest))[0])
-    got = float(np.ravel(_refill_s(scn, ws, gcap, r, _sync_dispatched(ws, r.keep)))[0])
+    got = float(np.ravel(_refill_s(scn, ws, gcap, r, sync_dispatched(ws, r.keep)))[0])
     assert got == pytest.approx(want, rel=1e-6)
     assert 0.5 < got < 5.0  # seconds a step, against a ~110 s round
     plain = grid_scenario("one_step_off", 0.3, 0.0, True).with_values({"orchestration.filter_zero_advantage": False})
     pres = phase_results(plain, resolve(plain), [8], [8])[0]
     assert float(np.ravel(_refill_s(plain, pres.workload, pres.generator, pres.rates,
-                                    _sync_dispatched(pres.workload, pres.rates.keep)))[0]) == 0.0
+                                    sync_dispatched(pres.workload, pres.rates.keep)))[0]) == 0.0
 
 
 def _lengths(length: float, turns: int, tool_s: float):

@@ -67,7 +67,7 @@ def test_every_calibration_factor_has_provenance_and_no_model_keys(root):
 
 
 def test_cli_validate_prints_every_case(capsys):
-    from tcocalc.cli import main
+    from tcocalc.cli.main import main
 
     assert main(["validate"]) == 0
     out = capsys.readouterr().out

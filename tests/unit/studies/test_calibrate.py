@@ -234,7 +234,7 @@ def test_the_command_line_calibrates_writes_and_plans(tmp_path, capsys):
     a bad --measured value is a usage error naming the flag. The figures: verl's published colocated step on 128 H20
     (volcengine/verl@b178a3cd docs/advance/fully_async.md: 356.30 s, generation 177.85, old_log_prob 53.92,
     update_actor 113.81 s), the scenario's own source."""
-    from tcocalc.cli import main
+    from tcocalc.cli.main import main
 
     out = tmp_path / "cal.toml"
     figures = ["step_time_s=356.30", "generation_s=177.85", "logprob_s=53.92", "training_s=113.81",
@@ -258,3 +258,29 @@ def test_the_command_line_calibrates_writes_and_plans(tmp_path, capsys):
     assert "--measured" in capsys.readouterr().err
     assert main(["calibrate", "default", "--measured", "step_time_s=-4"]) == 3
     assert "measurements.step_time_s" in capsys.readouterr().err
+
+
+def test_the_command_line_reads_a_run_of_several_and_keeps_validation_steps_when_asked(capsys):
+    """Issue 37: load_measurements' run= and keep_validation= on the command line (--run, --keep-validation), on
+    real files: slime's JSON summary of six runs (sync_1eng's step 2: 1,697.5 s, as published) and verl's console
+    log whose validation steps (every 5th) run inside timing_s/step."""
+    import json
+
+    from tcocalc.cli.main import main
+
+    real = ROOT / "tests" / "data" / "logs" / "real"
+    runs = str(real / "slime_skypilot_metrics_trimmed.json")
+    assert main(["calibrate", "default", runs]) == 3
+    assert "--run NAME" in capsys.readouterr().err
+    main(["calibrate", "default", runs, "--run", "sync_1eng", "--json"])
+    stages = {s["stage"]: s["measured_s"] for s in json.loads(capsys.readouterr().out)["stages"]}
+    assert stages["step_time_s"] == pytest.approx(1697.5)
+    verl = str(real / "verl_fsdp_qwen2-7b_math.log")
+    medians = []
+    for extra in ([], ["--keep-validation"]):
+        main(["calibrate", "default", verl, "--json", *extra])
+        medians.append({s["stage"]: s["measured_s"] for s in json.loads(capsys.readouterr().out)["stages"]})
+    want = tc.load_measurements(real / "verl_fsdp_qwen2-7b_math.log", keep_validation=True)["step_time_s"]
+    assert medians[1]["step_time_s"] == pytest.approx(want) and medians[1]["step_time_s"] > medians[0]["step_time_s"]
+    assert main(["calibrate", "default", "--run", "x", "--measured", "step_time_s=300"]) == 2
+    assert "--run" in capsys.readouterr().err

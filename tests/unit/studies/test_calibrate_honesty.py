@@ -120,7 +120,7 @@ def test_the_physics_checks_name_the_factor():
 def test_every_door_says_not_calibrated(tmp_path, capsys):
     """The report line, `tcocalc calibrate` (exit 1), `tcocalc run` on its -o file, sizing's message, the workbook's
     provenance and the app's caption all say "not calibrated" with the reason; none says "Calibrated"."""
-    from tcocalc.cli import main
+    from tcocalc.cli.main import main
 
     out = tmp_path / "pilot.toml"
     assert main(["calibrate", VERL, str(LOGS / "verl_console.log"), "-o", str(out)]) == 1
@@ -197,7 +197,7 @@ def test_hand_typed_figures_say_what_they_are(capsys):
     """`--measured generation_s=32.5 --exposed generation_s` (or the key exposed_generation_s) compares the figure with
     the trainer's wait, not the whole generation; --exposed of a key not typed, or of a stage that cannot be exposed,
     is a named error."""
-    from tcocalc.cli import main
+    from tcocalc.cli.main import main
 
     scn = tc.load_scenario("default")
     by_flag = tc.calibrate(scn, {"step_time_s": 60.0, "generation_s": 12.0}, exposed=("generation_s",))
@@ -256,7 +256,7 @@ def test_output_keeps_the_comments_and_replaces_an_old_calibration(tmp_path, cap
     """-o on the real pilot's scenario keeps every comment line and the configured cap (1,024, though the log's
     longest response is also 1,024 here and a shorter one would once have replaced it); calibrating the written file
     again replaces its [calibration] table and note instead of adding a second."""
-    from tcocalc.cli import main
+    from tcocalc.cli.main import main
 
     src = ROOT / "tests" / "data" / "pilot" / "verl_gpg_qwen2_7b_8gpu.toml"
     one, two = tmp_path / "one.toml", tmp_path / "two.toml"

@@ -47,7 +47,7 @@ def test_sizing_says_where_the_calibration_applies(calibrated):
 
 
 def test_sizing_json_carries_the_calibration(calibrated, tmp_path, capsys):
-    from tcocalc.cli import main
+    from tcocalc.cli.main import main
 
     path = tmp_path / "cal.toml"
     path.write_text(calibrated.to_toml())

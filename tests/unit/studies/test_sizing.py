@@ -132,7 +132,7 @@ def test_unreachable_lists_the_closest_first(scn):
 def test_cli_size_text_json_csv_and_errors(tmp_path, capsys):
     import json
 
-    from tcocalc.cli import main
+    from tcocalc.cli.main import main
 
     args = ["size", "scenarios/default.toml", "--hardware", "H100", "--max-gpus", "64", "--supplies", "own"]
     assert main([*args, "--target-samples-per-s", "3", "--top", "3"]) == 0

@@ -5,8 +5,8 @@ search's evaluations, and the work a synchronous round's hidden tool time costs 
 import numpy as np
 
 import tcocalc as tc
-from tcocalc.rl import flow
 from tcocalc.rl import pipeline as rl_pipeline
+from tcocalc.rl.steps import sync
 
 OPTIONS = {"trainer_hardware": ["H100", "H200"], "generator_hardware": ["H200"], "max_gpus": 256,
            "modes": ["sync", "periodic", "async"], "staleness_bounds": [1, 2], "supplies": ["own"]}
@@ -41,8 +41,8 @@ def test_synchronous_rounds_share_their_hidden_tool_time_between_trainers_and_mo
     options = {**OPTIONS, "modes": ["sync", "periodic"], "max_gpus": 512}
     rl_pipeline.clear_caches()
     rows = []
-    real = flow._tool_overlap_rows
-    monkeypatch.setattr(flow, "_tool_overlap_rows", lambda g, w, o, last: rows.append(len(o)) or real(g, w, o, last))
+    real = sync._tool_overlap_rows
+    monkeypatch.setattr(sync, "_tool_overlap_rows", lambda g, w, o, last: rows.append(len(o)) or real(g, w, o, last))
     shared = tc.size_cluster(scn, {"useful_samples_per_s": 0.05}, options)
     once = sum(rows)
     rows.clear()

@@ -154,7 +154,7 @@ def test_cost_page_shows_the_gap_waterfall_and_its_csv():
 
 
 def test_cli_gap_flag_prints_and_writes_the_waterfall(tmp_path, capsys):
-    from tcocalc.cli import main
+    from tcocalc.cli.main import main
 
     assert main(["run", str(PRIME), "--gap", "--csv", str(tmp_path)]) == 0
     out = capsys.readouterr().out

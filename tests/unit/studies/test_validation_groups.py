@@ -12,7 +12,7 @@ import tcocalc as tc
 from tcocalc.catalog import framework_cases as fc
 from tcocalc.catalog.calibration import parse_rl_calibration
 from tcocalc.catalog.regimes import parse_regime_errors, regime_errors, regime_of
-from tcocalc.cli import main
+from tcocalc.cli.main import main
 from tcocalc.studies import validation_groups as vg
 from tests.conftest import ROOT
 

@@ -14,7 +14,7 @@ import pytest
 
 import tcocalc as tc
 from tcocalc.rl.cluster import resolve
-from tcocalc.rl.flow import streamed
+from tcocalc.rl.rates import streamed
 from tcocalc.rl.sim.engine import THROUGHPUT_TOLERANCE
 from tests.golden import CASES, golden_path
 

@@ -277,8 +277,8 @@ def test_issue12_regimes_agree(name):
 UNDER_ONE_STEP = [(mode, sigma, tools, eta) for mode, sigma, tools, eta in
                   itertools.product(["async"], [0.3, 1.2], [False, True], [0.0, 0.5])] + [("inflight", 1.2, True, 0.5)]
 #: A sandbox concurrency cap below a synchronous round (every synchronous mode): the round is list-scheduled on the
-#: cap's sandboxes (flow._sandbox_round_s); the closed form multiplied the whole round, its tail included, by the
-#: waves (1.5-4.7x slower than the simulator on this grid).
+#: cap's sandboxes (steps/sync.py, _sandbox_round_s); the closed form multiplied the whole round, its tail included,
+#: by the waves (1.5-4.7x slower than the simulator on this grid).
 SANDBOX_CAPPED = list(itertools.product(["colocated", "sync", "one_step_off", "periodic"], [0.3, 1.2]))
 
 
