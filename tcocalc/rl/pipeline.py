@@ -48,15 +48,15 @@ def evaluate_splits(cluster: Cluster, scn: Scenario, ws: WorkloadStats, n_t, n_g
     gcap, *alternatives = generator_capacities(scn, cluster, ws, max_gpus=int(np.max(n_g)))
 
     def staged(g: GeneratorCapacity, over=None) -> tuple[Rates, Flow | None, np.ndarray]:
-        """The instance's rates, its flow (None: no split's ceiling is above ``over``) and the splits that may
-        take it (feasible, ceiling above ``over``)."""
+        """The instance's rates, its flow (always without ``over``; None where no split's ceiling is above
+        ``over``) and the splits that may take it (feasible, ceiling above ``over``)."""
         key = (ws, g, np.asarray(n_t).tobytes(), np.asarray(n_g).tobytes())
         if flows is not None and key in flows:
             g_rates, g_flow = flows[key]
         else:
             g_rates, g_flow = pool_rates(cluster, scn, ws, g, n_t, n_g), None
         may = g_rates.feasible if over is None else g_rates.feasible & (_ceiling(g_rates, g) > over)
-        if g_flow is None and np.any(may):
+        if g_flow is None and (over is None or np.any(may)):
             g_flow = step_model(scn, ws, g, g_rates)
         if flows is not None:
             flows[key] = (g_rates, g_flow)
