@@ -23,12 +23,12 @@ def _best_subprocess(code: str) -> float:
     return best
 
 
-def _best(fn, repeats: int = REPEATS) -> float:
+def _best(fn, repeats: int = REPEATS, clock=time.perf_counter) -> float:
     best = float("inf")
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, clock() - t0)
     return best
 
 
@@ -160,11 +160,16 @@ def sizing() -> list[tuple[str, float, str]]:
 
     glm_own = _best(lambda: glm_cold({}), repeats=3)
     glm_five = _best(lambda: glm_cold({"trainer_hardware": five, "generator_hardware": five}), repeats=2)
+    # the process's CPU seconds of the same search: on a shared machine the wall clock also counts other work
+    glm_five_cpu = _best(lambda: glm_cold({"trainer_hardware": five, "generator_hardware": five}), repeats=2,
+                         clock=time.process_time)
     return [(f"size_cluster: {n}x{n} accelerators x 4,096 GPUs x 5 modes x 3 bounds x 9 supplies, cold", cold_s,
              "< 5 s"),
             ("size_cluster, same, warm caches", warm_s, "< 2 s"),
             ("size_cluster glm5_h200_drift (H200 x H200, 4,096 GPUs, 5 modes x 4 bounds), cold", glm_own, "< 10 s"),
-            ("size_cluster glm5_h200_drift, 5 x 5 accelerators, cold", glm_five, "< 10 s")]
+            ("size_cluster glm5_h200_drift, 5 x 5 accelerators, cold", glm_five, "< 10 s"),
+            ("size_cluster glm5_h200_drift, 5 x 5 accelerators, cold, CPU seconds of the process", glm_five_cpu,
+             "< 10 s")]
 
 
 def bounded() -> list[tuple[str, float, str]]:

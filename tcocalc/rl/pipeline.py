@@ -19,7 +19,7 @@ from . import capacity
 from .capacity import GeneratorCapacity, generator_capacities
 from .cluster import Cluster
 from .phases import WorkloadStats, phase_list, workload_stats
-from .rates import Flow, Rates, pool_rates
+from .rates import Flow, Rates, interruptible, pool_rates
 from .report import contract_metrics
 from .results import PhaseResult
 from .sandboxes import sandbox_load
@@ -27,30 +27,50 @@ from .staleness import Staleness, staleness
 from .steps.registry import STEP_MODELS
 from .steps.tail import clear_tail_tables
 
-__all__ = ["PhaseResult", "evaluate_splits", "phase_results", "finish", "reprice", "clear_caches"]
+__all__ = ["PhaseResult", "evaluate_splits", "phase_results", "finish", "reprice", "same_flow", "clear_caches"]
 
 
-def evaluate_splits(cluster: Cluster, scn: Scenario, ws: WorkloadStats, n_t, n_g) -> PhaseResult:
+def evaluate_splits(cluster: Cluster, scn: Scenario, ws: WorkloadStats, n_t, n_g, flows: dict | None = None
+                    ) -> PhaseResult:
     """All stages for splits ``(n_t[i], n_g[i])`` of one phase; infeasible splits are flagged, never NaN.
 
     The generator's instance is the steady-state throughput-best one unless an alternative on the same GPUs
     (:func:`~tcocalc.rl.capacity.generator_capacities`) trains more samples/s through this run's flow at that
     split: the instance a planner would pick for this run on that split (docs/rl-modeling.md §4.4), chosen split by
     split, so every split of a sweep gets what :func:`~tcocalc.evaluate` gives it alone. Where splits choose
-    different instances, every stage's arrays hold each split's own and ``generator`` is the first split's."""
+    different instances, every stage's arrays hold each split's own and ``generator`` is the first split's.
+
+    ``flows``: a dict the caller keeps, which stores each instance's pool rates and flow on these splits and hands
+    them back when asked again, for a caller that evaluates plans with the same rates and flows (:func:`same_flow`;
+    the sizing study's async and inflight at one staleness bound): the stages after the flow run for each."""
     step_model = STEP_MODELS[scn.orchestration.mode]
     # max_gpus: a pool too small for the usual instance gets the best that fits
     gcap, *alternatives = generator_capacities(scn, cluster, ws, max_gpus=int(np.max(n_g)))
-    rates = pool_rates(cluster, scn, ws, gcap, n_t, n_g)
-    flow = step_model(scn, ws, gcap, rates)
+
+    def staged(g: GeneratorCapacity, over=None) -> tuple[Rates, Flow | None, np.ndarray]:
+        """The instance's rates, its flow (always without ``over``; None where no split's ceiling is above
+        ``over``) and the splits that may take it (feasible, ceiling above ``over``)."""
+        key = (ws, g, np.asarray(n_t).tobytes(), np.asarray(n_g).tobytes())
+        if flows is not None and key in flows:
+            g_rates, g_flow = flows[key]
+        else:
+            g_rates, g_flow = pool_rates(cluster, scn, ws, g, n_t, n_g), None
+        may = g_rates.feasible if over is None else g_rates.feasible & (_ceiling(g_rates, g) > over)
+        if g_flow is None and (over is None or np.any(may)):
+            g_flow = step_model(scn, ws, g, g_rates)
+        if flows is not None:
+            flows[key] = (g_rates, g_flow)
+        return g_rates, g_flow, may
+
+    rates, flow, _ = staged(gcap)
     prices = cluster.prices
     result = finish(scn, ws, gcap, rates, flow, prices=prices)
     for alt in alternatives:
-        alt_rates = pool_rates(cluster, scn, ws, alt, n_t, n_g)
-        if not np.any(alt_rates.feasible & (_ceiling(alt_rates) > result.flow.trained_per_s)):
-            continue  # neither pool would let it train faster than the flow already does: its flow cannot win
-        alt_flow = step_model(scn, ws, alt, alt_rates)
-        wins = alt_rates.feasible & (alt_flow.trained_per_s > result.flow.trained_per_s)
+        # a split whose ceiling on this instance is not above its flow cannot take it; no split: no flow computed
+        alt_rates, alt_flow, may = staged(alt, over=result.flow.trained_per_s)
+        if alt_flow is None:
+            continue
+        wins = may & (alt_flow.trained_per_s > result.flow.trained_per_s)
         if wins.all():
             result = finish(scn, ws, alt, alt_rates, alt_flow, prices=prices)
         elif wins.any():
@@ -107,31 +127,55 @@ def _merged(mask: np.ndarray, a: PhaseResult, b: PhaseResult) -> PhaseResult:
                        metrics=_pick(mask, a.metrics, b.metrics))
 
 
-def phase_results(scn: Scenario, cluster: Cluster, n_t, n_g) -> list[PhaseResult]:
+def phase_results(scn: Scenario, cluster: Cluster, n_t, n_g, flows: dict | None = None) -> list[PhaseResult]:
     """The staged model for every phase of the run over candidate splits ``(n_t[i], n_g[i])``. Phases with the same
     workload (all but their name, first step and length, which no stage reads) share one evaluation: a file of
-    1,000 phases that repeat a few workloads costs a few."""
+    1,000 phases that repeat a few workloads costs a few. ``flows``: as :func:`evaluate_splits`'."""
     done: dict[WorkloadStats, PhaseResult] = {}
     out = []
     for name, start, steps, over in phase_list(scn):
         ws = workload_stats(scn, over, name, start, steps)
         key = dataclasses.replace(ws, phase="", start_step=0, steps=0)
         if key not in done:
-            done[key] = evaluate_splits(cluster, scn, ws, n_t, n_g)
+            done[key] = evaluate_splits(cluster, scn, ws, n_t, n_g, flows)
         out.append(done[key] if done[key].workload == ws else dataclasses.replace(done[key], workload=ws))
     return out
 
 
-def _best(rates: Rates, per_split) -> float:
-    """The largest of ``per_split`` over the feasible splits (0 when none is feasible)."""
-    values = np.where(rates.feasible, per_split, 0.0)
-    return float(np.max(values)) if np.size(values) else 0.0
+def same_flow(a: Scenario, a_cluster: Cluster, b: Scenario, b_cluster: Cluster) -> bool:
+    """Whether plan ``b`` gets plan ``a``'s pool rates and flow on every split, so that ``a``'s can stand for ``b``'s
+    (:func:`evaluate_splits`' ``flows``): scenarios alike but for ``orchestration.mode``, whose modes run the same
+    step model (:data:`~tcocalc.rl.steps.registry.STEP_MODELS`) with the same traits but for
+    ``in_flight_updates``, which reaches the rates and the flow only through
+    :func:`~tcocalc.rl.rates.interruptible` (the staleness stage, which reads it too, runs for each plan); resolved
+    to clusters alike but for the run calibration's words about the mode (``across_modes``, ``warnings``). ``async``
+    and ``inflight`` without partial rollout are such a pair."""
+    ta, tb, oa = a.orchestration.traits, b.orchestration.traits, a.orchestration
+    if (STEP_MODELS[oa.mode] is not STEP_MODELS[b.orchestration.mode] or interruptible(a) != interruptible(b)
+            or dataclasses.replace(ta, name=tb.name, in_flight_updates=tb.in_flight_updates) != tb):
+        return False
+    if a.model_copy(update={"orchestration": oa.model_copy(update={"mode": b.orchestration.mode})}) != b:
+        return False
+    words = {"across_modes": "", "warnings": ()}
+    return (dataclasses.replace(a_cluster, run=dataclasses.replace(a_cluster.run, **words))
+            == dataclasses.replace(b_cluster, run=dataclasses.replace(b_cluster.run, **words)))
 
 
-def _ceiling(rates: Rates) -> float:
-    """The most samples/s any feasible split could train with these pool rates: a flow exceeds neither the
-    trainer's nor the generator's capacity (:class:`~tcocalc.rl.rates.Rates`)."""
-    return _best(rates, np.minimum(rates.trainer_samples_per_s, rates.generator_samples_per_s))
+def _ceiling(rates: Rates, gcap: GeneratorCapacity) -> np.ndarray:
+    """The most samples/s each split could train on this instance, whatever the step model [sample/s]: no more
+    than the trainer's capacity ``μ_t`` (every step model's step holds a batch's training, ``B/μ_t``), and no more
+    than the generator with every slot decoding and nothing prefilled again,
+    ``n_rep·keep·S/(ḡ·(t0 + t1·S))`` (``S`` the slots, ``ḡ`` model tokens per dispatched trajectory): a replica
+    decodes ``b/t(b)`` tokens/s, which grows with its decoding batch ``b ≤ S``, and every step model's decode runs on
+    that step line (tails, tool time, re-prefill and pauses only lower it). ``rates.generator_samples_per_s`` is
+    not a ceiling under an LRU prefix cache: it is the generator at the admission's full count, which thrashes the
+    cache, while the async flow keeps fewer in flight (the queue and the finished group members hold no slot) and
+    runs faster (§4.12). Infeasible splits: 0."""
+    slots = np.maximum(np.asarray(rates.slots, dtype=float), 1.0)
+    full = (np.maximum(rates.n_rep, 0) * rates.keep * slots
+            / (rates.generated_per_dispatched * (gcap.t0 + gcap.t1 * slots)))
+    gen = np.maximum(rates.generator_samples_per_s, full)
+    return np.where(rates.feasible, np.minimum(rates.trainer_samples_per_s, gen), 0.0)
 
 
 def clear_caches() -> None:

@@ -42,7 +42,7 @@ from ..modes import MODES
 from ..rl.advice import calibration_line
 from ..rl.cluster import plan_prices, resolve
 from ..rl.phases import phase_list, workload_stats
-from ..rl.pipeline import phase_results
+from ..rl.pipeline import phase_results, same_flow
 from ..rl.report import METRIC_UNITS, combine_phases, tinker_usd_per_mtok
 from ..rl.solve import calibration_status, evaluate, trust_of
 from ..scenario import Scenario
@@ -275,10 +275,13 @@ def _plans(opt: SizingOptions) -> list[tuple[str, float]]:
 def _evaluate_pair(scn: Scenario, hw_t: str, hw_g: str, opt: SizingOptions, n_t, n_g, calibration=None,
                    tick=None) -> list[dict]:
     """Every mode and bound for one hardware pair over the splits; memory-infeasible splits pruned after the
-    first evaluation. Returns one block of arrays per (mode, bound); ``tick()`` after each (mode, bound)."""
+    first evaluation. Returns one block of arrays per (mode, bound); ``tick()`` after each (mode, bound). Plans
+    whose pool rates and flows are the same (:func:`~tcocalc.rl.pipeline.same_flow`: async and inflight at one
+    bound without partial rollout) compute them once; the stages after the flow run for each."""
     blocks = []
     keep = None
     plans = _plans(opt)
+    done: list[tuple[Scenario, object, dict]] = []  # (plan, its cluster, its rates and flows) evaluated so far
     for j, (mode, bound) in enumerate(plans):
         streaming = MODES[mode].streaming
         # the physics of the plan; its price is the supply's (the CPU cost is what is left of the cluster's)
@@ -288,8 +291,12 @@ def _evaluate_pair(scn: Scenario, hw_t: str, hw_g: str, opt: SizingOptions, n_t,
             values["orchestration.max_staleness"] = bound
         s = scn.with_values(values)
         cluster = resolve(s, calibration)
+        flows = next((f for d, c, f in done if same_flow(d, c, s, cluster)), None)
+        if flows is None:
+            flows = {}
+            done.append((s, cluster, flows))
         if keep is None:
-            res = phase_results(s, cluster, n_t, n_g)
+            res = phase_results(s, cluster, n_t, n_g, flows)
             keep = np.logical_and.reduce([r.feasible for r in res])
             if not keep.any():
                 for _ in plans[j:] if tick is not None else ():
@@ -297,9 +304,9 @@ def _evaluate_pair(scn: Scenario, hw_t: str, hw_g: str, opt: SizingOptions, n_t,
                 return []
             n_t, n_g = n_t[keep], n_g[keep]
             if not keep.all():
-                res = phase_results(s, cluster, n_t, n_g)
+                res = phase_results(s, cluster, n_t, n_g, flows)
         else:
-            res = phase_results(s, cluster, n_t, n_g)
+            res = phase_results(s, cluster, n_t, n_g, flows)
         c = combine_phases(s, [(r.workload, r.metrics) for r in res])
         p_t, p_g = (p.usd_per_gpu_hour for p in cluster.prices)
         blocks.append({"mode": mode, "bound": bound, "n_t": n_t, "n_g": n_g,

@@ -67,18 +67,20 @@ def _tool_overlap_s(gcap: GeneratorCapacity, ws: WorkloadStats, per_rep, slots, 
     others = np.maximum(np.minimum(per_rep, slots) - 1.0, 0.0)
     last = np.broadcast_to(np.asarray(longest, dtype=float), per_rep.shape)
     shape = np.broadcast_shapes(others.shape, last.shape)
-    pairs = np.stack([np.broadcast_to(others, shape).ravel(), np.broadcast_to(last, shape).ravel()], axis=-1)
-    unique, back = np.unique(pairs, axis=0, return_inverse=True)
+    # the pairs as complex numbers (others + i·last, both exact): numpy's 1-d unique sorts them as the rows'
+    # lexicographic unique does, at a fraction of its cost
+    pairs = np.broadcast_to(others, shape).ravel() + 1j * np.broadcast_to(last, shape).ravel()
+    unique, back = np.unique(pairs, return_inverse=True)
     # the rows are cached too: sizing asks the same generator sizes of every trainer and every synchronous mode
     key = (gcap.t0, gcap.t1, k, ws.tool_s, ws.mu, ws.sigma, ws.cap)
-    rows = [(float(o), float(v)) for o, v in unique]
+    rows = list(zip(unique.real.tolist(), unique.imag.tolist(), strict=True))
     known = _OVERLAP_ROWS.get(key, {})
     todo = [i for i, row in enumerate(rows) if row not in known]
     if todo:
         if sum(map(len, _OVERLAP_ROWS.values())) + len(todo) > MAX_OVERLAP_ROWS:
             _OVERLAP_ROWS.clear()
         known = _OVERLAP_ROWS.setdefault(key, known)
-        found = _tool_overlap_rows(gcap, ws, unique[todo, 0], unique[todo, 1])
+        found = _tool_overlap_rows(gcap, ws, unique.real[todo], unique.imag[todo])
         known.update(zip([rows[i] for i in todo], found.tolist(), strict=True))
     return np.array([known[row] for row in rows], dtype=float)[back.ravel()].reshape(shape)
 
