@@ -60,15 +60,14 @@ def _model(scn: Scenario) -> ModelArch:
         raise ScenarioError("model.name", str(exc)) from None
 
 
-def _chips(scn: Scenario) -> dict:
-    """Every accelerator name the scenario writes, looked up once
-    (:func:`~tcocalc.catalog.accelerators.hardware_entries`: its entry, or the catalog's error): the names the
-    prices read (:func:`~tcocalc.economics.tco.priced_chips`: each pool's hardware, ``economics.priced_for``,
+def _chip_names(scn: Scenario) -> tuple[str, ...]:
+    """Every accelerator name the scenario writes, for :func:`resolve` to look up once: the names the prices read
+    (:func:`~tcocalc.economics.tco.priced_chips`: each pool's hardware, ``economics.priced_for``,
     ``economics.hardware_prices``) and where ``trainer.mfu_busy`` was measured."""
     econ, on = scn.economics, scn.trainer.mfu_measured_on
     set_for = () if econ.priced_for is None else (econ.priced_for.trainer, econ.priced_for.generator)
-    return hardware_entries((scn.trainer.hardware, scn.generator.hardware, *(n for n in set_for if n is not None),
-                             *(econ.hardware_prices or {}), *(() if on is None else (on.hardware,))))
+    return (scn.trainer.hardware, scn.generator.hardware, *(n for n in set_for if n is not None),
+            *(econ.hardware_prices or {}), *(() if on is None else (on.hardware,)))
 
 
 def _accelerator(scn: Scenario, side: str, chips: dict) -> Accelerator:
@@ -137,15 +136,15 @@ def resolve(scn: Scenario, calibration: CalibrationSet | None = None) -> Cluster
     elif not isinstance(calibration, CalibrationSet):
         raise ScenarioError("calibration", f"expected a tcocalc CalibrationSet, got {type(calibration).__name__}")
     m = _model(scn)
-    chips = _chips(scn)
+    chips = hardware_entries(_chip_names(scn))  # each name's entry, or the catalog's error (raised where it must)
     acc_t, acc_g = _accelerator(scn, "trainer", chips), _accelerator(scn, "generator", chips)
     for fld, acc, precision in (("model.precision", acc_t, scn.model.precision),
                                 ("generator.precision", acc_g, scn.generator.precision)):
         if precision not in acc.precisions:
             raise ScenarioError(fld, f"{acc.name} has no {precision}; it supports {', '.join(acc.precisions)}")
-    st = settings(scn, acc_g, calibration.rl)
     on_chip = _measured_on(scn, chips)
     source = _mfu_source(scn, acc_t, m, on_chip)
+    st = settings(scn, acc_g, calibration.rl)
     cluster = Cluster(model=m, trainer=acc_t, generator=acc_g, trainer_cal=calibration.for_accelerator(acc_t),
                       generator_cal=calibration.for_accelerator(acc_g), rl_cal=calibration.rl,
                       calibration=calibration, settings=st, prices=pool_prices(scn, chips),
