@@ -29,7 +29,7 @@ from . import diagnosis
 from .cluster import Cluster, resolve
 from .diagnosis import USEFUL_GROUP_FLOOR
 from .pipeline import phase_results
-from .report import OBJECTIVES, assert_finite, combine_phases, scalar_metrics
+from .report import OBJECTIVES, assert_finite, combine_phases_at, outside_prices_on, scalar_metrics
 from .results import CalibrationStatus, Diagnosis, PhaseResult, RLReport, Sizing, Trust
 from .search import MAX_CANDIDATES, SIZING_SHARE, SPLIT_TOLERANCE, gain, score, search, smallest_total, sweep_frame
 
@@ -75,7 +75,8 @@ def _assess(scn: Scenario, cluster: Cluster, looser: bool = True) -> _Assessed:
     for res in results:
         diagnosis.check_sides(scn, cluster, res, n_t, n_g)
     parts = [(res.workload, scalar_metrics(res.metrics)) for res in results]
-    metrics = scalar_metrics(combine_phases(scn, parts))
+    outside = outside_prices_on(scn, cluster.trainer, cluster.generator)
+    metrics = scalar_metrics(combine_phases_at(scn, parts, outside))
     assert_finite(metrics)
     limits, loose = diagnosis.binding_limits(scn, cluster, results, looser)
     groups = diagnosis.group_warnings(scn, results)
