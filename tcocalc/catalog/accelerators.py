@@ -24,7 +24,7 @@ from .._names import close_matches, normalize
 from ..errors import DataFileError, MissingSpecError, UnknownEntryError
 from .provenance import check_entry, parse_toml
 
-__all__ = ["Accelerator", "Figure", "hardware", "hardware_names", "hardware_table", "PRECISIONS"]
+__all__ = ["Accelerator", "Figure", "hardware", "hardware_entries", "hardware_names", "hardware_table", "PRECISIONS"]
 
 PRECISIONS = ("bf16", "fp8", "fp4")
 
@@ -266,6 +266,19 @@ def hardware(name: str | Accelerator) -> Accelerator:
         if aliases[m] not in matches:
             matches.append(aliases[m])
     raise UnknownEntryError("hardware", str(name), matches or hardware_names())
+
+
+def hardware_entries(names) -> dict[str, Accelerator | UnknownEntryError]:
+    """Each of ``names`` looked up once (:func:`hardware`): its entry, or the :class:`UnknownEntryError` naming the
+    closest entries, for the caller to raise where the name must resolve and to compare as written where it need
+    not (a price set for a chip the catalog does not know)."""
+    out: dict[str, Accelerator | UnknownEntryError] = {}
+    for name in names:
+        try:
+            out[name] = hardware(name)
+        except UnknownEntryError as exc:
+            out[name] = exc
+    return out
 
 
 def hardware_table():

@@ -14,10 +14,10 @@ import functools
 
 from .._data import parse_shipped
 from ..errors import DataFileError
-from .accelerators import hardware
+from .accelerators import Accelerator, hardware
 from .provenance import KINDS, check_entry, parse_toml
 
-__all__ = ["regime_of", "regime_errors", "parse_regime_errors", "MODE_FAMILIES"]
+__all__ = ["regime_of", "regime_on", "regime_errors", "parse_regime_errors", "MODE_FAMILIES"]
 
 MODE_FAMILIES = ("colocated", "synchronous split", "asynchronous split")
 """Colocated (one pool), disjoint pools that alternate (``sync``), disjoint pools that overlap (the rest)."""
@@ -34,12 +34,21 @@ def regime_of(scenario) -> str:
     """``"<mode family>, <single-turn | agentic>, <accelerator family>"`` of a scenario; the accelerator family is the
     hardware ``generation`` (``hopper``, ``blackwell``, ``cdna3``, ...), both joined by ``+`` when the trainer's and
     the generator's differ. Agentic: more than one model turn per trajectory in any phase."""
+    return _regime(scenario, {_generation(scenario.trainer.hardware), _generation(scenario.generator.hardware)})
+
+
+def regime_on(scenario, trainer: Accelerator, generator: Accelerator) -> str:
+    """:func:`regime_of` a scenario whose pools' accelerators are already resolved (a
+    :class:`~tcocalc.rl.cluster.Cluster`'s ``trainer`` and ``generator``)."""
+    return _regime(scenario, {trainer.generation, generator.generation})
+
+
+def _regime(scenario, generations: set[str]) -> str:
     traits = scenario.orchestration.traits
     mode = MODE_FAMILIES[0] if traits.shared_pool else MODE_FAMILIES[1] if traits.alternates else MODE_FAMILIES[2]
     turns = [scenario.workload.turns] + [p.turns for p in scenario.phases if p.turns is not None]
     kind = "agentic" if max(turns) > 1 else "single-turn"
-    gens = sorted({_generation(scenario.trainer.hardware), _generation(scenario.generator.hardware)})
-    return f"{mode}, {kind}, {'+'.join(gens)}"
+    return f"{mode}, {kind}, {'+'.join(sorted(generations))}"
 
 
 def parse_regime_errors(text: str, file: str = "data/prediction_errors.toml") -> dict[str, dict]:

@@ -17,27 +17,51 @@ The accounting that fits the most published figures (docs/validation.md "Reading
 
 from __future__ import annotations
 
+import functools
+
 from .._names import normalize
-from ..catalog.accelerators import hardware
+from ..catalog.accelerators import Accelerator, hardware
 from ..catalog.prices import semianalysis_price_rows
 from ..errors import MissingSpecError, UnknownEntryError
 from .tco import cluster_usd_per_hour
 from .tinker import price_row
 
-__all__ = ["semianalysis_usd_per_gpu_hour", "semianalysis_tinker_usd_per_mtok"]
+__all__ = ["semianalysis_usd_per_gpu_hour", "rental_usd_per_gpu_hour", "semianalysis_tinker_usd_per_mtok",
+           "tinker_mix_usd_per_mtok", "semianalysis_cluster_usd_per_hour", "rental_cluster_usd_per_hour"]
 
 
 def semianalysis_usd_per_gpu_hour(accelerator: str) -> float | None:
     """SemiAnalysis-style rental $/GPU-hour for ``accelerator`` (``data/semianalysis_accounting.csv``), or
-    None where the study's price sources give none (e.g. GB300: no public rental price)."""
+    None where the study's price sources give none (e.g. GB300: no public rental price); a name the catalog does
+    not know is matched as written."""
     try:
-        key = normalize(hardware(accelerator).name)
+        return rental_usd_per_gpu_hour(hardware(accelerator))
     except UnknownEntryError:
         key = normalize(accelerator)
     for r in semianalysis_price_rows():
         if normalize(r["accelerator"]) == key:
             return r["usd_per_gpu_hour"]
     return None
+
+
+def rental_usd_per_gpu_hour(acc: Accelerator) -> float | None:
+    """:func:`semianalysis_usd_per_gpu_hour` of an accelerator already resolved (a
+    :class:`~tcocalc.rl.cluster.Cluster`'s)."""
+    return _rental_by_chip().get(acc.name)
+
+
+@functools.cache
+def _rental_by_chip() -> dict[str, float]:
+    """The study's rental $/GPU-hour by catalog name (the first row for a chip; a row the catalog does not know,
+    by its name as written)."""
+    out: dict[str, float] = {}
+    for r in semianalysis_price_rows():
+        try:
+            name = hardware(r["accelerator"]).name
+        except UnknownEntryError:
+            name = r["accelerator"]
+        out.setdefault(name, r["usd_per_gpu_hour"])
+    return out
 
 
 def semianalysis_tinker_usd_per_mtok(model_name: str, prompt_tokens: float, response_tokens: float,
@@ -53,6 +77,12 @@ def semianalysis_tinker_usd_per_mtok(model_name: str, prompt_tokens: float, resp
         row = price_row(model_name, price_date)
     except MissingSpecError:
         return None
+    return tinker_mix_usd_per_mtok(row, prompt_tokens, response_tokens)
+
+
+def tinker_mix_usd_per_mtok(row: dict, prompt_tokens: float, response_tokens: float) -> float | None:
+    """:func:`semianalysis_tinker_usd_per_mtok` on a Tinker price row already looked up
+    (:func:`~tcocalc.economics.tinker.price_row`); None when there are no tokens."""
     total = prompt_tokens + response_tokens
     if not total > 0:
         return None
@@ -66,8 +96,14 @@ def semianalysis_cluster_usd_per_hour(scn, n_t, n_g, cpu_cores):
     (:func:`semianalysis_usd_per_gpu_hour`) and the sandbox CPUs as in the scenario
     (:func:`~tcocalc.economics.tco.cluster_usd_per_hour`); None where the study has no price for a paid pool's
     hardware."""
-    r_t = semianalysis_usd_per_gpu_hour(scn.trainer.hardware)
-    r_g = semianalysis_usd_per_gpu_hour(scn.generator.hardware)
+    rentals = semianalysis_usd_per_gpu_hour(scn.trainer.hardware), semianalysis_usd_per_gpu_hour(scn.generator.hardware)
+    return rental_cluster_usd_per_hour(scn, n_t, n_g, cpu_cores, rentals)
+
+
+def rental_cluster_usd_per_hour(scn, n_t, n_g, cpu_cores, rentals: tuple[float | None, float | None]):
+    """:func:`semianalysis_cluster_usd_per_hour` with each pool's rental $/GPU-hour already looked up
+    (``rentals``, trainer then generator: :func:`rental_usd_per_gpu_hour`)."""
+    r_t, r_g = rentals
     if r_t is None or (r_g is None and not scn.orchestration.traits.shared_pool):
         return None
     return cluster_usd_per_hour(scn, n_t, n_g, cpu_cores, (r_t, r_g))

@@ -23,19 +23,19 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..catalog.accelerators import hardware
+from ..catalog.accelerators import Accelerator, hardware, hardware_entries
 from ..catalog.prices import cloud_price_rows, cost_defaults
 from ..errors import MissingSpecError, ScenarioError
 from ..scenario import Scenario
 
 __all__ = ["CostInputs", "CostBreakdown", "default_cost_inputs", "cost_default_hardware", "gpu_hour_cost",
-           "capital_recovery_factor", "cloud_prices", "pool_pricing", "PoolPrice", "PRICE_BASES",
-           "ownership_usd_per_gpu_hour", "amortisation_text", "pricing_text", "paid_pools", "gpus_paid",
+           "capital_recovery_factor", "cloud_prices", "pool_pricing", "pool_prices", "priced_chips", "PoolPrice",
+           "PRICE_BASES", "ownership_usd_per_gpu_hour", "amortisation_text", "pricing_text", "paid_pools", "gpus_paid",
            "cluster_usd_per_hour", "cost_lines", "GOODPUT_FACTOR", "HOURS_PER_YEAR"]
 
 HOURS_PER_YEAR = 8760.0
@@ -158,7 +158,11 @@ def default_cost_inputs(hardware_name: str, **overrides) -> CostInputs:
     Accelerators without a row raise :class:`MissingSpecError` listing those that have one.
     ``overrides`` replace individual inputs (validated; a bad value raises ScenarioError naming it).
     """
-    acc = hardware(hardware_name)
+    return _default_cost_inputs(hardware(hardware_name), overrides)
+
+
+def _default_cost_inputs(acc: Accelerator, overrides: Mapping) -> CostInputs:
+    """:func:`default_cost_inputs` of a catalog entry already looked up."""
     raw = cost_defaults()
     if acc.name not in raw:
         have = ", ".join(cost_default_hardware())
@@ -226,23 +230,26 @@ class PoolPrice:
                 "basis": self.basis, "set_for": self.set_for, "text": self.text}
 
 
-def _canonical(name: str) -> str:
-    try:
-        return hardware(name).name
-    except KeyError:  # UnknownEntryError: compared as written
-        return name
+def _canonical(chips: Mapping[str, Accelerator | KeyError], name: str) -> str:
+    """The catalog name of ``name`` in ``chips`` (:func:`priced_chips`); a name the catalog does not know is
+    compared as written."""
+    acc = chips[name]
+    return name if isinstance(acc, KeyError) else acc.name
 
 
 def ownership_usd_per_gpu_hour(hardware_name: str) -> float | None:
     """The ownership cost of an accelerator on its documented defaults (:func:`default_cost_inputs`,
     :func:`gpu_hour_cost`) [USD/GPU-h]; None where ``data/cost_defaults.toml`` has no row for it."""
-    return _ownership(_canonical(hardware_name))
+    try:
+        return _ownership(hardware(hardware_name))
+    except KeyError:  # UnknownEntryError: no defaults for a chip the catalog does not know
+        return None
 
 
 @functools.lru_cache(maxsize=64)
-def _ownership(name: str) -> float | None:
+def _ownership(acc: Accelerator) -> float | None:
     try:
-        return gpu_hour_cost(default_cost_inputs(name)).usd_per_gpu_hour
+        return gpu_hour_cost(_default_cost_inputs(acc, {})).usd_per_gpu_hour
     except (MissingSpecError, KeyError):
         return None
 
@@ -251,19 +258,24 @@ def amortisation_text(hardware_name: str) -> str:
     """How an ownership cost recovers the capex, for the accelerator's documented defaults
     (``data/cost_defaults.toml``): "capex recovered over 5 years at 4% cost of capital with 100% of calendar hours
     charged (data/cost_defaults.toml)"."""
-    i = default_cost_inputs(hardware_name)
+    return _amortisation(hardware(hardware_name))
+
+
+def _amortisation(acc: Accelerator) -> str:
+    i = _default_cost_inputs(acc, {})
     return (f"capex recovered over {i.depreciation_years:g} years at {i.cost_of_capital:.0%} cost of capital with "
             f"{i.utilization:.0%} of calendar hours charged (data/cost_defaults.toml)")
 
 
-def _pool_price(scn: Scenario, side: str) -> PoolPrice:
+def _pool_price(scn: Scenario, side: str, chips: Mapping[str, Accelerator | KeyError]) -> PoolPrice:
     econ = scn.economics
     hw_name = getattr(scn, side).hardware
-    hw = _canonical(hw_name)
+    hw = _canonical(chips, hw_name)
     set_for = getattr(econ.priced_for, side, None) if econ.priced_for is not None else None
-    applies = set_for is None or _canonical(set_for) == hw
+    set_for = None if set_for is None else _canonical(chips, set_for)
+    applies = set_for is None or set_for == hw
     own = getattr(econ, f"{side}_usd_per_gpu_hour")
-    listed = {_canonical(k): v for k, v in (econ.hardware_prices or {}).items()}
+    listed = {_canonical(chips, k): v for k, v in (econ.hardware_prices or {}).items()}
     if own is not None and applies:
         return PoolPrice(side, hw, own, "pool price", text=f"{side} {hw} at {own:.4g} USD/GPU-h, the pool's own price "
                                                           f"(economics.{side}_usd_per_gpu_hour)")
@@ -272,7 +284,7 @@ def _pool_price(scn: Scenario, side: str) -> PoolPrice:
                          text=f"{side} {hw} at {listed[hw]:.4g} USD/GPU-h, your price for {hw} "
                               f"(economics.hardware_prices)")
     if econ.cost_inputs is not None:
-        p = gpu_hour_cost(_scenario_cost_inputs(scn, side)).usd_per_gpu_hour
+        p = gpu_hour_cost(_scenario_cost_inputs(scn, side, chips)).usd_per_gpu_hour
         return PoolPrice(side, hw, p, "cost inputs", text=f"{side} {hw} at {p:.4g} USD/GPU-h, its ownership cost on "
                                                           f"[economics.cost_inputs]")
     if applies:
@@ -281,15 +293,16 @@ def _pool_price(scn: Scenario, side: str) -> PoolPrice:
                                                              f"(economics.usd_per_gpu_hour)")
     old = own if own is not None else econ.usd_per_gpu_hour
     which = f"economics.{side}_usd_per_gpu_hour" if own is not None else "economics.usd_per_gpu_hour"
-    p = ownership_usd_per_gpu_hour(hw)
+    acc = chips[hw_name]
+    p = None if isinstance(acc, KeyError) else _ownership(acc)
     if p is None:
-        raise ScenarioError(which, f"{old:.4g} USD/GPU-h is the price of {_canonical(set_for)} and the {side} pool "
+        raise ScenarioError(which, f"{old:.4g} USD/GPU-h is the price of {set_for} and the {side} pool "
                                    f"now runs on {hw}, which has no ownership-cost defaults in "
                                    f"data/cost_defaults.toml: give {hw} a price (this field, "
                                    f"economics.hardware_prices, or [economics.cost_inputs])")
-    return PoolPrice(side, hw, p, "ownership cost", set_for=_canonical(set_for),
-                     text=f"{side} {hw} at {p:.4g} USD/GPU-h, its ownership cost: {amortisation_text(hw)}; the "
-                          f"scenario's {old:.4g} USD/GPU-h ({which}) was set for {_canonical(set_for)}")
+    return PoolPrice(side, hw, p, "ownership cost", set_for=set_for,
+                     text=f"{side} {hw} at {p:.4g} USD/GPU-h, its ownership cost: {_amortisation(acc)}; the "
+                          f"scenario's {old:.4g} USD/GPU-h ({which}) was set for {set_for}")
 
 
 def pool_pricing(scn: Scenario) -> tuple[PoolPrice, PoolPrice]:
@@ -301,7 +314,23 @@ def pool_pricing(scn: Scenario) -> tuple[PoolPrice, PoolPrice]:
     plus the overrides), ``usd_per_gpu_hour`` where it applies, else the ownership cost of the pool's hardware
     on its documented defaults; hardware without those is a :class:`ScenarioError` naming the price that no longer
     applies (a price is never taken from another chip)."""
-    return _pool_price(scn, "trainer"), _pool_price(scn, "generator")
+    return pool_prices(scn, hardware_entries(priced_chips(scn)))
+
+
+def priced_chips(scn: Scenario) -> tuple[str, ...]:
+    """The accelerator names a scenario's prices read: each pool's hardware, the chips its prices were set for
+    (``economics.priced_for``) and those it prices (``economics.hardware_prices``)."""
+    econ = scn.economics
+    set_for = () if econ.priced_for is None else (econ.priced_for.trainer, econ.priced_for.generator)
+    return (scn.trainer.hardware, scn.generator.hardware,
+            *(n for n in set_for if n is not None), *(econ.hardware_prices or {}))
+
+
+def pool_prices(scn: Scenario, chips: Mapping[str, Accelerator | KeyError]) -> tuple[PoolPrice, PoolPrice]:
+    """:func:`pool_pricing` on names already looked up: ``chips`` maps each of :func:`priced_chips` to its catalog
+    entry or the catalog's error (:func:`~tcocalc.catalog.accelerators.hardware_entries`), as
+    :func:`~tcocalc.rl.cluster.resolve` holds them."""
+    return _pool_price(scn, "trainer", chips), _pool_price(scn, "generator", chips)
 
 
 def pricing_text(prices: Sequence[PoolPrice]) -> str:
@@ -313,9 +342,12 @@ def pricing_text(prices: Sequence[PoolPrice]) -> str:
     return "; ".join(f"{' and '.join(sides)} {text}" for text, sides in said.items())
 
 
-def _scenario_cost_inputs(scn: Scenario, side: str) -> CostInputs:
+def _scenario_cost_inputs(scn: Scenario, side: str, chips: Mapping[str, Accelerator | KeyError]) -> CostInputs:
+    acc = chips[getattr(scn, side).hardware]
+    if isinstance(acc, KeyError):  # UnknownEntryError naming the closest entries
+        raise acc
     try:
-        return default_cost_inputs(getattr(scn, side).hardware, **scn.economics.cost_inputs)
+        return _default_cost_inputs(acc, scn.economics.cost_inputs)
     except ScenarioError as exc:
         raise ScenarioError(f"economics.cost_inputs.{exc.field}", exc.message) from None
     except TypeError as exc:
@@ -362,9 +394,10 @@ def cost_lines(scn: Scenario, trainer_gpus: float, generator_gpus: float, sandbo
     econ = scn.economics
     pools = paid_pools(scn, trainer_gpus, generator_gpus)
     rows = []
-    for (side, n), price in zip(pools, pool_pricing(scn) if prices is None else prices, strict=False):
+    chips = hardware_entries(priced_chips(scn))
+    for (side, n), price in zip(pools, pool_prices(scn, chips) if prices is None else prices, strict=False):
         if price.basis == "cost inputs":
-            for (group, line), v in gpu_hour_cost(_scenario_cost_inputs(scn, side)).lines.items():
+            for (group, line), v in gpu_hour_cost(_scenario_cost_inputs(scn, side, chips)).lines.items():
                 rows.append({"line": f"{side} {group}: {line}", "quantity": n, "unit": "GPU",
                              "price [USD/unit-h]": v, "cost [USD/h]": v * n})
         else:

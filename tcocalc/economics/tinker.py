@@ -16,7 +16,7 @@ from ..catalog.models import model as catalog_model
 from ..catalog.prices import tinker_price_rows
 from ..errors import MissingSpecError, ScenarioError, UnknownEntryError
 
-__all__ = ["TinkerQuote", "tinker_cost", "tinker_price_table", "price_row", "DEFAULT_TINKER_DATE"]
+__all__ = ["TinkerQuote", "tinker_cost", "tinker_price_table", "price_row", "offered_row", "DEFAULT_TINKER_DATE"]
 
 DEFAULT_TINKER_DATE = "2026-01-05"
 
@@ -86,14 +86,28 @@ def price_row(model_name: str, price_date: str | None) -> dict:
     matches = _offering(model_name)
     if not matches:
         raise MissingSpecError(_not_offered(model_name))
+    row = _listed_on(matches, price_date)
+    if row is None:
+        have = ", ".join(sorted({r["list_from"] for r in matches}))
+        raise MissingSpecError(f"{model_name!r} is not offered by Tinker on {_check_date(price_date)} (lists with it "
+                               f"start {have})")
+    return row
+
+
+def offered_row(model_name: str, price_date: str | None) -> dict | None:
+    """:func:`price_row`, or None where no list offers ``model_name`` (on ``price_date``): for a caller that
+    reads "not offered" as no price, without the error's close-name search."""
+    matches = _offering(model_name)
+    return _listed_on(matches, price_date) if matches else None
+
+
+def _listed_on(matches: tuple[dict, ...], price_date: str | None) -> dict | None:
+    """The latest of ``matches`` listed on ``price_date`` (default: the latest list); None where none is."""
     if price_date is None:
         return max(matches, key=lambda r: r["list_from"])
     date = _check_date(price_date)
     dated = [r for r in matches if r["list_from"] <= date and (not r["list_to"] or date <= r["list_to"])]
-    if not dated:
-        have = ", ".join(sorted({r["list_from"] for r in matches}))
-        raise MissingSpecError(f"{model_name!r} is not offered by Tinker on {date} (lists with it start {have})")
-    return max(dated, key=lambda r: r["list_from"])
+    return max(dated, key=lambda r: r["list_from"]) if dated else None
 
 
 def tinker_cost(model_name: str, *, prompt_tokens: float, response_tokens: float, price_date: str | None = None,

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..catalog.accelerators import Accelerator, hardware
+from ..catalog.accelerators import Accelerator, hardware_entries
 from ..catalog.calibration import Calibration, CalibrationSet, RLCalibration, shipped_calibration
 from ..catalog.models import ModelArch, model
-from ..economics.tco import PoolPrice, pool_pricing
+from ..economics.tco import PoolPrice, pool_prices, pool_pricing
 from ..errors import ScenarioError
 from ..scenario import Scenario
 from .run_factors import UNCALIBRATED, RunFactors, run_factors
@@ -60,23 +60,31 @@ def _model(scn: Scenario) -> ModelArch:
         raise ScenarioError("model.name", str(exc)) from None
 
 
-def _accelerator(scn: Scenario, side: str) -> Accelerator:
-    try:
-        acc = hardware(getattr(scn, side).hardware)
-    except KeyError as exc:  # UnknownEntryError (a KeyError) names the closest entries
-        raise ScenarioError(f"{side}.hardware", str(exc)) from None
+def _chip_names(scn: Scenario) -> tuple[str, ...]:
+    """Every accelerator name the scenario writes, for :func:`resolve` to look up once: the names the prices read
+    (:func:`~tcocalc.economics.tco.priced_chips`: each pool's hardware, ``economics.priced_for``,
+    ``economics.hardware_prices``) and where ``trainer.mfu_busy`` was measured."""
+    econ, on = scn.economics, scn.trainer.mfu_measured_on
+    set_for = () if econ.priced_for is None else (econ.priced_for.trainer, econ.priced_for.generator)
+    return (scn.trainer.hardware, scn.generator.hardware, *(n for n in set_for if n is not None),
+            *(econ.hardware_prices or {}), *(() if on is None else (on.hardware,)))
+
+
+def _accelerator(scn: Scenario, side: str, chips: dict) -> Accelerator:
+    acc = chips[getattr(scn, side).hardware]
+    if isinstance(acc, KeyError):  # UnknownEntryError (a KeyError) names the closest entries
+        raise ScenarioError(f"{side}.hardware", str(acc))
     return acc if getattr(scn, side).multinode_nvlink else single_server_domain(acc)
 
 
-def _measured_on(scn: Scenario) -> Accelerator | None:
+def _measured_on(scn: Scenario, chips: dict) -> Accelerator | None:
     """The chip ``trainer.mfu_busy`` was measured on (``trainer.mfu_measured_on.hardware``), as a job sees it (one
     server's domain without multi-node NVLink); None where none is named or the catalog does not know it."""
     on = scn.trainer.mfu_measured_on
     if scn.trainer.mfu_busy is None or on is None:
         return None
-    try:
-        acc = hardware(on.hardware)
-    except KeyError:  # UnknownEntryError: a name the catalog does not know is not this chip
+    acc = chips[on.hardware]
+    if isinstance(acc, KeyError):  # UnknownEntryError: a name the catalog does not know is not this chip
         return None
     return acc if scn.trainer.multinode_nvlink else single_server_domain(acc)
 
@@ -128,17 +136,18 @@ def resolve(scn: Scenario, calibration: CalibrationSet | None = None) -> Cluster
     elif not isinstance(calibration, CalibrationSet):
         raise ScenarioError("calibration", f"expected a tcocalc CalibrationSet, got {type(calibration).__name__}")
     m = _model(scn)
-    acc_t, acc_g = _accelerator(scn, "trainer"), _accelerator(scn, "generator")
+    chips = hardware_entries(_chip_names(scn))  # each name's entry, or the catalog's error (raised where it must)
+    acc_t, acc_g = _accelerator(scn, "trainer", chips), _accelerator(scn, "generator", chips)
     for fld, acc, precision in (("model.precision", acc_t, scn.model.precision),
                                 ("generator.precision", acc_g, scn.generator.precision)):
         if precision not in acc.precisions:
             raise ScenarioError(fld, f"{acc.name} has no {precision}; it supports {', '.join(acc.precisions)}")
-    st = settings(scn, acc_g, calibration.rl)
-    on_chip = _measured_on(scn)
+    on_chip = _measured_on(scn, chips)
     source = _mfu_source(scn, acc_t, m, on_chip)
+    st = settings(scn, acc_g, calibration.rl)
     cluster = Cluster(model=m, trainer=acc_t, generator=acc_g, trainer_cal=calibration.for_accelerator(acc_t),
                       generator_cal=calibration.for_accelerator(acc_g), rl_cal=calibration.rl,
-                      calibration=calibration, settings=st, prices=pool_pricing(scn),
+                      calibration=calibration, settings=st, prices=pool_prices(scn, chips),
                       mfu_busy=scn.trainer.mfu_busy if source == "applies" else None, mfu_source=source,
                       mfu_chip=on_chip)
     if scn.calibration is None:

@@ -11,13 +11,20 @@ with the sandbox start-up ramp, run cost). The analytical model (:mod:`tcocalc.r
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
-from ..economics.semianalysis import semianalysis_cluster_usd_per_hour, semianalysis_tinker_usd_per_mtok
+from ..catalog.accelerators import Accelerator
+from ..economics.semianalysis import (
+    rental_cluster_usd_per_hour,
+    rental_usd_per_gpu_hour,
+    semianalysis_usd_per_gpu_hour,
+    tinker_mix_usd_per_mtok,
+)
 from ..economics.tco import gpus_paid
-from ..economics.tinker import price_row
-from ..errors import InfeasibleError, MissingSpecError
+from ..economics.tinker import offered_row
+from ..errors import InfeasibleError
 from ..scenario import Scenario
 from .phases import WorkloadStats
 from .rates import Flow, Rates
@@ -26,7 +33,8 @@ from .sandboxes import ramp_hours
 from .staleness import Staleness
 
 __all__ = ["METRIC_UNITS", "RUN_METRICS", "OBJECTIVES", "contract_metrics", "combine_phases",
-           "tinker_usd_per_mtok", "semianalysis_metrics", "scalar_metrics", "assert_finite", "metric_quantities",
+           "tinker_usd_per_mtok", "semianalysis_metrics", "OutsidePrices", "outside_prices", "outside_prices_on",
+           "combine_phases_at", "scalar_metrics", "assert_finite", "metric_quantities",
            "binding_text", "HEADLINE_METRICS"]
 
 #: Every metric key with its unit and meaning (docs/metrics.md is generated from this table).
@@ -126,12 +134,42 @@ def contract_metrics(scn: Scenario, ws: WorkloadStats, rates: Rates, flow: Flow,
     )
 
 
+@dataclass(frozen=True)
+class OutsidePrices:
+    """The outside prices a run's cost is read against, looked up once: Tinker's list row for the model on the
+    scenario's price date (``tinker``, :func:`~tcocalc.economics.tinker.price_row`; None: not offered) and the
+    SemiAnalysis-style rental $/GPU-hour of each pool's accelerator (``rentals``, trainer then generator,
+    :mod:`tcocalc.economics.semianalysis`; None: the study has none)."""
+
+    tinker: dict | None
+    rentals: tuple[float | None, float | None]
+
+
+def _tinker_row(scn: Scenario) -> dict | None:
+    return offered_row(scn.model.name, scn.economics.tinker_price_date)  # None: not offered
+
+
+def outside_prices(scn: Scenario) -> OutsidePrices:
+    """:class:`OutsidePrices` of a scenario, its accelerators looked up by name."""
+    return OutsidePrices(_tinker_row(scn), (semianalysis_usd_per_gpu_hour(scn.trainer.hardware),
+                                            semianalysis_usd_per_gpu_hour(scn.generator.hardware)))
+
+
+def outside_prices_on(scn: Scenario, trainer: Accelerator, generator: Accelerator) -> OutsidePrices:
+    """:class:`OutsidePrices` of a scenario whose pools' accelerators are already resolved (a
+    :class:`~tcocalc.rl.cluster.Cluster`'s ``trainer`` and ``generator``)."""
+    return OutsidePrices(_tinker_row(scn), (rental_usd_per_gpu_hour(trainer), rental_usd_per_gpu_hour(generator)))
+
+
 def tinker_usd_per_mtok(scn: Scenario, ws: WorkloadStats) -> float | None:
     """Tinker's $/M trained tokens for the phase's token mix, discarded sampling paid too (§8); None when
     Tinker does not offer the model."""
-    try:
-        row = price_row(scn.model.name, scn.economics.tinker_price_date)
-    except MissingSpecError:
+    return _tinker_usd(_tinker_row(scn), ws)
+
+
+def _tinker_usd(row: dict | None, ws: WorkloadStats) -> float | None:
+    """:func:`tinker_usd_per_mtok` on Tinker's price row (None: not offered)."""
+    if row is None:
         return None
     delta = ws.response_mean / ws.turns + ws.observation_tokens
     full = multiturn_prefill_tokens(ws.prompt_tokens, delta, ws.turns, caching=False)
@@ -156,7 +194,14 @@ def combine_phases(scn: Scenario, parts: list[tuple[WorkloadStats, dict]]) -> di
     Phases weigh by wall time (``steps × step time``); step time and cost per step by steps; cost per
     trained token from the run's totals; the max staleness is the largest; Tinker's price weighs by trained
     tokens (None if any phase's model is not offered); the run adds the first phase's sandbox start-up ramp.
+    The outside prices are looked up by name (:func:`outside_prices`; :func:`combine_phases_at` takes them).
     """
+    return combine_phases_at(scn, parts, outside_prices(scn))
+
+
+def combine_phases_at(scn: Scenario, parts: list[tuple[WorkloadStats, dict]], prices: OutsidePrices) -> dict:
+    """:func:`combine_phases` with the outside prices already looked up (:func:`outside_prices_on` a resolved
+    cluster)."""
     durations = [ws.steps * np.asarray(met["step_time_s"], dtype=float) for ws, met in parts]
     weights = [d / 3600 for d in durations]
     total_w = sum(weights)
@@ -170,7 +215,7 @@ def combine_phases(scn: Scenario, parts: list[tuple[WorkloadStats, dict]]) -> di
     out["usd_per_step"] = run_usd_gpu / steps_total
     trained_tok = sum(ws.steps * scn.workload.samples_per_step * ws.traj_tokens for ws, _ in parts)
     out["usd_per_mtok_trained"] = run_usd_gpu / (trained_tok / 1e6)
-    tinker = [tinker_usd_per_mtok(scn, ws) for ws, _ in parts]
+    tinker = [_tinker_usd(prices.tinker, ws) for ws, _ in parts]
     if all(v is not None for v in tinker):
         tw = [ws.steps * ws.traj_tokens for ws, _ in parts]
         out["tinker_usd_per_mtok"] = sum(v * w for v, w in zip(tinker, tw, strict=True)) / sum(tw)
@@ -181,7 +226,7 @@ def combine_phases(scn: Scenario, parts: list[tuple[WorkloadStats, dict]]) -> di
     ramp_h = np.vectorize(lambda live: ramp_hours(scn, ws0, float(live)), otypes=[float])(met0["sandbox_concurrency"])
     out["run_hours"] = sum(durations) / 3600.0 + ramp_h
     out["run_usd"] = run_usd_gpu + ramp_h * out["usd_per_hour"]
-    out.update(semianalysis_metrics(scn, parts, durations, trained_tok))
+    out.update(_semianalysis(scn, parts, durations, trained_tok, prices))
     return {k: out[k] for k in METRIC_UNITS}
 
 
@@ -193,8 +238,21 @@ def semianalysis_metrics(scn: Scenario, parts: list[tuple[WorkloadStats, dict]],
     trained tokens (prompt and observations at prefill, response at sample + train), weighted by trained tokens.
     Reproduces Prime RL $6.90 / 2.01x and slime $16.23 / 4.86x within 10% (tests/unit/studies/test_tinker_gap.py).
     """
-    usd_hs = [semianalysis_cluster_usd_per_hour(scn, met["trainer_gpus"], met["generator_gpus"],
-                                                met["sandbox_cpu_cores"]) for _, met in parts]
+    return _semianalysis(scn, parts, durations, trained_tok, outside_prices(scn))
+
+
+def _semianalysis(scn: Scenario, parts: list[tuple[WorkloadStats, dict]], durations: list, trained_tok,
+                  prices: OutsidePrices) -> dict:
+    tinker = [None if prices.tinker is None else
+              tinker_mix_usd_per_mtok(prices.tinker, ws.traj_tokens - ws.response_mean, ws.response_mean)
+              for ws, _ in parts]
+    if all(v is not None for v in tinker):
+        tw = [ws.steps * ws.traj_tokens for ws, _ in parts]
+        t_usd = sum(v * w for v, w in zip(tinker, tw, strict=True)) / sum(tw)
+    else:
+        t_usd = None
+    usd_hs = [rental_cluster_usd_per_hour(scn, met["trainer_gpus"], met["generator_gpus"], met["sandbox_cpu_cores"],
+                                          prices.rentals) for _, met in parts]
     if any(usd_h is None for usd_h in usd_hs):
         usd = None
     else:
@@ -202,13 +260,6 @@ def semianalysis_metrics(scn: Scenario, parts: list[tuple[WorkloadStats, dict]],
         for usd_h, d in zip(usd_hs, durations, strict=True):
             run = run + usd_h * d / 3600.0
         usd = run / (trained_tok / 1e6)
-    tinker = [semianalysis_tinker_usd_per_mtok(scn.model.name, ws.traj_tokens - ws.response_mean, ws.response_mean,
-                                               scn.economics.tinker_price_date) for ws, _ in parts]
-    if all(v is not None for v in tinker):
-        tw = [ws.steps * ws.traj_tokens for ws, _ in parts]
-        t_usd = sum(v * w for v, w in zip(tinker, tw, strict=True)) / sum(tw)
-    else:
-        t_usd = None
     ratio = None if usd is None or t_usd is None else usd / t_usd
     return {"semianalysis_usd_per_mtok": usd, "semianalysis_tinker_usd_per_mtok": t_usd,
             "semianalysis_cost_ratio_vs_tinker": ratio}

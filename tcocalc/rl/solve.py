@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..catalog.calibration import prediction_errors, rl_calibration
-from ..catalog.regimes import regime_errors, regime_of
+from ..catalog.regimes import regime_errors, regime_of, regime_on
 from ..economics.tco import gpus_paid
 from ..errors import InfeasibleError, ScenarioError
 from ..scenario import Scenario
@@ -29,7 +29,7 @@ from . import diagnosis
 from .cluster import Cluster, resolve
 from .diagnosis import USEFUL_GROUP_FLOOR
 from .pipeline import phase_results
-from .report import OBJECTIVES, assert_finite, combine_phases, scalar_metrics
+from .report import OBJECTIVES, assert_finite, combine_phases_at, outside_prices_on, scalar_metrics
 from .results import CalibrationStatus, Diagnosis, PhaseResult, RLReport, Sizing, Trust
 from .search import MAX_CANDIDATES, SIZING_SHARE, SPLIT_TOLERANCE, gain, score, search, smallest_total, sweep_frame
 
@@ -75,7 +75,8 @@ def _assess(scn: Scenario, cluster: Cluster, looser: bool = True) -> _Assessed:
     for res in results:
         diagnosis.check_sides(scn, cluster, res, n_t, n_g)
     parts = [(res.workload, scalar_metrics(res.metrics)) for res in results]
-    metrics = scalar_metrics(combine_phases(scn, parts))
+    outside = outside_prices_on(scn, cluster.trainer, cluster.generator)
+    metrics = scalar_metrics(combine_phases_at(scn, parts, outside))
     assert_finite(metrics)
     limits, loose = diagnosis.binding_limits(scn, cluster, results, looser)
     groups = diagnosis.group_warnings(scn, results)
@@ -84,7 +85,7 @@ def _assess(scn: Scenario, cluster: Cluster, looser: bool = True) -> _Assessed:
                 + diagnosis.mfu_warnings(scn, cluster, metrics) + diagnosis.calibration_warnings(cluster))
     found = Diagnosis(binding_limits=limits, warnings=tuple(warnings), discards=diagnosis.discard_causes(results),
                       pricing=diagnosis.pricing(scn, cluster), calibration=calibration_status(cluster.run),
-                      trust=trust_of(cluster.run, scn))
+                      trust=_run_trust(cluster.run, regime_on(scn, cluster.trainer, cluster.generator)))
     return _Assessed(metrics, _phase_table(parts, results), found, tuple(results),
                      words.Facts(metrics, results[0], limits, loose))
 
@@ -121,7 +122,12 @@ def trust_of(run, scenario: Scenario | None = None) -> Trust:
     (another chip: the stage factors drop, the fixed per-step cost stays) is as good as the uncalibrated model on
     the stages it lost. Factors carried from a run of another mode (``run.across_modes``) get the error measured on
     such pairs (data/rl_calibration.toml ``calibrate_across_modes_error``)."""
-    out = trust(run.calibrated and not run.dropped, None if scenario is None else regime_of(scenario))
+    return _run_trust(run, None if scenario is None else regime_of(scenario))
+
+
+def _run_trust(run, regime: str | None) -> Trust:
+    """:func:`trust_of` in a regime already named (:func:`~tcocalc.catalog.regimes.regime_on` a resolved cluster)."""
+    out = trust(run.calibrated and not run.dropped, regime)
     if run.calibrated and run.across_modes:  # a pilot of another mode: the error measured on such pairs
         rl = rl_calibration()
         out = replace(out, basis="calibrated across modes", typical_error=rl["calibrate_across_modes_error"],

@@ -36,7 +36,7 @@ from ..units import bytes_per_element
 from .parallel import Parallelism
 
 __all__ = ["KernelTime", "prefill", "decode", "forward_cost", "inference_memory_per_gpu", "kv_bytes_per_seq_per_gpu",
-           "check_positive", "check_whole", "resolve_inputs", "default_kv_precision"]
+           "check_positive", "check_whole", "resolve_inputs", "check_inputs", "default_kv_precision"]
 
 ACT_BYTES = 2.0  # activations travel in bf16 between kernels
 ELEMENTWISE_HIDDEN_PASSES = 10.0  # hidden-sized reads + writes per token and layer (norms, residuals); see op 4
@@ -387,10 +387,15 @@ def default_kv_precision(precision: str) -> str:
 
 
 def resolve_inputs(model_, hw, precision, kv_precision, parallel):
-    """(ModelArch, Accelerator, Parallelism) from names or objects, precisions checked (ScenarioError naming
-    the argument)."""
-    m = model(model_)
-    acc = hardware(hw)
+    """(ModelArch, Accelerator, precision, KV precision, Parallelism) from names or objects, precisions checked
+    (ScenarioError naming the argument): the catalog look-ups, then :func:`check_inputs`."""
+    return check_inputs(model(model_), hardware(hw), precision, kv_precision, parallel)
+
+
+def check_inputs(m: ModelArch, acc: Accelerator, precision, kv_precision, parallel):
+    """:func:`resolve_inputs` of a model and an accelerator already resolved (a
+    :class:`~tcocalc.rl.cluster.Cluster`'s): the precisions and the parallel degrees checked against them
+    (ScenarioError naming the argument), the KV precision defaulted, ``parallel`` as a Parallelism."""
     if precision not in ("bf16", "fp8", "fp4"):
         raise ScenarioError("precision", f"must be 'bf16', 'fp8' or 'fp4', got {precision!r}")
     if kv_precision is None:

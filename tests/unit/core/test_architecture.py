@@ -618,7 +618,8 @@ def test_consumers_read_fields_not_details():
 #: once, by ``rl/cluster.py:resolve`` (``cluster.settings``, ``cluster.prices``); ``economics/tco.py`` defines
 #: ``pool_pricing`` and prices a scenario given alone with it (``cost_lines`` without ``prices``). The app is a
 #: user of the public API (``tc.pool_pricing``, a price field's default before anything is evaluated), not checked.
-RESOLVED_ONCE = {"settings": {"tcocalc.rl.cluster"}, "pool_pricing": {"tcocalc.rl.cluster", "tcocalc.economics.tco"}}
+RESOLVED_ONCE = {"settings": {"tcocalc.rl.cluster"}, "pool_pricing": {"tcocalc.rl.cluster", "tcocalc.economics.tco"},
+                 "pool_prices": {"tcocalc.rl.cluster", "tcocalc.economics.tco"}}
 
 
 def test_settings_and_prices_are_derived_in_one_place():
@@ -641,7 +642,7 @@ def _hardware_names(module: Module) -> set[str]:
     for node in ast.walk(module.tree):
         if isinstance(node, ast.ImportFrom) and from_base(module, node) in ("tcocalc.catalog.accelerators",
                                                                            "tcocalc.catalog", TOP):
-            names |= {a.asname or a.name for a in node.names if a.name == "hardware"}
+            names |= {a.asname or a.name for a in node.names if a.name in ("hardware", "hardware_entries")}
     return names
 
 
@@ -694,3 +695,71 @@ def test_names_are_looked_up_once_in_rl():
             if not ok:
                 found.append(f"  {module.where(call)}: {ast.unparse(call)} in {owner or 'module level'}")
     fail_if(found, "an accelerator looked up by name in rl/ outside resolve (read cluster.trainer / generator):")
+
+
+#: Functions that take what ``resolve`` resolved (issue 38 move 6, "resolve once"), by module: the pools' prices on
+#: the looked-up chips, the outside prices and the trust figure's regime on the cluster's accelerators, the roofline
+#: input check on a resolved model and accelerator, and ``rl/solve.py:_assess`` (the evaluate path) that uses them.
+TAKES_RESOLVED = {
+    "tcocalc.economics.tco": ("pool_prices",),
+    "tcocalc.economics.semianalysis": ("rental_usd_per_gpu_hour", "rental_cluster_usd_per_hour",
+                                       "tinker_mix_usd_per_mtok"),
+    "tcocalc.rl.report": ("outside_prices_on", "combine_phases_at"),
+    "tcocalc.catalog.regimes": ("regime_on",),
+    "tcocalc.roofline.forward": ("check_inputs",),
+    "tcocalc.rl.solve": ("_assess",),
+}
+#: Look-ups by name: the catalog's, and the public functions that make one before calling the resolved form.
+BY_NAME = ("hardware", "hardware_entries", "model", "catalog_model", "resolve_inputs", "pool_pricing",
+           "default_cost_inputs", "ownership_usd_per_gpu_hour", "amortisation_text", "price_row",
+           "semianalysis_usd_per_gpu_hour", "semianalysis_cluster_usd_per_hour", "semianalysis_tinker_usd_per_mtok",
+           "outside_prices", "combine_phases", "tinker_usd_per_mtok", "semianalysis_metrics", "regime_of", "trust_of")
+
+#: Functions of that reach that look up a data table's own names, not the scenario's, once (cached).
+INDEXES_A_TABLE = {"_rental_by_chip"}  # economics/semianalysis.py: the rental table by catalog name
+
+
+def _reach(module: Module, entry: str) -> list[ast.FunctionDef]:
+    """``entry`` and every top-level function of ``module`` it calls, directly or through others."""
+    defs = {n.name: n for n in module.tree.body if isinstance(n, ast.FunctionDef)}
+    todo, seen = [entry], {}
+    while todo:
+        name = todo.pop()
+        if name in defs and name not in seen:
+            seen[name] = defs[name]
+            todo += [c.func.id for c in ast.walk(defs[name])
+                     if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)]
+    return list(seen.values())
+
+
+def name_lookups_in_reach(module: Module, entry: str) -> list[str]:
+    """``function: call`` of each look-up by name (:data:`BY_NAME`) that ``entry`` makes, itself or through the
+    functions of its module that it calls."""
+    return [f"{fn.name}: {ast.unparse(c)}" for fn in _reach(module, entry) if fn.name not in INDEXES_A_TABLE
+            for name in BY_NAME for c in calls_to(fn, name)]
+
+
+def test_reach_finder_on_hand_made_code(tmp_path):
+    src = ("def priced(s, chips):\n    return _price(s, chips)\n"
+           "def _price(s, chips):\n    return _canon(chips, s)\n"
+           "def _canon(chips, s):\n    return chips[s]\n"
+           "def by_name(s):\n    return priced(s, hardware(s))\n")
+    module = Module("tcocalc.economics.made", tmp_path / "made.py", ast.parse(src))
+    assert name_lookups_in_reach(module, "priced") == []
+    assert name_lookups_in_reach(module, "by_name") == ["by_name: hardware(s)"]
+    again = Module("tcocalc.economics.made", tmp_path / "made.py",
+                   ast.parse(src.replace("return chips[s]", "return hardware(s).name")))
+    assert name_lookups_in_reach(again, "priced") == ["_canon: hardware(s)"]
+
+
+def test_resolved_things_are_not_looked_up_again():
+    """What ``resolve`` looked up is not looked up by name again on the evaluate path: the functions of
+    :data:`TAKES_RESOLVED`, and every function of their module they call, make no look-up of :data:`BY_NAME`
+    (the name-taking public forms look up, then call these)."""
+    mods = modules()
+    found = [f"  {mods[name].path.relative_to(PKG.parent)}: {hit}" for name, entries in TAKES_RESOLVED.items()
+             for entry in entries for hit in name_lookups_in_reach(mods[name], entry)]
+    missing = [f"  {name}.{entry}" for name, entries in TAKES_RESOLVED.items() for entry in entries
+               if not _reach(mods[name], entry)]
+    fail_if(missing, "a function named in TAKES_RESOLVED is gone (update the table):")
+    fail_if(found, "a look-up by name where the resolved object is at hand (take it from the Cluster):")
