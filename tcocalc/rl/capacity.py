@@ -25,7 +25,7 @@ from ..catalog.models import ModelArch
 from ..errors import InfeasibleError, ScenarioError
 from ..roofline.disaggregated import kv_transfer_seconds, prefill_pool_rate
 from ..roofline.engine_config import EngineConfig, Lengths
-from ..roofline.forward import forward_cost, resolve_inputs
+from ..roofline.forward import check_inputs, forward_cost
 from ..roofline.forward import prefill as prefill_kernel
 from ..roofline.parallel import Layouts, Parallelism
 from ..roofline.serving import serve
@@ -313,7 +313,7 @@ def _generator_capacity(setup: ServingSetup, pinned_tp: int | None = None,
     pool = _prefill_pool(setup) if eng.disaggregated else None
     if pinned_tp is not None:
         par = Parallelism(tp=pinned_tp, ep=pinned_tp if m.is_moe and m.num_experts % pinned_tp == 0 else 1)
-        resolve_inputs(m, setup.acc, eng.precision, eng.kv_precision, par)  # ScenarioError naming parallel.tp
+        check_inputs(m, setup.acc, eng.precision, eng.kv_precision, par)  # ScenarioError naming parallel.tp
         est = serve(m, setup.acc, setup.cal, setup.shape.lengths, eng, gpus=pinned_tp, parallel=par)
     else:
         est = _best_instance(setup, max_gpus)
