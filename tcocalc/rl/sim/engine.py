@@ -263,7 +263,17 @@ class Engine:
         reps = self.replicas
         if version >= 0 and version != reps.version[r]:
             return False  # superseded by a reschedule
-        tr = reps.pop_finished(r, self.now)
+        now, d = self.now, reps.decoding[r]
+        if d > 0 and not reps.paused:  # reps.pop_finished(r, now), inline: once per turn
+            start, busy = reps.t_last[r], reps.busy_until[r]
+            if busy > start:
+                start = busy
+            if now > start:
+                reps.V[r] += (now - start) / (reps.t0 + reps.t1 * d)
+        reps.t_last[r] = now
+        tr = heapq.heappop(reps.heaps[r])[2]
+        reps.decoding[r] = d - 1
+        reps.dirty.add(r)
         self.gen_tokens += tr.seg_tokens
         tr.segs -= 1
         if tr.segs > 0:
@@ -308,7 +318,10 @@ class Engine:
         reps.total_resident += 1
         new = p.obs_tokens + tr.seg_tokens
         self.returns += 1
-        if reps.reclaim(r, tr):
+        if cached is not None:  # reps.reclaim(r, tr), inline: the history is still cached (a hit)
+            del reps.cache[r][tr]
+            reps.cache_kv[r] -= cached
+            reps.run_kv[r] += cached
             self.hits += 1
             reps.allocate(r, new)
         else:  # evicted while it waited: the whole history is prefilled again, the replica stalling meanwhile
