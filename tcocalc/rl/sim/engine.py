@@ -19,6 +19,7 @@ generator idle), and asynchronous admission (async, inflight) by AReaL's rule
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 from collections import deque
 from dataclasses import dataclass
@@ -151,11 +152,14 @@ class Engine:
     def __init__(self, p: SimParams, rng: np.random.Generator):
         self.p, self.rng = p, rng
         self.events: list = []
-        self.counter = 0
+        self.tick = itertools.count(1).__next__  # the heap's tie-breaker after time: push order
         self.now = 0.0
-        self.replicas = Replicas(p.n_rep, p.t0, p.t1, self._push_decode, p.kv_pool_tokens)
+        self.replicas = Replicas(p.n_rep, p.t0, p.t1, self.events, self.tick, p.kv_pool_tokens)
         self.pending = [deque() for _ in range(p.n_rep)]  # LRU: back from a tool, waiting for a slot on its replica
         self.n_pending = 0  # their number (most events find none: the replicas' queues are not scanned)
+        # LRU: replicas with a waiting return whose room grew (a slot or KV freed) since their queue was last
+        # looked at; only these can admit their queue's head (a head that did not fit still does not otherwise)
+        self.room_freed: set = set()
         self.returns = self.hits = 0  # LRU: returns from a tool, and those that found their history cached
         self.waiting, self.start_queue = deque(), deque()
         self.timers: dict = {}  # trajectories in a tool call; insertion-ordered so aborts are reproducible
@@ -176,6 +180,7 @@ class Engine:
         self.running_by_version: dict = {}
         self.pools = {"u": [np.empty(0), 0], "n": [np.empty(0), 0]}  # pre-drawn random numbers, refilled in blocks
         self.streaming = p.traits.streaming
+        self.kv_lru, self.tool_each_s = p.kv_lru, p.tool_each_s  # read on every turn
         self.sync_family = p.traits.alternates  # generation stops while the trainer trains
         self.horizon = 0 if p.partial_rollout else 1  # partial rollout: a paused trajectory resumes one version later
         self.spans_versions = p.traits.in_flight_updates or p.partial_rollout
@@ -192,12 +197,7 @@ class Engine:
 
     # ------------------------------------------------------------------------------------------ loop
     def push(self, t: float, kind: Ev, a=None, b=0) -> None:
-        self.counter += 1
-        heapq.heappush(self.events, (t, self.counter, kind, a, b))
-
-    def _push_decode(self, t: float, r: int, version: int) -> None:
-        self.counter += 1
-        heapq.heappush(self.events, (t, self.counter, Ev.DECODE_DONE, r, version))
+        heapq.heappush(self.events, (t, self.tick(), kind, a, b))
 
     def run(self, steps: int, max_events: int, progress=None) -> int:
         """Run until ``steps`` versions are live; returns the number of events handled.
@@ -214,6 +214,14 @@ class Engine:
         if progress is not None:
             progress(0, steps)
         track_busy = not self.streaming  # synchronous modes: generator busy time, as the analytical t_gen
+        # the loop's hot path, bound once (a few µs per event: every attribute lookup counts, benchmarks/run.py)
+        heappop, r_version = heapq.heappop, replicas.version
+        decode_done, tool_done = self._decode_done, self._tool_done
+        maybe_train, dispatch, pump, flush = self._maybe_train, self._dispatch, self._pump, replicas.flush
+        # whole-batch steps (not periodic, not streamed): the trainer starts only once the buffer holds a batch;
+        # synchronous modes dispatch only once a round's groups are all over (as _maybe_train, _dispatch)
+        whole_batch, batch, streaming = not (self.periodic or self.streamed), self.p.batch, self.streaming
+        waiting, start_queue = self.waiting, self.start_queue
         while events and len(records) < steps:
             n_events += 1
             if n_events > max_events:
@@ -221,14 +229,26 @@ class Engine:
                                       f"{len(records)} of {steps} steps; raise max_events (--max-events) or "
                                       f"simulate fewer steps")
             t_prev = self.now
-            self.now, _, kind, a, b = heapq.heappop(events)
+            self.now, _, kind, a, b = heappop(events)
             if track_busy and self.running and not replicas.paused:
                 self.gen_busy += self.now - t_prev
-            if on[kind](a, b) is False:
-                continue  # a superseded or dead entry: nothing changed
-            self._maybe_train()
-            self._dispatch()
-            replicas.flush(self.now)
+            if kind == 0:  # Ev.DECODE_DONE
+                if b != r_version[a]:
+                    continue  # superseded by a reschedule: nothing changed
+                decode_done(a)
+            elif kind == 1:  # Ev.TOOL_DONE
+                if a.dead:
+                    continue
+                tool_done(a)
+            elif on[kind](a, b) is False:
+                continue  # a dead entry: nothing changed
+            if not whole_batch or (len(self.buffer) >= batch and not self.trainer_busy and not self.syncing):
+                maybe_train()
+            if streaming or (self.gen_open and self.open_groups == 0):
+                dispatch()
+            elif self.room_freed or waiting or start_queue:
+                pump()
+            flush(self.now)
             if len(records) >= next_report:  # a step went live (inf without a progress callback)
                 progress(min(len(records), steps), steps)
                 next_report = min(len(records) - len(records) % every + every, steps)
@@ -238,24 +258,38 @@ class Engine:
         return n_events
 
     # ------------------------------------------------------------------------------------------ handlers
-    def _decode_done(self, r: int, version: int) -> bool | None:
-        if version != self.replicas.version[r]:
+    def _decode_done(self, r: int, version: int = -1) -> bool | None:
+        """Replica ``r``'s earliest decode segment ended (the loop skips superseded entries, ``version`` stale)."""
+        reps = self.replicas
+        if version >= 0 and version != reps.version[r]:
             return False  # superseded by a reschedule
-        tr = self.replicas.pop_finished(r, self.now)
+        now, d = self.now, reps.decoding[r]
+        if d > 0 and not reps.paused:  # reps.pop_finished(r, now), inline: once per turn
+            start, busy = reps.t_last[r], reps.busy_until[r]
+            if busy > start:
+                start = busy
+            if now > start:
+                reps.V[r] += (now - start) / (reps.t0 + reps.t1 * d)
+        reps.t_last[r] = now
+        tr = heapq.heappop(reps.heaps[r])[2]
+        reps.decoding[r] = d - 1
+        reps.dirty.add(r)
         self.gen_tokens += tr.seg_tokens
         tr.segs -= 1
         if tr.segs > 0:
-            if self.p.kv_lru:  # the slot is free while the tool runs; the history waits in the LRU cache
+            if self.kv_lru:  # the slot is free while the tool runs; the history waits in the LRU cache
                 tr.holds = False
-                self.replicas.resident[r] -= 1
-                self.replicas.total_resident -= 1
-                self.replicas.park(r, tr, tr.kv)
+                reps.resident[r] -= 1
+                reps.total_resident -= 1
+                reps.park(r, tr, tr.kv)
+                if self.pending[r]:
+                    self.room_freed.add(r)
             self.timers[tr] = None
-            self.push(self.now + self.p.tool_each_s, Ev.TOOL_DONE, tr)
+            heapq.heappush(self.events, (self.now + self.tool_each_s, self.tick(), Ev.TOOL_DONE, tr, 0))
         else:
             self._release(tr, True)
 
-    def _tool_done(self, tr: _Traj, _b) -> bool | None:
+    def _tool_done(self, tr: _Traj, _b=0) -> bool | None:
         if tr.dead:
             return False
         self.timers.pop(tr, None)
@@ -267,25 +301,32 @@ class Engine:
     def _resume(self, tr: _Traj) -> None:
         """``tr`` starts its next turn: pinned, on the slot it holds; LRU, on a free slot of its replica (else it
         waits for one), its history prefilled again first when it was evicted."""
-        if not self.p.kv_lru:
-            self.replicas.begin(tr, tr.seg_tokens, self.now)
+        reps = self.replicas
+        if not self.kv_lru:
+            reps.begin(tr, tr.seg_tokens, self.now)
             return
-        r, reps = tr.replica, self.replicas
-        if not self._fits(r, self._turn_need(tr)):
+        r, p = tr.replica, self.p
+        cached = reps.cache[r].get(tr)  # as _turn_need and _fits, inline (once per turn)
+        need = (tr.kv if cached is None else cached) + p.obs_tokens + tr.seg_tokens
+        if not (reps.resident[r] == 0 or (reps.resident[r] < p.max_running
+                                          and reps.run_kv[r] + need <= p.kv_pool_tokens)):
             self.pending[r].append(tr)
             self.n_pending += 1
             return
         tr.holds = True
         reps.resident[r] += 1
         reps.total_resident += 1
-        new = self.p.obs_tokens + tr.seg_tokens
+        new = p.obs_tokens + tr.seg_tokens
         self.returns += 1
-        if reps.reclaim(r, tr):
+        if cached is not None:  # reps.reclaim(r, tr), inline: the history is still cached (a hit)
+            del reps.cache[r][tr]
+            reps.cache_kv[r] -= cached
+            reps.run_kv[r] += cached
             self.hits += 1
             reps.allocate(r, new)
         else:  # evicted while it waited: the whole history is prefilled again, the replica stalling meanwhile
             reps.allocate(r, tr.kv + new)
-            reps.stall(r, self.now, tr.kv * self.p.reprefill_s_per_token)
+            reps.stall(r, self.now, tr.kv * p.reprefill_s_per_token)
         tr.kv += new
         reps.begin(tr, tr.seg_tokens, self.now)
 
@@ -397,13 +438,15 @@ class Engine:
     def _pump(self) -> None:
         """Start sandboxes within the limits, then place waiting trajectories on free replica slots."""
         p, reps = self.p, self.replicas
-        if self.n_pending and not reps.paused:  # LRU: returns from a tool first, on their own replica
-            for r, queue in enumerate(self.pending):
+        if self.room_freed and not reps.paused:  # LRU: returns from a tool first, on their own replica
+            for r in sorted(self.room_freed):  # (replica order; a return touches only its own replica)
+                queue = self.pending[r]
                 while queue and (queue[0].dead or self._fits(r, self._turn_need(queue[0]))):
                     tr = queue.popleft()
                     self.n_pending -= 1
                     if not tr.dead:
                         self._resume(tr)
+            self.room_freed.clear()
         if not self.waiting and not self.start_queue:
             return
         while self.start_queue and (p.max_starting == 0 or self.starting < p.max_starting) and (
@@ -462,6 +505,8 @@ class Engine:
             self.replicas.total_resident -= 1
             if self.p.kv_lru:
                 self.replicas.free(tr.replica, tr.kv)
+                if self.pending[tr.replica]:
+                    self.room_freed.add(tr.replica)
         elif tr.replica >= 0 and self.p.kv_lru:  # aborted while waiting on a tool: its cached history goes
             self.replicas.drop(tr.replica, tr)
         self.running -= 1
@@ -508,6 +553,7 @@ class Engine:
                 self._release(tr, False)
         self.timers.clear()
         self.n_pending = 0
+        self.room_freed.clear()
         for q in (self.waiting, self.start_queue, *self.pending):
             while q:
                 tr = q.popleft()

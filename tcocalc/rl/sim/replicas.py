@@ -21,11 +21,16 @@ from collections import OrderedDict
 __all__ = ["Replicas"]
 
 
-class Replicas:
-    """``n`` identical replicas. ``schedule(time, replica, version)`` is called for each replica's next finish."""
+DECODE_DONE = 0
+"""The event kind a replica's next finish is pushed with (:class:`tcocalc.rl.sim.engine.Ev`)."""
 
-    def __init__(self, n: int, t0: float, t1: float, schedule, pool_tokens: float = 0.0):
-        self.n, self.t0, self.t1, self.schedule = n, t0, t1, schedule
+
+class Replicas:
+    """``n`` identical replicas. Each replica's next finish goes on ``events`` (a heap of ``(time, tick(),
+    DECODE_DONE, replica, version)``; ``tick`` numbers the engine's pushes)."""
+
+    def __init__(self, n: int, t0: float, t1: float, events: list, tick, pool_tokens: float = 0.0):
+        self.n, self.t0, self.t1, self.events, self.tick = n, t0, t1, events, tick
         self.busy_until = [0.0] * n     # a replica prefilling an evicted history again stalls until then [s]
         self.pool_tokens = pool_tokens  # KV pool per replica [token] (LRU retention only)
         self.run_kv = [0.0] * n         # KV of the sequences holding a slot [token]
@@ -47,12 +52,13 @@ class Replicas:
 
     def advance(self, r: int, now: float) -> None:
         """Bring replica ``r``'s virtual clock to ``now``."""
-        if not self.paused and self.decoding[r] > 0:
+        d = self.decoding[r]
+        if d > 0 and not self.paused:
             start, busy = self.t_last[r], self.busy_until[r]
             if busy > start:
                 start = busy
             if now > start:  # (no max(): this runs once per event and replica touched)
-                self.V[r] += (now - start) / (self.t0 + self.t1 * self.decoding[r])
+                self.V[r] += (now - start) / (self.t0 + self.t1 * d)
         self.t_last[r] = now
 
     def stall(self, r: int, now: float, seconds: float) -> None:
@@ -98,8 +104,15 @@ class Replicas:
         """Trajectory ``tr`` (on ``tr.replica``) starts decoding ``tokens`` more tokens (plus ``extra``
         decode-token equivalents, e.g. its prefill)."""
         r = tr.replica
-        self.advance(r, now)
-        self.decoding[r] += 1
+        d = self.decoding[r]
+        if d > 0 and not self.paused:  # self.advance(r, now), inline: once per turn
+            start, busy = self.t_last[r], self.busy_until[r]
+            if busy > start:
+                start = busy
+            if now > start:
+                self.V[r] += (now - start) / (self.t0 + self.t1 * d)
+        self.t_last[r] = now
+        self.decoding[r] = d + 1
         tr.decoding = True
         heapq.heappush(self.heaps[r], (self.V[r] + tokens + extra, tr.seq, tr))
         self.dirty.add(r)
@@ -116,15 +129,18 @@ class Replicas:
         """Reschedule the next finish of every replica whose decoding set changed."""
         if not self.dirty:
             return
+        version, heaps, decoding, busy_until, V = self.version, self.heaps, self.decoding, self.busy_until, self.V
+        paused, events, tick = self.paused, self.events, self.tick
         for r in self.dirty:
-            self.version[r] += 1
-            h = self.heaps[r]
+            v = version[r] + 1
+            version[r] = v
+            h = heaps[r]
             while h and h[0][2].dead:
                 heapq.heappop(h)
-            if h and not self.paused and self.decoding[r] > 0:
-                start, left = self.busy_until[r], h[0][0] - self.V[r]
-                self.schedule((now if now > start else start) + (left if left > 0.0 else 0.0)
-                              * (self.t0 + self.t1 * self.decoding[r]), r, self.version[r])
+            if h and not paused and decoding[r] > 0:
+                start, left = busy_until[r], h[0][0] - V[r]
+                heapq.heappush(events, ((now if now > start else start) + (left if left > 0.0 else 0.0)
+                                        * (self.t0 + self.t1 * decoding[r]), tick(), DECODE_DONE, r, v))
         self.dirty.clear()
 
     def set_paused(self, flag: bool, now: float) -> None:

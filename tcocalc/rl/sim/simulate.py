@@ -7,7 +7,7 @@ numpy loop cannot express the staleness admission rule and tool-call re-entry; a
 dependency and ~10 µs per event. Measured on this machine (2 cores): a few µs of loop work per trajectory
 event, which puts 1,000 steps x 1,024 samples on 256 GPUs at a few seconds (benchmarks/run.py).
 
-The run is measured as a :class:`~tcocalc.rl.flow.Flow` and a :class:`~tcocalc.rl.staleness.Staleness`, and the
+The run is measured as a :class:`~tcocalc.rl.rates.Flow` and a :class:`~tcocalc.rl.staleness.Staleness`, and the
 contract's metrics come from the same :func:`~tcocalc.rl.report.contract_metrics` and
 :func:`~tcocalc.rl.report.combine_phases` as the analytical model's, so the cross-check compares like with like.
 Deterministic for a seed; the number of events is bounded (``max_events``): estimated before the run
@@ -29,7 +29,7 @@ from ..pipeline import finish
 from ..rates import Flow, Rates, lru_retention, sandbox_attempts, streamed, turn_shape
 from ..report import combine_phases, scalar_metrics
 from ..results import PhaseResult, RLReport, SimulationRun
-from ..rollouts import intra_step_lag
+from ..rollouts import intra_step_lag, sync_dispatch_groups
 from ..solve import evaluate
 from ..staleness import Staleness
 from .engine import Engine, SimParams
@@ -128,12 +128,24 @@ class _PhaseProgress:
 
 
 def _estimated_events(scn: Scenario, ws, steps: int) -> float:
-    """About how many events a run of ``steps`` handles: per dispatched trajectory (``B / keep`` per step), each
-    decode segment's end plus about one superseded reschedule of its replica, the tool calls between segments
-    and the sandbox start attempts; plus the trainer's two per step. Within about 0.5-1.3x of the events counted
-    on the test grid and the shipped scenarios."""
+    """About how many events a run of ``steps`` handles, from above: per dispatched trajectory, each decode
+    segment's end plus about one superseded reschedule of its replica, the tool calls between segments and the
+    sandbox start attempts; plus the trainer's two per step. A streaming mode dispatches ``B / keep`` trajectories
+    per step; a synchronous one over-provisions its round as the engine does
+    (:func:`~tcocalc.rl.rollouts.sync_dispatch_groups`: two standard deviations of the shortfall more), and one step
+    off has one round more out (the next one, generated while the last step trains). Both were left out until
+    issue 40 item 7 (GLM-5 in sync mode: 3.30 M estimated, 3.97 M counted). The events counted are 0.44-1.02x
+    the estimate on the simulator grid, the shipped scenarios and the agreement variants
+    (tests/unit/rl/sim/test_event_budget.py): single-turn rollouts are counted about twice, which only errs on the
+    side of the budget."""
     per_trajectory = 3 * ws.turns - 1 + (sandbox_attempts(scn, ws) if ws.uses_sandbox else 0.0)
-    return steps * (ws.samples_per_step / ws.keep_fraction * per_trajectory + 2.0)
+    dispatched = ws.samples_per_step / ws.keep_fraction
+    traits, rounds = scn.orchestration.traits, steps
+    if not traits.streaming:
+        groups = ws.samples_per_step / (ws.keep_fraction * ws.group_size)
+        dispatched = ws.group_size * sync_dispatch_groups(groups, ws.keep_fraction)
+        rounds += 1 if traits.fixed_lag else 0  # one step off: the next round is out while the last step trains
+    return steps * (dispatched * per_trajectory + 2.0) + (rounds - steps) * dispatched * per_trajectory
 
 
 def simulated_events_estimate(scenario: Scenario, steps: int) -> float:

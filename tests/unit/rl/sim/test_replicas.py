@@ -1,5 +1,7 @@
 """The simulator's fluid continuous-batching replicas, tested alone (hand-derived times)."""
 
+import itertools
+
 import pytest
 
 from tcocalc.rl.sim.replicas import Replicas
@@ -10,9 +12,16 @@ class _Seq:
         self.seq, self.replica, self.dead, self.decoding = seq, replica, False, False
 
 
+class _Pushed(list):
+    """The engine's event heap as the replicas push onto it, read back in push order as (time, replica, version)."""
+
+    def __getitem__(self, i):
+        return [(t, r, v) for t, _, _, r, v in sorted(list.__iter__(self), key=lambda e: e[1])][i]
+
+
 def _replicas(t0=0.01, t1=0.001, n=1):
-    scheduled = []
-    reps = Replicas(n, t0, t1, lambda t, r, v: scheduled.append((t, r, v)))
+    scheduled = _Pushed()
+    reps = Replicas(n, t0, t1, scheduled, itertools.count(1).__next__)
     return reps, scheduled
 
 

@@ -19,15 +19,24 @@ from tcocalc.rl.sim.engine import THROUGHPUT_TOLERANCE
 from tests.golden import CASES, golden_path
 
 KNOWN: dict = {  # (scenario stem, check) -> why the two models disagree
-    # Found when issue 40 item 3 put the GLM-5 variants on the grid (2026-12-06), cause not yet explained: throughput
-    # and trainer idle agree (useful samples/s -1.6% and +3.6%), live sandboxes do not. Group size 16: 3,289 live
-    # in the simulator against 1,793 in the closed form (+83%); no length spread: 1,879 against 1,659 (+13%). Both
-    # count a trajectory's sandbox from its start to its last turn; the suspects are the admission of finished
-    # members waiting for their group (§5.4), which doubles with the group, and lock-step turns when every
-    # response has the same length. An open item, named so that a fix is noticed.
-    ("glm5_group16", "sandboxes"): "live sandboxes +83% in the simulator at group size 16 (open, issue 40 item 3)",
-    ("glm5_no_spread", "sandboxes"): "live sandboxes +13% in the simulator without length spread (open, issue 40 "
-                                     "item 3)",
+    # Found when issue 40 item 3 put the GLM-5 variants on the grid (2026-12-06): throughput and trainer idle agree
+    # (useful samples/s -1.6% and +3.6%), live sandboxes do not. Group size 16: 3,289 live in the simulator against
+    # 1,793 in the closed form (+83%); no length spread: 1,879 against 1,659 (+13%). Cause (2026-12-06, helper
+    # "sim"): the closed form. Both models count a trajectory's sandbox from its start to its last turn, and in
+    # both phases the simulator fills AReaL's admission count (running + finished members waiting for their group +
+    # the buffer: 4,546 of (eta + 1)·B = 4,608). rl/steps/async_.py async_step counts the admitted surplus beyond the
+    # trajectories served (Little's law at the latency without waits) as a dispatch queue of at most one generator's
+    # slots (n_rep·slots = 930 in the drift phase, where room was 3,490). Under "lru" retention, though, a
+    # trajectory is placed whenever its prompt fits the KV pool net of running sequences. The surplus therefore
+    # waits inside the engine: in the drift phase 2,157 tool returns wait for KV room (Engine.pending) and 251 for
+    # a first placement, each holding its sandbox. The closed form's group wait, taken at that same latency
+    # without waits, is 1,366 against the simulator's 2,053 (initial phase), so it overcounts the initial phase
+    # (2,837 against 2,245 live) and undercounts the drift (1,448 against 3,530). Without length spread the same
+    # mechanism is smaller (916 returns waiting). Open until rl/steps/async_.py changes, named so that a fix is noticed.
+    ("glm5_group16", "sandboxes"): "live sandboxes +83% in the simulator at group size 16: the closed form caps "
+                                   "the admitted surplus at one generator's slots (open, issue 40 item 3)",
+    ("glm5_no_spread", "sandboxes"): "live sandboxes +13% in the simulator without length spread: the same cap "
+                                     "(open, issue 40 item 3)",
 }
 # GLM-5 agrees since the closed form counts a finished trajectory against the staleness bound until its group's
 # slowest member finishes, as the simulator and AReaL do (docs/rl-modeling.md §5.4): it was 13% fast with 638
