@@ -203,9 +203,9 @@ def bounded() -> list[tuple[str, float, str]]:
                 rl_pipeline.clear_caches()
                 fn(scn)
             out.append((f"{what}, {label}, cold", _best(cold, repeats=2), "< 10 s"))
-    # and the simulator at the CLI's default steps (within its event budget, tcocalc.cli.default_sim_steps): GLM-5
+    # and the simulator at the CLI's default steps (within its event budget, tcocalc.cli.run.default_sim_steps): GLM-5
     # sync, the shipped case with the most work per event (tool returns waiting for KV room)
-    from tcocalc.cli import default_sim_steps
+    from tcocalc.cli.run import default_sim_steps
 
     sync = variant({"mode": "sync"})
     steps = default_sim_steps(sync)

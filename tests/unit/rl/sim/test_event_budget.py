@@ -1,6 +1,6 @@
 """Issue 40 item 7: a simulation is bounded before it runs. The event estimate
 (:func:`tcocalc.simulated_events_estimate`) bounds the events a run handles from above (within 2%, its stated
-band), so the CLI's default steps (:func:`tcocalc.cli.default_sim_steps`, within ``DEFAULT_SIM_EVENTS``) keep their
+band), so the CLI's default steps (:func:`tcocalc.cli.run.default_sim_steps`, within ``DEFAULT_SIM_EVENTS``) keep their
 budget and a request over ``max_events`` is refused before anything runs, naming the bound and the steps that fit.
 Until the estimate counted a synchronous round's over-provisioning, GLM-5 in sync mode ran 33 default steps and 3.97 M
 events against a 3.5 M budget (estimated 3.30 M). No timing here: benchmarks/run.py ``bounded()`` times the run."""
@@ -10,7 +10,7 @@ import re
 import pytest
 
 import tcocalc as tc
-from tcocalc.cli import DEFAULT_SIM_EVENTS, default_sim_steps
+from tcocalc.cli.run import DEFAULT_SIM_EVENTS, default_sim_steps
 from tcocalc.rl.sim import simulate as sim_module
 from tcocalc.rl.sim.engine import THROUGHPUT_TOLERANCE, Engine, rate_standard_error
 from tests.unit.rl.sim.test_simulate import grid_scenario
