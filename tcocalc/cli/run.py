@@ -14,7 +14,7 @@ from .outputs import json_record, write_outputs
 
 DEFAULT_SIM_STEPS = 200  # `run --simulate`: steps simulated unless --sim-steps says otherwise ...
 DEFAULT_SIM_EVENTS = 3_500_000  # ... or fewer where 200 would handle more events (about 2.5 µs each, benchmarks/run.py)
-MIN_DEFAULT_SIM_STEPS = 20  # but never fewer (the first fifth is warm-up)
+MIN_DEFAULT_SIM_STEPS = 10  # but never fewer (the first fifth is warm-up): a run whose 10 steps exceed it is refused
 DEFAULT_SEED = 0
 DEFAULT_MAX_EVENTS = 50_000_000  # `run --simulate`: refuse runs estimated above this (tc.simulate's default)
 
@@ -29,7 +29,7 @@ def add_run_parser(sub) -> None:
     sp.add_argument("--simulate", action="store_true", help="cross-check with the discrete-event simulator")
     sp.add_argument("--sim-steps", type=int, help=f"with --simulate: steps to simulate (default {DEFAULT_SIM_STEPS}, "
                                                  f"at most the run, fewer where that exceeds {DEFAULT_SIM_EVENTS:,} "
-                                                 f"events, at least {MIN_DEFAULT_SIM_STEPS})")
+                                                 f"events; refused where not even {MIN_DEFAULT_SIM_STEPS} fit)")
     sp.add_argument("--seed", type=int, help=f"with --simulate: simulation seed >= 0 (default {DEFAULT_SEED})")
     sp.add_argument("--max-events", type=int, help="with --simulate: refuse a run estimated above this many events "
                                                   f"(default {DEFAULT_MAX_EVENTS:,})")
@@ -132,12 +132,23 @@ class _StderrProgress:
 def default_sim_steps(scn) -> int:
     """Steps ``--simulate`` runs without ``--sim-steps``: the run's steps, at most DEFAULT_SIM_STEPS, and fewer
     where that would take more than DEFAULT_SIM_EVENTS events (about 10 s on a 2-core machine; benchmarks/run.py),
-    but never fewer than MIN_DEFAULT_SIM_STEPS. The report's header says how many ran."""
+    but never fewer than MIN_DEFAULT_SIM_STEPS: a scenario whose first MIN_DEFAULT_SIM_STEPS steps exceed the budget
+    is refused, naming ``--sim-steps`` (issue 40 item 7: a default answers within about 10 s or says why not). The
+    report's header says how many ran."""
     from .. import simulated_events_estimate
 
     steps = min(scn.workload.steps, DEFAULT_SIM_STEPS)
     fit = int(steps * DEFAULT_SIM_EVENTS / max(simulated_events_estimate(scn, steps), 1.0))
-    return max(min(steps, fit), min(MIN_DEFAULT_SIM_STEPS, steps))
+    least = min(MIN_DEFAULT_SIM_STEPS, steps)
+    while least <= fit < steps and simulated_events_estimate(scn, fit) > DEFAULT_SIM_EVENTS:
+        fit -= 1  # the estimate is not proportional to the steps (each phase's warm-up): the steps that fit
+    if fit < least:
+        events = simulated_events_estimate(scn, least)
+        raise UsageError("--sim-steps", f"{scn.name}: {least} steps would simulate about {events:,.0f} events, over "
+                                        f"the default budget of {DEFAULT_SIM_EVENTS:,} (about 10 s on 2 cores); "
+                                        f"pass --sim-steps N to simulate N steps anyway (about "
+                                        f"{events / DEFAULT_SIM_EVENTS * 10:,.0f} s for {least})")
+    return min(steps, fit)
 
 
 def _simulate(report, steps: int | None, seed: int, max_events: int):

@@ -235,6 +235,34 @@ def test_default_simulation_fits_an_event_budget_and_says_so(capsys):
     assert default_sim_steps(tc.load_scenario("scenarios/default.toml")) == DEFAULT_SIM_STEPS
 
 
+def test_default_simulation_never_exceeds_its_budget_it_runs_fewer_steps_or_refuses(capsys):
+    """Issue 40 item 7: GLM-5 at group size 16 fits 19 steps in the budget, which the old floor of 20 exceeded (it
+    ran past 10 s); at group size 64 not even MIN_DEFAULT_SIM_STEPS fit: refused before running, naming --sim-steps."""
+    import tcocalc as tc
+    from tcocalc.cli.run import DEFAULT_SIM_EVENTS, MIN_DEFAULT_SIM_STEPS, default_sim_steps
+
+    glm5 = tc.load_scenario("glm5_h200_drift")
+    g16 = glm5.with_values({"workload.group_size": 16})
+    n = default_sim_steps(g16)
+    assert MIN_DEFAULT_SIM_STEPS <= n < 20 and tc.simulated_events_estimate(g16, n) <= DEFAULT_SIM_EVENTS
+    path = ROOT / "scenarios" / "glm5_h200_drift.toml"
+    big = path.read_text().replace("group_size = 8", "group_size = 64")
+    assert big != path.read_text()
+    assert tc.simulated_events_estimate(glm5.with_values({"workload.group_size": 64}),
+                                        MIN_DEFAULT_SIM_STEPS) > DEFAULT_SIM_EVENTS
+    import io
+    import sys
+
+    stdin = sys.stdin
+    try:
+        sys.stdin = io.StringIO(big)
+        assert main(["run", "-", "--simulate"]) == 2
+    finally:
+        sys.stdin = stdin
+    err = capsys.readouterr().err
+    assert "--sim-steps" in err and "3,500,000" in err and "Traceback" not in err
+
+
 def test_run_heading_names_a_streamed_trainer(capsys):
     """A verl fully-async scenario's heading says that its trainer streams mini-batches (docs/rl-modeling.md
     §5.6); an ordinary async scenario's does not."""
