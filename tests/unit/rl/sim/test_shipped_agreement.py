@@ -33,6 +33,22 @@ KNOWN: dict = {  # (scenario stem, check) -> why the two models disagree
     # without waits, is 1,366 against the simulator's 2,053 (initial phase), so it overcounts the initial phase
     # (2,837 against 2,245 live) and undercounts the drift (1,448 against 3,530). Without length spread the same
     # mechanism is smaller (916 returns waiting). Open until rl/steps/async_.py changes, named so that a fix is noticed.
+    # Measured 2026-12-06 (helper "admit"; time averages over each phase after 5 of its steps, simulate(steps=50,
+    # seed=0)): running + held + buffer is (eta + 1)·B less the batch being trained and pushed, x·(t_train + t_sync),
+    # to within 1% (group 16: 2,246 + 2,053 + 232 initially, 3,530 + 765 + 247 in the drift, of 4,608; GLM-5 drift
+    # 1,503 + 650 + 118 of 2,304), and the buffer holds B/2. What remains is the group wait: held 2,053 / 765 (group
+    # 16) against the closed form's 1,366 / 343; 1,011 / 650 (GLM-5 drift) against 939 / 341; 344 / 298 without length
+    # spread, where the closed form has none: a member's latency spreads beyond its decode length through its waits for
+    # KV room on the replica it was placed on (Engine._resume). A trajectory's total wait for room varies as much as it
+    # averages (drift from step 0: mean 2,225 s, standard deviation 2,491 s over 51 returns, where independent waits
+    # would give ~310 s; no length spread, drift: 4,815 s and 5,661 s), 19% and 44% of its variance between replicas
+    # (their means deviate by 1,083 s and 3,746 s), and it is uncorrelated with the member's length (r = 0.05, 0.00),
+    # so it neither averages out over the returns nor stretches with the tokens. Tried, not shipped (live sandboxes,
+    # sim against closed form): dropping the cap alone: -12% here, -14% without spread, and two agreeing cases break
+    # (GLM-5 drift -14%, drift from step 0 -17%); the fill above plus a group wait whose members add independent
+    # exponential waits per return (root sum of squares with the decode spread): -0.5% here, -0.3% without spread, but
+    # GLM-5 drift -9%, drift from step 0 -12%, and the phases offset (initial group wait 1,499 against 2,053). The fix
+    # needs a model of that per-replica wait spread.
     ("glm5_group16", "sandboxes"): "live sandboxes +83% in the simulator at group size 16: the closed form caps "
                                    "the admitted surplus at one generator's slots (open, issue 40 item 3)",
     ("glm5_no_spread", "sandboxes"): "live sandboxes +13% in the simulator without length spread: the same cap "
