@@ -33,7 +33,6 @@ from ..roofline.training import (
     DEFAULT_GLOBAL_BATCH_TOKENS,
     TrainingJob,
     candidate_degrees,
-    training_throughput,
 )
 from .cluster import Cluster, measured_cluster
 from .decode_floor import decode_floor_seconds
@@ -742,10 +741,4 @@ def carried_mfu_ratio(scn, cluster: Cluster, ws: WorkloadStats) -> tuple[float, 
 
 def trainer_min_gpus(scn, cluster: Cluster, ws: WorkloadStats) -> int | None:
     """Smallest trainer GPU count that holds the model (the training model's ``min_gpus``; None if none)."""
-    seq = float(max(256, round(ws.traj_tokens)))
-    try:
-        training_throughput(cluster.model, cluster.trainer, gpus=1, seq_tokens=seq, precision=scn.model.precision,
-                            calibration=cluster.trainer_cal, sharding=cluster.settings.trainer_sharding)
-        return 1
-    except InfeasibleError as exc:
-        return exc.min_gpus
+    return training_job(scn, cluster, ws).fewest_gpus()
