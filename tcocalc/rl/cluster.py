@@ -139,12 +139,12 @@ def resolve(scn: Scenario, calibration: CalibrationSet | None = None) -> Cluster
     on_chip = _measured_on(scn, chips)
     source = _mfu_source(scn, acc_t, m, on_chip)
     st = settings(scn, acc_g, calibration.rl)
+    on_cal = calibration.for_accelerator(on_chip) if source == "carried" else None
     cluster = Cluster(model=m, trainer=acc_t, generator=acc_g, trainer_cal=calibration.for_accelerator(acc_t),
                       generator_cal=calibration.for_accelerator(acc_g), rl_cal=calibration.rl,
                       calibration=calibration, settings=st, prices=pool_prices(scn, chips),
                       mfu_busy=scn.trainer.mfu_busy if source == "applies" else None, mfu_source=source,
-                      mfu_chip=on_chip,
-                      mfu_chip_cal=calibration.for_accelerator(on_chip) if source == "carried" else None)
+                      mfu_chip=on_chip, mfu_chip_cal=on_cal)
     if scn.calibration is None:
         return cluster
     return replace(cluster, run=run_factors(scn, cluster, st.engine, st.weight_sync))
