@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 from ..scenario import Scenario
 from .diagnosis import Arrangement
-from .rates import streamed
 from .results import CalibrationStatus, PhaseResult, Sizing, Trust
 from .search import OBJECTIVE_LABEL, SIDE_MAX, SPLIT_TOLERANCE, Sweep, gain, objective_values
 
@@ -69,7 +68,7 @@ def _limit_line(scn: Scenario, a: Facts, kind: str, where: str, solved: bool) ->
                 f"most {sb.max_concurrency:,} sandboxes are live and each trajectory holds one for about "
                 f"{a.first.flow.rollout_latency_s[0]:,.0f} s. A higher sandbox.max_concurrency or shorter "
                 f"trajectories raise it{no_gpus}")
-    if kind == "staleness" and streamed(scn, a.first.rates.settings):
+    if kind == "staleness" and a.first.rates.streamed:
         eta = orch.max_staleness
         return (f"The staleness bound caps throughput{where}: with max_staleness {eta:g} at most "
                 f"{eta + 1:g} batches of samples are admitted per policy version, so the trainer waits for "

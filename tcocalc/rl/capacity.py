@@ -33,9 +33,8 @@ from ..roofline.training import (
     DEFAULT_GLOBAL_BATCH_TOKENS,
     TrainingJob,
     candidate_degrees,
-    training_throughput,
 )
-from .cluster import Cluster, measured_cluster
+from .cluster import Cluster
 from .decode_floor import decode_floor_seconds
 from .phases import WorkloadStats
 from .settings import engine_config
@@ -723,13 +722,20 @@ def _job_rates(job: TrainingJob, t, n_t) -> np.ndarray:
     return _count_rates(job, tuple(int(n) for n in n_t))
 
 
+def _measured_cluster(cluster: Cluster) -> Cluster:
+    """The cluster with the trainer pool on the chip ``trainer.mfu_busy`` was measured on (``mfu_source``
+    ``"carried"``: ``cluster.mfu_chip``, under its calibration ``cluster.mfu_chip_cal``): where its modelled MFU is
+    taken for the measured-over-modelled ratio."""
+    return replace(cluster, trainer=cluster.mfu_chip, trainer_cal=cluster.mfu_chip_cal)
+
+
 def carried_mfu_ratio(scn, cluster: Cluster, ws: WorkloadStats) -> tuple[float, float]:
     """(ratio, modelled MFU): a measured ``trainer.mfu_busy`` over the roofline training model's busy MFU on the
     chip it was measured on (``trainer.mfu_measured_on``), at the scenario's trainer GPU count (the fewest that hold
     the model there when that count does not). The ratio carries what the roofline misses of the framework and
     the run (kernels, communication overlap, stalls) to another chip: its modelled MFU times the ratio (issue 39
     item 1; docs/rl-modeling.md §3.2). (1, 0) when nothing fits on the measured chip."""
-    meas = measured_cluster(cluster)
+    meas = _measured_cluster(cluster)
     job = training_job(scn, meas, ws)
     overhead = meas.settings.trainer_overhead
     mfu = _job_rates(job, scn.trainer, [scn.trainer.gpus])[0, 1]
@@ -742,10 +748,4 @@ def carried_mfu_ratio(scn, cluster: Cluster, ws: WorkloadStats) -> tuple[float, 
 
 def trainer_min_gpus(scn, cluster: Cluster, ws: WorkloadStats) -> int | None:
     """Smallest trainer GPU count that holds the model (the training model's ``min_gpus``; None if none)."""
-    seq = float(max(256, round(ws.traj_tokens)))
-    try:
-        training_throughput(cluster.model, cluster.trainer, gpus=1, seq_tokens=seq, precision=scn.model.precision,
-                            calibration=cluster.trainer_cal, sharding=cluster.settings.trainer_sharding)
-        return 1
-    except InfeasibleError as exc:
-        return exc.min_gpus
+    return training_job(scn, cluster, ws).fewest_gpus()

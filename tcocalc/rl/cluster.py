@@ -20,7 +20,7 @@ from ..scenario import Scenario
 from .run_factors import UNCALIBRATED, RunFactors, run_factors
 from .settings import Settings, settings
 
-__all__ = ["Cluster", "resolve", "plan_prices", "single_server_domain", "measured_cluster"]
+__all__ = ["Cluster", "resolve", "plan_prices", "single_server_domain"]
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class Cluster:
     (``mfu_busy``, None elsewhere: on other hardware the trainer's capacity carries its measured-over-modelled
     ratio, or the roofline training model stands in, docs/rl-modeling.md §3.2; ``mfu_source`` says which:
     ``"none"``, ``"applies"``, ``"carried"``, ``"model"`` or ``"dropped"``; ``mfu_chip`` the chip it was measured
-    on) and
+    on, ``mfu_chip_cal`` that chip's calibration where the MFU carries, None elsewhere) and
     the factors of the scenario's run calibration that apply to it (``run``, :mod:`tcocalc.rl.run_factors`); all
     derived once, in :func:`resolve`."""
 
@@ -48,6 +48,7 @@ class Cluster:
     mfu_busy: float | None = None
     mfu_source: str = "none"
     mfu_chip: Accelerator | None = None
+    mfu_chip_cal: Calibration | None = None
     run: RunFactors = UNCALIBRATED
 
 
@@ -107,13 +108,6 @@ def _mfu_source(scn: Scenario, trainer: Accelerator, m: ModelArch, on_chip: Acce
     return "applies" if on_chip.name == trainer.name else "carried"
 
 
-def measured_cluster(cluster: Cluster) -> Cluster:
-    """The cluster with the trainer pool on the chip ``trainer.mfu_busy`` was measured on (``mfu_source``
-    ``"carried"``: ``cluster.mfu_chip``): where its modelled MFU is taken for the measured-over-modelled ratio."""
-    acc = cluster.mfu_chip
-    return replace(cluster, trainer=acc, trainer_cal=cluster.calibration.for_accelerator(acc))
-
-
 def single_server_domain(acc: Accelerator) -> Accelerator:
     """The accelerator as a job sees it without multi-node NVLink: its scale-up domain is one server.
 
@@ -145,11 +139,12 @@ def resolve(scn: Scenario, calibration: CalibrationSet | None = None) -> Cluster
     on_chip = _measured_on(scn, chips)
     source = _mfu_source(scn, acc_t, m, on_chip)
     st = settings(scn, acc_g, calibration.rl)
+    on_cal = calibration.for_accelerator(on_chip) if source == "carried" else None
     cluster = Cluster(model=m, trainer=acc_t, generator=acc_g, trainer_cal=calibration.for_accelerator(acc_t),
                       generator_cal=calibration.for_accelerator(acc_g), rl_cal=calibration.rl,
                       calibration=calibration, settings=st, prices=pool_prices(scn, chips),
                       mfu_busy=scn.trainer.mfu_busy if source == "applies" else None, mfu_source=source,
-                      mfu_chip=on_chip)
+                      mfu_chip=on_chip, mfu_chip_cal=on_cal)
     if scn.calibration is None:
         return cluster
     return replace(cluster, run=run_factors(scn, cluster, st.engine, st.weight_sync))

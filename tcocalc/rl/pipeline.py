@@ -13,7 +13,7 @@ import dataclasses
 
 import numpy as np
 
-from ..economics.tco import PoolPrice, cluster_usd_per_hour
+from ..economics.tco import PoolPrice, cluster_usd_per_hour, gpus_paid
 from ..scenario import Scenario
 from . import capacity
 from .capacity import GeneratorCapacity, generator_capacities
@@ -88,7 +88,8 @@ def finish(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, rates: Rat
     live = sandbox_load(scn, ws, flow) if live is None else live
     usd_h = cluster_usd_per_hour(scn, rates.n_t, rates.n_g, live * scn.sandbox.cpu_cores,
                                  tuple(p.usd_per_gpu_hour for p in prices))
-    metrics = contract_metrics(scn, ws, rates, flow, stale, live, usd_h)
+    paid = gpus_paid(scn, rates.n_t, rates.n_g)
+    metrics = contract_metrics(scn, ws, rates, flow, stale, live, usd_h, paid)
     return PhaseResult(workload=ws, generator=gcap, rates=rates, flow=flow, staleness=stale, sandboxes=live,
                        usd_per_hour=usd_h, metrics=metrics)
 

@@ -63,6 +63,7 @@ class Rates:
     hit: np.ndarray | float = 1.0       # share of returns from a tool whose history is still cached [1]
     settings: Settings | None = None    # the framework settings they were derived with (``cluster.settings``)
     tail: float = 1.0                   # a run calibration's factor on a synchronous batch's tail [1]
+    streamed: bool = False              # an async step whose trainer streams its mini-batches (:func:`streamed`)
 
     @property
     def t_trainer(self) -> np.ndarray:
@@ -146,6 +147,7 @@ def pool_rates(cluster: Cluster, scn: Scenario, ws: WorkloadStats, gcap: Generat
         latency = latency + ws.generated_per_kept * gcap.t1 * (b_op - gcap.b_op) + miss_s
         step_op = gcap.t0 + gcap.t1 * b_op
         lam_raw = np.maximum(n_rep, 1) / (gen_per_dispatched * step_op / b_op + miss_s)
+    stream = streamed(scn, st)
     return Rates(n_t=n_t, n_g=n_g, n_rep=n_rep, feasible=feasible, trainer_samples_per_s=mu_safe, mfu_busy=mfu_busy,
                  t_sync=t_sync, t_train=float(ws.samples_per_step) / mu_safe, generator_samples_per_s=lam_raw * keep,
                  slots=slots, b_op=b_op,
@@ -153,7 +155,7 @@ def pool_rates(cluster: Cluster, scn: Scenario, ws: WorkloadStats, gcap: Generat
                  generated_per_trained=ws.generated_per_trained, startup_s=startup,
                  rollout_latency_s=latency,
                  t_fixed=fixed_step_seconds(scn, cluster, st, ws, n_t) + run.step_overhead_s,
-                 resident=resident, miss_s=miss_s, hit=hit, settings=st, tail=run.tail)
+                 resident=resident, miss_s=miss_s, hit=hit, settings=st, tail=run.tail, streamed=stream)
 
 
 def lru_retention(scn: Scenario, ws: WorkloadStats, st) -> bool:

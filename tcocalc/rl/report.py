@@ -22,7 +22,6 @@ from ..economics.semianalysis import (
     semianalysis_usd_per_gpu_hour,
     tinker_mix_usd_per_mtok,
 )
-from ..economics.tco import gpus_paid
 from ..economics.tinker import offered_row
 from ..errors import InfeasibleError
 from ..scenario import Scenario
@@ -108,10 +107,11 @@ def binding_text(limits: dict) -> str:
 
 
 def contract_metrics(scn: Scenario, ws: WorkloadStats, rates: Rates, flow: Flow, stale: Staleness, live,
-                     usd_per_hour) -> dict:
+                     usd_per_hour, paid_gpus) -> dict:
     """One phase's contract metrics (every key of :data:`METRIC_UNITS` but :data:`RUN_METRICS`), arrays over
-    candidate splits. Useful samples count only groups with signal (§6); cost per trained token divides the
-    cluster's cost by the trained tokens per hour (§8)."""
+    candidate splits; ``usd_per_hour`` the cluster's cost and ``paid_gpus`` the GPUs it pays for
+    (:func:`~tcocalc.economics.tco.gpus_paid`), per split. Useful samples count only groups with signal (§6);
+    cost per trained token divides the cluster's cost by the trained tokens per hour (§8)."""
     useful_per_trained = 1.0 if scn.orchestration.filter_zero_advantage else ws.useful_group_fraction
     x, step = flow.trained_per_s, flow.step_s
     gen_gpus = rates.n_t if scn.orchestration.traits.shared_pool else rates.n_g
@@ -128,7 +128,7 @@ def contract_metrics(scn: Scenario, ws: WorkloadStats, rates: Rates, flow: Flow,
         discarded_fraction=flow.discarded_fraction,
         mean_staleness_steps=stale.mean, max_staleness_steps=stale.max, token_staleness_steps=stale.token,
         env_state_stale_fraction=stale.env_state_stale, sandbox_concurrency=live, sandbox_cpu_cores=cores,
-        usd_per_hour=usd_per_hour, usd_per_gpu_hour=usd_per_hour / gpus_paid(scn, rates.n_t, rates.n_g),
+        usd_per_hour=usd_per_hour, usd_per_gpu_hour=usd_per_hour / paid_gpus,
         usd_per_step=usd_per_hour * step / 3600.0,
         usd_per_mtok_trained=usd_per_hour / (x * ws.traj_tokens * 3600.0 / 1e6),
     )

@@ -182,8 +182,8 @@ def evaluate(scenario: Scenario, *, calibration=None, advice: bool = True) -> RL
     if not advice:
         return report
     lines = [w.message for w in a.diagnosis.warnings] + words.limit_lines(scn, a.facts, solved=False)
-    lines += _alternatives(scn, cluster, a.metrics)
-    return replace(report, advice=tuple(lines + words.general_advice(scn, a.metrics, a.diagnosis.discards)))
+    general = words.general_advice(scn, a.metrics, a.diagnosis.discards)
+    return replace(report, advice=tuple(lines + _alternatives(scn, cluster, a.metrics) + general))
 
 
 def solve_split(scenario: Scenario, objective: str = "usd_per_useful_sample", *, granularity: int | None = None,

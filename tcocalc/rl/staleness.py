@@ -110,11 +110,11 @@ def staleness(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, flow: F
     """Mean, max and token-weighted lag and the env-state stale share for each candidate split (``st``: the
     scenario's framework settings, ``cluster.settings``)."""
     tail_share, carry_lag = partial_rollout_carry(scn, ws)
+    lag_mean, lag_max = intra_step_lag(scn.trainer.minibatches_per_step)  # the step's own mini-batches, added below
     if scn.orchestration.traits.streaming:
         s_mean, s_max, s_tok, env = _streaming(scn, ws, gcap, flow, ws.keep_fraction, tail_share, carry_lag, st)
     else:
         s_mean, s_max, s_tok, env = _synchronous(scn, ws, flow, tail_share, carry_lag)
-    lag_mean, lag_max = intra_step_lag(scn.trainer.minibatches_per_step)
     # the token-weighted lag is a weighted mean of the samples' lags: never above the largest (its e^σ² length
     # bias of §5.3 alone can put it there when the longest responses dominate the tokens)
     s_tok = np.minimum(s_tok, s_max)

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..catalog.calibration import RLCalibration, rl_calibration
-from ..errors import MissingSpecError
+from .weight_sync import host_link_rate
 
 __all__ = ["colocated_switch_seconds", "colocated_refit_seconds", "host_link_rate", "checkpoint_tensors"]
 
@@ -41,15 +41,6 @@ def checkpoint_tensors(m) -> int:
     if m.is_moe:
         per_layer += m.num_moe_layers * (3 * (m.num_experts + m.num_shared_experts) + 1)
     return per_layer + 3
-
-
-def host_link_rate(acc) -> float:
-    """The accelerator's host-link copy rate [B/s]; MissingSpecError naming the figure when its spec lacks it."""
-    if acc.host_link_bytes_per_s is None:
-        raise MissingSpecError(f"{acc.name} has no host_link_bandwidth in its spec file; colocated RL moves "
-                               "weights and optimizer state over it every step (add the measured host-to-device "
-                               "copy rate, GB/s)")
-    return acc.host_link_bytes_per_s
 
 
 def per_tensor_seconds(calibration: RLCalibration | None = None) -> float:

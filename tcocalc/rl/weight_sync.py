@@ -36,12 +36,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..catalog.calibration import RLCalibration, rl_calibration
-from ..errors import ScenarioError
-from .switching import host_link_rate
+from ..errors import MissingSpecError, ScenarioError
 
 __all__ = ["weight_sync_seconds", "rl_calibration", "WEIGHT_SYNC_TRANSPORTS", "Storage", "storage",
            "disk_sync_seconds", "disk_reload_seconds", "checkpoint_save_seconds", "host_sync_seconds",
-           "host_copy_seconds"]
+           "host_copy_seconds", "host_link_rate"]
 
 WEIGHT_SYNC_TRANSPORTS = ("nccl-broadcast", "p2p", "disk", "host")
 """The weight-sync transports, as ``[orchestration] weight_sync`` and the framework presets name them."""
@@ -54,6 +53,15 @@ class Storage:
 
     write_bytes_per_s: float
     read_bytes_per_s: float
+
+
+def host_link_rate(acc) -> float:
+    """The accelerator's host-link copy rate [B/s]; MissingSpecError naming the figure when its spec lacks it."""
+    if acc.host_link_bytes_per_s is None:
+        raise MissingSpecError(f"{acc.name} has no host_link_bandwidth in its spec file; colocated RL moves "
+                               "weights and optimizer state over it every step (add the measured host-to-device "
+                               "copy rate, GB/s)")
+    return acc.host_link_bytes_per_s
 
 
 def _positive(value: float, field: str, what: str) -> float:

@@ -31,9 +31,16 @@ from ..catalog.calibration import calibration_of
 from ..catalog.frameworks import engine_kv_block_tokens, engine_max_num_batched_tokens, engine_max_num_seqs
 from ..errors import InfeasibleError, ScenarioError
 from .engine_config import EngineConfig, Lengths
-from .forward import check_positive, check_whole, forward_cost, kv_bytes_per_seq_per_gpu, resolve_inputs
+from .forward import check_positive, check_whole, forward_cost, resolve_inputs
 from .parallel import Layouts, Parallelism
-from .serving import candidate_serving_layouts, check_kv_reservation, fewest_stages, kv_pool_per_gpu, serve
+from .serving import (
+    candidate_serving_layouts,
+    check_kv_reservation,
+    fewest_stages,
+    kv_bytes_per_seq_per_gpu,
+    kv_pool_per_gpu,
+    serve,
+)
 from .speculative import speculation
 
 __all__ = ["DisaggregatedEstimate", "PoolRate", "disaggregated_throughput", "prefill_pool_rate",

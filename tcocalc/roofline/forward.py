@@ -35,7 +35,7 @@ from ..errors import ScenarioError
 from ..units import bytes_per_element
 from .parallel import Parallelism
 
-__all__ = ["KernelTime", "prefill", "decode", "forward_cost", "inference_memory_per_gpu", "kv_bytes_per_seq_per_gpu",
+__all__ = ["KernelTime", "prefill", "decode", "forward_cost",
            "check_positive", "check_whole", "resolve_inputs", "check_inputs", "default_kv_precision"]
 
 ACT_BYTES = 2.0  # activations travel in bf16 between kernels
@@ -140,36 +140,6 @@ def _a2a_latency(acc: Accelerator, cal: Calibration, group_gpus):
     if group_gpus <= acc.scaleup_domain_gpus:
         return cal.alltoall_latency_scaleup_s
     return cal.alltoall_latency_scaleout_s
-
-
-def kv_bytes_per_seq_per_gpu(m: ModelArch, par: Parallelism, kv_precision: str, ctx) -> np.ndarray:
-    """KV bytes one sequence of ``ctx`` tokens holds on each GPU of its attention rank [B].
-
-    GQA heads are split over TP (replicated once TP exceeds the KV heads); the MLA latent is replicated
-    over TP; layers are split over PP.
-    """
-    split = 1 if m.attention == "mla" else np.minimum(par.tp, m.num_kv_heads)
-    return m.kv_bytes_per_token(kv_precision) * np.asarray(ctx, dtype=float) / (split * par.pp)
-
-
-def inference_memory_per_gpu(m: ModelArch, par: Parallelism, precision: str, extra_layers: float = 0.0) -> float:
-    """Weight bytes on the most loaded GPU of a serving instance [B].
-
-    Attention and dense MLP weights are split over TP (replicated over attention-DP); routed experts are
-    spread over the ``tp·dp`` GPUs of a stage; layers over PP; the larger of embedding and LM head (split
-    over TP) sits on an end stage, with ``extra_layers`` more layers of the model's shape (a speculative draft
-    module next to the LM head it shares, :mod:`tcocalc.roofline.speculative`).
-    """
-    beta = bytes_per_element(precision)
-    layers = m.num_layers / par.pp + extra_layers
-    dense_share = m.num_dense_layers / m.num_layers
-    per_layer = m.attention_params_per_layer / par.tp
-    per_layer += dense_share * (m.dense_mlp_params if m.num_dense_layers else 0.0) / par.tp
-    if m.is_moe:
-        per_layer += (1 - dense_share) * (m.moe_always_on_params_per_layer / par.tp
-                                          + m.num_experts * m.expert_params / par.stage_gpus)
-    ends = max(m.embedding_params, m.lm_head_params) / par.tp
-    return float((layers * per_layer + ends) * beta)
 
 
 def _when(cond, value):

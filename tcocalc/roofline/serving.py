@@ -23,14 +23,14 @@ import numpy as np
 
 from ..catalog.calibration import Calibration, calibration_of
 from ..catalog.frameworks import benchmark_defaults
+from ..catalog.models import ModelArch
 from ..errors import InfeasibleError, ScenarioError
+from ..units import bytes_per_element
 from .engine_config import EngineConfig, Lengths
 from .forward import (
     check_positive,
     check_whole,
     forward_cost,
-    inference_memory_per_gpu,
-    kv_bytes_per_seq_per_gpu,
     resolve_inputs,
 )
 from .parallel import Layouts, Parallelism
@@ -38,7 +38,8 @@ from .speculative import speculation
 
 __all__ = ["GenerationEstimate", "generation_throughput", "serve", "continuous_batching_step", "StepBudget",
            "candidate_serving_layouts", "fewest_stages",
-           "kv_pool_per_gpu", "check_kv_reservation", "kv_tokens_held"]
+           "kv_pool_per_gpu", "check_kv_reservation", "kv_tokens_held", "inference_memory_per_gpu",
+           "kv_bytes_per_seq_per_gpu"]
 
 _POW2 = (1, 2, 4, 8, 16, 32, 64)
 
@@ -107,6 +108,36 @@ def fewest_stages(layouts, m, acc, cal, precision, kv_precision, seq_tokens):
         if pool > float(kv_bytes_per_seq_per_gpu(m, par, kv_precision, seq_tokens)):
             chosen[key] = par
     return list(chosen.values())
+
+
+def kv_bytes_per_seq_per_gpu(m: ModelArch, par: Parallelism, kv_precision: str, ctx) -> np.ndarray:
+    """KV bytes one sequence of ``ctx`` tokens holds on each GPU of its attention rank [B].
+
+    GQA heads are split over TP (replicated once TP exceeds the KV heads); the MLA latent is replicated
+    over TP; layers are split over PP.
+    """
+    split = 1 if m.attention == "mla" else np.minimum(par.tp, m.num_kv_heads)
+    return m.kv_bytes_per_token(kv_precision) * np.asarray(ctx, dtype=float) / (split * par.pp)
+
+
+def inference_memory_per_gpu(m: ModelArch, par: Parallelism, precision: str, extra_layers: float = 0.0) -> float:
+    """Weight bytes on the most loaded GPU of a serving instance [B].
+
+    Attention and dense MLP weights are split over TP (replicated over attention-DP); routed experts are
+    spread over the ``tp·dp`` GPUs of a stage; layers over PP; the larger of embedding and LM head (split
+    over TP) sits on an end stage, with ``extra_layers`` more layers of the model's shape (a speculative draft
+    module next to the LM head it shares, :mod:`tcocalc.roofline.speculative`).
+    """
+    beta = bytes_per_element(precision)
+    layers = m.num_layers / par.pp + extra_layers
+    dense_share = m.num_dense_layers / m.num_layers
+    per_layer = m.attention_params_per_layer / par.tp
+    per_layer += dense_share * (m.dense_mlp_params if m.num_dense_layers else 0.0) / par.tp
+    if m.is_moe:
+        per_layer += (1 - dense_share) * (m.moe_always_on_params_per_layer / par.tp
+                                          + m.num_experts * m.expert_params / par.stage_gpus)
+    ends = max(m.embedding_params, m.lm_head_params) / par.tp
+    return float((layers * per_layer + ends) * beta)
 
 
 def kv_pool_per_gpu(m, acc, cal, par, precision, draft_layers=0.0):

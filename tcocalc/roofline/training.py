@@ -41,7 +41,7 @@ MFU (docs/metrics.md) = ``training_flops_per_token(seq, causal) · tokens/s / (G
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -560,6 +560,18 @@ class TrainingJob:
         """:func:`training_steps` of every layout of ``lay`` at the job's batch."""
         return training_steps(self.m, self.acc, self.cal, lay, seq=self.seq, global_batch=self.global_batch(lay),
                               precision=self.precision, offload=offload, recompute=recompute, sharding=self.sharding)
+
+    def fewest_gpus(self) -> int | None:
+        """The smallest GPU count that holds this job's model and sequences (the lightest recompute that fits,
+        optimizer offload when nothing fits without), at the default global batch: the ``min_gpus`` that
+        :func:`training_throughput` on one GPU reports; 1 when one GPU holds it, ``None`` when no count up to
+        32,768 does."""
+        job = replace(self, global_batch_tokens=DEFAULT_GLOBAL_BATCH_TOKENS)
+        if _fastest(job, Layouts.of(list(candidate_layouts(job.m, job.acc, 1, job.seq, job.sharding))),
+                    (False, True), None) is not None:
+            return 1
+        found = _smallest_count(job, 2, True)
+        return None if found is None else found[0]
 
 
 def _fastest(job: TrainingJob, lay: Layouts, offloads, recompute):

@@ -18,7 +18,7 @@ from ...scenario import Scenario
 from ..capacity import GeneratorCapacity
 from ..kv_retention import lru_residency
 from ..phases import WorkloadStats
-from ..rates import Flow, Rates, interruptible, streamed, turn_shape
+from ..rates import Flow, Rates, interruptible, turn_shape
 from ..rollouts import capped_moment, expected_max, group_quantile_z, staleness_throughput_cap
 from .common import batch_decode_s
 from .tail import burst_tail_table, chain_window_s, refill_chain_table
@@ -108,7 +108,7 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
     # a trainer that streams mini-batches with partial rollout never waits for running trajectories: the step is
     # held only by its window (§5.6), not by the in-flight count or the tail
     window_cap = None
-    if streamed(scn, r.settings):
+    if r.streamed:
         window_cap = B * (1.0 + math.floor(eta)) / (r.t_sync + streamed_window_fill_s(scn, ws, gcap, r)
                                                     + r.t_train / scn.trainer.minibatches_per_step
                                                     + r.t_fixed)
