@@ -28,7 +28,7 @@ from ..roofline.engine_config import EngineConfig, Lengths
 from ..roofline.forward import check_inputs, forward_cost
 from ..roofline.forward import prefill as prefill_kernel
 from ..roofline.parallel import Layouts, Parallelism
-from ..roofline.serving import serve
+from ..roofline.serving import best_instance, serve
 from ..roofline.training import (
     DEFAULT_GLOBAL_BATCH_TOKENS,
     TrainingJob,
@@ -244,42 +244,6 @@ def timed(cap: GeneratorCapacity, factor: float, shape: RolloutShape) -> Generat
     return replace(out, prefill_pool=pool, prefill_tokens_per_s=demand)
 
 
-def _best_instance(setup: ServingSetup, max_gpus: int | None):
-    """The serving instance to use: the throughput-best one searched at the scale-up domain (every split of a
-    sweep gets the same one), or the smallest that fits when the model needs more than a domain. A pool of
-    ``max_gpus`` GPUs too small for it gets the best instance that fits in it: every instance size up to
-    ``max_gpus``, scored by output per pool GPU with ``⌊max_gpus / size⌋`` replicas; the truly smallest
-    instance when nothing fits (so the caller's "smallest instance" names it)."""
-    m, acc, cal, eng, lengths = setup.m, setup.acc, setup.cal, setup.engine, setup.shape.lengths
-
-    def on(gpus):
-        return serve(m, acc, cal, lengths, eng, gpus=gpus)
-
-    try:
-        best = on(acc.scaleup_domain_gpus)
-    except InfeasibleError as exc:
-        if exc.min_gpus is None:
-            raise
-        best = on(exc.min_gpus)
-    if max_gpus is None or best.parallel.gpus <= max_gpus:
-        return best
-    pick, score, smallest = None, 0.0, None
-    size = 1
-    while size <= max_gpus:  # instance sizes are powers of two (candidate_serving_layouts)
-        try:
-            est = on(size)
-        except InfeasibleError as exc:
-            smallest = exc.min_gpus
-        else:
-            per_pool_gpu = est.output_tokens_per_s / est.replicas * (max_gpus // est.parallel.gpus) / max_gpus
-            if per_pool_gpu > score:
-                pick, score = est, per_pool_gpu
-        size *= 2
-    if pick is not None:
-        return pick
-    return best if smallest is None else on(smallest)
-
-
 GIB_PER_GB = 2**30 / 1e9
 """Datasheet HBM capacities are binary: an "80 GB" H100 reports 79.19 GiB = 85.0e9 B to vLLM
 (docs/sources.md §A.5), so ``gpu_memory_utilization`` applies to the capacity read as GiB."""
@@ -301,13 +265,13 @@ def memory_calibration(acc, cal: Calibration, mem_util: float | None, rl_cal: RL
 def _generator_capacity(setup: ServingSetup, pinned_tp: int | None = None,
                         max_gpus: int | None = None) -> GeneratorCapacity:
     """The serving instance: the throughput-best one (highest steady-state output per GPU within KV memory;
-    :func:`_best_instance`, ``max_gpus`` the pool when it is smaller than that instance), or the pinned
-    tensor-parallel degree ``pinned_tp`` (the scenario's ``generator.tp``, or the tensor/expert-parallel
-    alternative :func:`generator_capacities` tries). ``solve_split`` tries the wider tensor-parallel instances and
-    says when one pays. A disaggregated engine runs decode-only instances beside a prefill pool
-    (:func:`_prefill_pool`). An aggregated instance prefills each turn's new tokens whole, in as few steps as the
-    engine's token budget allows (:func:`~tcocalc.roofline.serving.continuous_batching_step`); a trajectory holds
-    whole KV blocks; speculative decoding as the engine says (:mod:`tcocalc.roofline.speculative`)."""
+    :func:`~tcocalc.roofline.serving.best_instance`, ``max_gpus`` the pool when it is smaller than that instance), or
+    the pinned tensor-parallel degree ``pinned_tp`` (the scenario's ``generator.tp``, or the tensor/expert-parallel
+    alternative :func:`generator_capacities` tries). ``solve_split`` tries the wider tensor-parallel instances and says
+    when one pays. A disaggregated engine runs decode-only instances beside a prefill pool (:func:`_prefill_pool`). An
+    aggregated instance prefills each turn's new tokens whole, in as few steps as the engine's token budget allows
+    (:func:`~tcocalc.roofline.serving.continuous_batching_step`); a trajectory holds whole KV blocks; speculative
+    decoding as the engine says (:mod:`tcocalc.roofline.speculative`)."""
     m, eng = setup.m, setup.engine
     pool = _prefill_pool(setup) if eng.disaggregated else None
     if pinned_tp is not None:
@@ -315,7 +279,7 @@ def _generator_capacity(setup: ServingSetup, pinned_tp: int | None = None,
         check_inputs(m, setup.acc, eng.precision, eng.kv_precision, par)  # ScenarioError naming parallel.tp
         est = serve(m, setup.acc, setup.cal, setup.shape.lengths, eng, gpus=pinned_tp, parallel=par)
     else:
-        est = _best_instance(setup, max_gpus)
+        est = best_instance(m, setup.acc, setup.cal, setup.shape.lengths, eng, max_gpus)
     cap = _fit(setup, est.parallel, est.max_concurrency / est.replicas, est.weights_per_gpu_bytes,
                prefill_s=None if pool is None else pool[1])
     if pool is None:
