@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,7 +29,7 @@ from ..roofline.engine_config import EngineConfig, Lengths
 from ..roofline.forward import check_inputs, forward_cost
 from ..roofline.forward import prefill as prefill_kernel
 from ..roofline.parallel import Layouts, Parallelism
-from ..roofline.serving import serve
+from ..roofline.serving import best_instance, serve
 from ..roofline.training import (
     DEFAULT_GLOBAL_BATCH_TOKENS,
     TrainingJob,
@@ -39,7 +40,11 @@ from .decode_floor import decode_floor_seconds
 from .phases import WorkloadStats
 from .settings import engine_config
 
+if TYPE_CHECKING:  # rl/results.py imports this module
+    from .results import PhaseResult
+
 __all__ = ["GeneratorCapacity", "PrefillPool", "RolloutShape", "ServingSetup", "generator_capacity",
+           "check_sides", "pinned_layout_error",
            "generator_capacities", "trainer_capacity", "trainer_min_gpus", "sample_flops",
            "trajectory_flops_coefficients", "TrainerRates", "pinned_layout", "smallest_fitting_layout",
            "training_job", "memory_calibration", "MAX_CACHED_COUNTS"]
@@ -244,42 +249,6 @@ def timed(cap: GeneratorCapacity, factor: float, shape: RolloutShape) -> Generat
     return replace(out, prefill_pool=pool, prefill_tokens_per_s=demand)
 
 
-def _best_instance(setup: ServingSetup, max_gpus: int | None):
-    """The serving instance to use: the throughput-best one searched at the scale-up domain (every split of a
-    sweep gets the same one), or the smallest that fits when the model needs more than a domain. A pool of
-    ``max_gpus`` GPUs too small for it gets the best instance that fits in it: every instance size up to
-    ``max_gpus``, scored by output per pool GPU with ``⌊max_gpus / size⌋`` replicas; the truly smallest
-    instance when nothing fits (so the caller's "smallest instance" names it)."""
-    m, acc, cal, eng, lengths = setup.m, setup.acc, setup.cal, setup.engine, setup.shape.lengths
-
-    def on(gpus):
-        return serve(m, acc, cal, lengths, eng, gpus=gpus)
-
-    try:
-        best = on(acc.scaleup_domain_gpus)
-    except InfeasibleError as exc:
-        if exc.min_gpus is None:
-            raise
-        best = on(exc.min_gpus)
-    if max_gpus is None or best.parallel.gpus <= max_gpus:
-        return best
-    pick, score, smallest = None, 0.0, None
-    size = 1
-    while size <= max_gpus:  # instance sizes are powers of two (candidate_serving_layouts)
-        try:
-            est = on(size)
-        except InfeasibleError as exc:
-            smallest = exc.min_gpus
-        else:
-            per_pool_gpu = est.output_tokens_per_s / est.replicas * (max_gpus // est.parallel.gpus) / max_gpus
-            if per_pool_gpu > score:
-                pick, score = est, per_pool_gpu
-        size *= 2
-    if pick is not None:
-        return pick
-    return best if smallest is None else on(smallest)
-
-
 GIB_PER_GB = 2**30 / 1e9
 """Datasheet HBM capacities are binary: an "80 GB" H100 reports 79.19 GiB = 85.0e9 B to vLLM
 (docs/sources.md §A.5), so ``gpu_memory_utilization`` applies to the capacity read as GiB."""
@@ -301,13 +270,13 @@ def memory_calibration(acc, cal: Calibration, mem_util: float | None, rl_cal: RL
 def _generator_capacity(setup: ServingSetup, pinned_tp: int | None = None,
                         max_gpus: int | None = None) -> GeneratorCapacity:
     """The serving instance: the throughput-best one (highest steady-state output per GPU within KV memory;
-    :func:`_best_instance`, ``max_gpus`` the pool when it is smaller than that instance), or the pinned
-    tensor-parallel degree ``pinned_tp`` (the scenario's ``generator.tp``, or the tensor/expert-parallel
-    alternative :func:`generator_capacities` tries). ``solve_split`` tries the wider tensor-parallel instances and
-    says when one pays. A disaggregated engine runs decode-only instances beside a prefill pool
-    (:func:`_prefill_pool`). An aggregated instance prefills each turn's new tokens whole, in as few steps as the
-    engine's token budget allows (:func:`~tcocalc.roofline.serving.continuous_batching_step`); a trajectory holds
-    whole KV blocks; speculative decoding as the engine says (:mod:`tcocalc.roofline.speculative`)."""
+    :func:`~tcocalc.roofline.serving.best_instance`, ``max_gpus`` the pool when it is smaller than that instance), or
+    the pinned tensor-parallel degree ``pinned_tp`` (the scenario's ``generator.tp``, or the tensor/expert-parallel
+    alternative :func:`generator_capacities` tries). ``solve_split`` tries the wider tensor-parallel instances and says
+    when one pays. A disaggregated engine runs decode-only instances beside a prefill pool (:func:`_prefill_pool`). An
+    aggregated instance prefills each turn's new tokens whole, in as few steps as the engine's token budget allows
+    (:func:`~tcocalc.roofline.serving.continuous_batching_step`); a trajectory holds whole KV blocks; speculative
+    decoding as the engine says (:mod:`tcocalc.roofline.speculative`)."""
     m, eng = setup.m, setup.engine
     pool = _prefill_pool(setup) if eng.disaggregated else None
     if pinned_tp is not None:
@@ -315,7 +284,7 @@ def _generator_capacity(setup: ServingSetup, pinned_tp: int | None = None,
         check_inputs(m, setup.acc, eng.precision, eng.kv_precision, par)  # ScenarioError naming parallel.tp
         est = serve(m, setup.acc, setup.cal, setup.shape.lengths, eng, gpus=pinned_tp, parallel=par)
     else:
-        est = _best_instance(setup, max_gpus)
+        est = best_instance(m, setup.acc, setup.cal, setup.shape.lengths, eng, max_gpus)
     cap = _fit(setup, est.parallel, est.max_concurrency / est.replicas, est.weights_per_gpu_bytes,
                prefill_s=None if pool is None else pool[1])
     if pool is None:
@@ -749,3 +718,54 @@ def carried_mfu_ratio(scn, cluster: Cluster, ws: WorkloadStats) -> tuple[float, 
 def trainer_min_gpus(scn, cluster: Cluster, ws: WorkloadStats) -> int | None:
     """Smallest trainer GPU count that holds the model (the training model's ``min_gpus``; None if none)."""
     return training_job(scn, cluster, ws).fewest_gpus()
+
+
+def check_sides(scn, cluster: Cluster, res: PhaseResult, n_t: int, n_g: int) -> None:
+    """InfeasibleError naming the side that cannot hold the model, with the smallest count that can."""
+    m, gcap, ws = cluster.model, res.generator, res.workload
+    if n_g < gcap.instance_gpus:
+        raise InfeasibleError(
+            f"generator: {n_g} x {scn.generator.hardware} cannot hold {m.name} ({scn.generator.precision}) with "
+            f"{ws.context_tokens:,.0f}-token contexts; the smallest instance is {gcap.instance_gpus} GPUs "
+            f"({gcap.instance.label()}): raise generator.gpus, or shorten the trajectories "
+            f"({trajectory_length_keys(scn, ws)})" + _pinned(scn, cluster, ws, n_g),
+            min_gpus=gcap.instance_gpus, layout=gcap.instance)
+    if gcap.prefill_pool is not None and int(gcap.replicas(n_g)) < 1:
+        pool = gcap.prefill_pool
+        field = "generator.prefill_gpus" if pool.pinned_gpus is not None else "generator.gpus"
+        raise InfeasibleError(
+            f"{field}: {n_g} disaggregated generator GPUs do not run one fed decode instance ({gcap.instance_gpus} "
+            f"GPUs, {gcap.instance.label()}) next to its prefill pool (instances of {pool.instance_gpus} GPUs, "
+            f"{pool.instance.label()}); the smallest that works is {gcap.min_gpus} GPUs", min_gpus=gcap.min_gpus)
+    if not bool(res.feasible[0]) and scn.trainer.pinned_layout:
+        pinned_layout_error(scn, cluster, ws, n_t)
+    if not bool(res.feasible[0]):
+        need = trainer_min_gpus(scn, cluster, ws)
+        raise InfeasibleError(
+            f"trainer: {n_t} x {scn.trainer.hardware} cannot train {m.name} ({scn.model.precision}) on "
+            f"{ws.traj_tokens:,.0f}-token trajectories; " + (f"at least {need} GPUs fit (trainer.gpus)" if need else
+                                                               "no GPU count up to 32,768 fits") +
+            f"; or shorten the trajectories ({trajectory_length_keys(scn, ws)})", min_gpus=need)
+
+
+def _pinned(scn, cluster: Cluster, ws, n_g: int) -> str:
+    """"; <the generator inputs that cause it, and what fits>" (:func:`pinned_inputs_hint`)."""
+    hint = pinned_inputs_hint(scn, ServingSetup.of(scn, cluster, ws), n_g)
+    return f"; {hint}" if hint else ""
+
+
+def pinned_layout_error(scn, cluster: Cluster, ws, n_t: int) -> None:
+    """InfeasibleError naming the pinned trainer layout (its fields) and the smallest layout that fits."""
+    t, m = scn.trainer, cluster.model
+    pins = {k: getattr(t, k) for k in ("tp", "pp", "ep", "cp", "vp") if getattr(t, k) is not None}
+    fields = ", ".join(f"trainer.{k} = {v}" for k, v in pins.items())
+    par = pinned_layout(t, m, n_t)
+    if par is None:
+        why = (f"does not divide {n_t} GPUs or does not fit {m.name} (tp must divide its {m.num_attention_heads} "
+               f"heads, ep its experts and tp·dp·cp)")
+    else:
+        why = f"({par.label()}) does not fit in {scn.trainer.hardware} memory"
+    alt = smallest_fitting_layout(scn, cluster, ws, n_t)
+    hint = (f"; the smallest layout that fits {n_t} GPUs is {alt.label()} (trainer.tp = {alt.tp}, trainer.pp = "
+            f"{alt.pp}, trainer.ep = {alt.ep})") if alt is not None else "; no layout fits this many GPUs"
+    raise InfeasibleError(f"trainer layout {fields} {why}{hint}", layout=alt)

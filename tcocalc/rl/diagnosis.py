@@ -18,23 +18,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..economics.tco import PoolPrice, amortisation_text, paid_pools
-from ..errors import InfeasibleError, TcocalcError
+from ..errors import TcocalcError
 from ..scenario import Scenario
-from .capacity import (
-    ServingSetup,
-    pinned_inputs_hint,
-    pinned_layout,
-    smallest_fitting_layout,
-    trainer_min_gpus,
-    trajectory_length_keys,
-)
 from .cluster import Cluster, resolve
 from .pipeline import phase_results
 from .report import combine_phases
 from .results import PhaseResult, ReportWarning
 from .search import SPLIT_TOLERANCE
 
-__all__ = ["Arrangement", "check_sides", "pinned_layout_error", "binding_limits", "group_warnings",
+__all__ = ["Arrangement", "binding_limits", "group_warnings",
            "calibration_warnings", "pricing", "pricing_warnings", "mfu_warnings", "input_warnings",
            "outcome_warnings", "discard_causes", "useful_at_split", "arrangement_gain", "serving_alternative",
            "nvlink_alternative", "wider_tp_alternative", "USEFUL_GROUP_FLOOR", "CAP_ORDER", "WORLD_GDP_USD",
@@ -69,57 +61,6 @@ class Arrangement:
     t0_s: float | None = None
     t0_before_s: float | None = None
     instance_before: str | None = None
-
-
-def check_sides(scn: Scenario, cluster: Cluster, res: PhaseResult, n_t: int, n_g: int) -> None:
-    """InfeasibleError naming the side that cannot hold the model, with the smallest count that can."""
-    m, gcap, ws = cluster.model, res.generator, res.workload
-    if n_g < gcap.instance_gpus:
-        raise InfeasibleError(
-            f"generator: {n_g} x {scn.generator.hardware} cannot hold {m.name} ({scn.generator.precision}) with "
-            f"{ws.context_tokens:,.0f}-token contexts; the smallest instance is {gcap.instance_gpus} GPUs "
-            f"({gcap.instance.label()}): raise generator.gpus, or shorten the trajectories "
-            f"({trajectory_length_keys(scn, ws)})" + _pinned(scn, cluster, ws, n_g),
-            min_gpus=gcap.instance_gpus, layout=gcap.instance)
-    if gcap.prefill_pool is not None and int(gcap.replicas(n_g)) < 1:
-        pool = gcap.prefill_pool
-        field = "generator.prefill_gpus" if pool.pinned_gpus is not None else "generator.gpus"
-        raise InfeasibleError(
-            f"{field}: {n_g} disaggregated generator GPUs do not run one fed decode instance ({gcap.instance_gpus} "
-            f"GPUs, {gcap.instance.label()}) next to its prefill pool (instances of {pool.instance_gpus} GPUs, "
-            f"{pool.instance.label()}); the smallest that works is {gcap.min_gpus} GPUs", min_gpus=gcap.min_gpus)
-    if not bool(res.feasible[0]) and scn.trainer.pinned_layout:
-        pinned_layout_error(scn, cluster, ws, n_t)
-    if not bool(res.feasible[0]):
-        need = trainer_min_gpus(scn, cluster, ws)
-        raise InfeasibleError(
-            f"trainer: {n_t} x {scn.trainer.hardware} cannot train {m.name} ({scn.model.precision}) on "
-            f"{ws.traj_tokens:,.0f}-token trajectories; " + (f"at least {need} GPUs fit (trainer.gpus)" if need else
-                                                               "no GPU count up to 32,768 fits") +
-            f"; or shorten the trajectories ({trajectory_length_keys(scn, ws)})", min_gpus=need)
-
-
-def _pinned(scn: Scenario, cluster: Cluster, ws, n_g: int) -> str:
-    """"; <the generator inputs that cause it, and what fits>" (:func:`~tcocalc.rl.capacity.pinned_inputs_hint`)."""
-    hint = pinned_inputs_hint(scn, ServingSetup.of(scn, cluster, ws), n_g)
-    return f"; {hint}" if hint else ""
-
-
-def pinned_layout_error(scn: Scenario, cluster: Cluster, ws, n_t: int) -> None:
-    """InfeasibleError naming the pinned trainer layout (its fields) and the smallest layout that fits."""
-    t, m = scn.trainer, cluster.model
-    pins = {k: getattr(t, k) for k in ("tp", "pp", "ep", "cp", "vp") if getattr(t, k) is not None}
-    fields = ", ".join(f"trainer.{k} = {v}" for k, v in pins.items())
-    par = pinned_layout(t, m, n_t)
-    if par is None:
-        why = (f"does not divide {n_t} GPUs or does not fit {m.name} (tp must divide its {m.num_attention_heads} "
-               f"heads, ep its experts and tp·dp·cp)")
-    else:
-        why = f"({par.label()}) does not fit in {scn.trainer.hardware} memory"
-    alt = smallest_fitting_layout(scn, cluster, ws, n_t)
-    hint = (f"; the smallest layout that fits {n_t} GPUs is {alt.label()} (trainer.tp = {alt.tp}, trainer.pp = "
-            f"{alt.pp}, trainer.ep = {alt.ep})") if alt is not None else "; no layout fits this many GPUs"
-    raise InfeasibleError(f"trainer layout {fields} {why}{hint}", layout=alt)
 
 
 def binding_limits(scn: Scenario, cluster: Cluster, results: list[PhaseResult],

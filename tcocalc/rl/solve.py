@@ -26,6 +26,7 @@ from ..errors import InfeasibleError, ScenarioError
 from ..scenario import Scenario
 from . import advice as words
 from . import diagnosis
+from .capacity import check_sides
 from .cluster import Cluster, resolve
 from .diagnosis import USEFUL_GROUP_FLOOR
 from .pipeline import phase_results
@@ -73,7 +74,7 @@ def _assess(scn: Scenario, cluster: Cluster, looser: bool = True) -> _Assessed:
     n_t, n_g = scn.trainer.gpus, scn.generator.gpus
     results = phase_results(scn, cluster, [n_t], [n_g])
     for res in results:
-        diagnosis.check_sides(scn, cluster, res, n_t, n_g)
+        check_sides(scn, cluster, res, n_t, n_g)
     parts = [(res.workload, scalar_metrics(res.metrics)) for res in results]
     outside = outside_prices_on(scn, cluster.trainer, cluster.generator)
     metrics = scalar_metrics(combine_phases_at(scn, parts, outside))

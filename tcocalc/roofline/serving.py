@@ -36,8 +36,8 @@ from .forward import (
 from .parallel import Layouts, Parallelism
 from .speculative import speculation
 
-__all__ = ["GenerationEstimate", "generation_throughput", "serve", "continuous_batching_step", "StepBudget",
-           "candidate_serving_layouts", "fewest_stages",
+__all__ = ["GenerationEstimate", "generation_throughput", "serve", "best_instance", "continuous_batching_step",
+           "StepBudget", "candidate_serving_layouts", "fewest_stages",
            "kv_pool_per_gpu", "check_kv_reservation", "kv_tokens_held", "inference_memory_per_gpu",
            "kv_bytes_per_seq_per_gpu"]
 
@@ -406,6 +406,42 @@ def serve(m, acc, cal, lengths: Lengths, engine: EngineConfig, *, gpus: int, par
         memory_per_gpu_bytes=weights + kv_used + cal.inference_workspace_bytes,
         max_concurrency=float(b_max) * replicas, weights_per_gpu_bytes=weights,
         bound=max(parts, key=parts.get), tier=cal.tier, tokens_per_step=engine.tokens_per_step)
+
+
+def best_instance(m, acc, cal, lengths: Lengths, engine: EngineConfig,
+                  max_gpus: int | None = None) -> GenerationEstimate:
+    """The serving instance to use (the RL generator's, rl/capacity.py): the throughput-best one :func:`serve`
+    searches at the scale-up domain (every split of a sweep gets the same one), or the smallest that fits when the
+    model needs more than a domain. A pool of
+    ``max_gpus`` GPUs too small for it gets the best instance that fits in it: every instance size up to
+    ``max_gpus``, scored by output per pool GPU with ``⌊max_gpus / size⌋`` replicas; the truly smallest
+    instance when nothing fits (so the caller's "smallest instance" names it)."""
+    def on(gpus):
+        return serve(m, acc, cal, lengths, engine, gpus=gpus)
+
+    try:
+        best = on(acc.scaleup_domain_gpus)
+    except InfeasibleError as exc:
+        if exc.min_gpus is None:
+            raise
+        best = on(exc.min_gpus)
+    if max_gpus is None or best.parallel.gpus <= max_gpus:
+        return best
+    pick, score, smallest = None, 0.0, None
+    size = 1
+    while size <= max_gpus:  # instance sizes are powers of two (candidate_serving_layouts)
+        try:
+            est = on(size)
+        except InfeasibleError as exc:
+            smallest = exc.min_gpus
+        else:
+            per_pool_gpu = est.output_tokens_per_s / est.replicas * (max_gpus // est.parallel.gpus) / max_gpus
+            if per_pool_gpu > score:
+                pick, score = est, per_pool_gpu
+        size *= 2
+    if pick is not None:
+        return pick
+    return best if smallest is None else on(smallest)
 
 
 def kv_tokens_held(ctx, prompt_tokens, response_tokens, kv_reservation: str, block: int) -> float:

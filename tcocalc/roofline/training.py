@@ -132,13 +132,13 @@ def _expert_dp(lay: Layouts) -> np.ndarray:
     return np.maximum(lay.stage_gpus // (lay.ep * _expert_tp(lay)), 1)
 
 
-def _cp_comm(m, acc, cal, lay: Layouts, seq_local, layers) -> np.ndarray:
+def _cp_comm(m, cal, lay: Layouts, seq_local, layers, rate) -> np.ndarray:
     """Exposed context-parallel traffic per micro-batch [s]: ring attention passes every other rank's K and V
     (``cp − 1`` blocks of ``seq/cp`` tokens) per layer, forward and backward (3 passes), a calibrated share
     exposed as for tensor parallelism (Megatron-Core overlaps it with attention; Liu et al., Ring Attention,
-    arXiv 2310.01889)."""
+    arXiv 2310.01889). ``rate``: the per-GPU link rate over the ``cp·tp`` GPUs of the ring [B/s]."""
     kv = m.kv_bytes_per_token("bf16") / m.num_layers / np.minimum(lay.tp, max(m.num_kv_heads, 1))
-    ring = cal.tp_comm_exposed * layers * 3.0 * (lay.cp - 1) * seq_local * kv / link_rate(acc, cal, lay.cp * lay.tp)
+    ring = cal.tp_comm_exposed * layers * 3.0 * (lay.cp - 1) * seq_local * kv / rate
     return np.where(lay.cp > 1, ring, 0.0)
 
 
@@ -239,6 +239,9 @@ def training_steps(m, acc, cal, lay: Layouts, *, seq: float, global_batch, preci
 
     peak = acc.peak_flops_per_s(precision)
     bw = acc.hbm_bytes_per_s * cal.hbm_efficiency
+    # per-GPU link rates of the step's collectives, looked up once: tensor, pipeline (point to point), context
+    # (the cp·tp ring) and data parallelism (over all the layout's GPUs)
+    tp_rate, pp_rate, cp_rate, dp_rate = (link_rate(acc, cal, g) for g in (tp, 2, cp * tp, lay.gpus))
     t_compute = 0.0
 
     def gemm(rows, params, n_dim, k_dim, count):
@@ -282,16 +285,16 @@ def training_steps(m, acc, cal, lay: Layouts, *, seq: float, global_batch, preci
     t_head = 6.0 * seq * m.lm_head_params / tp / (peak * head_eff)
     t_compute = np.where(even, t_compute + t_head, np.maximum(t_compute, t_compute * (layers - 1) / layers + t_head))
     comm += np.where(tp > 1, cal.tp_comm_exposed * layers * 4.0 * 2.0 * (tp - 1) / tp * ACT_BYTES * seq * h
-                     / link_rate(acc, cal, tp), 0.0)
-    comm += np.where(pp > 1, 2.0 * ACT_BYTES * seq * h / tp / link_rate(acc, cal, 2), 0.0)
-    comm += _cp_comm(m, acc, cal, lay, seq, layers)
+                     / tp_rate, 0.0)
+    comm += np.where(pp > 1, 2.0 * ACT_BYTES * seq * h / tp / pp_rate, 0.0)
+    comm += _cp_comm(m, cal, lay, seq, layers, cp_rate)
     n_ops = (12.0 if m.is_moe else 9.0) * layers * 3.0
     if fsdp:  # the layer-by-layer gathers and reduce-scatters of every micro-batch, beyond what compute hides
         comm = comm + fsdp_exposed_comm_s(acc, cal, dense_p + expert_p, lay, t_compute)
     per_micro = (t_compute + comm + n_ops * cal.op_overhead_s) / cal.training_runtime_efficiency
     bubble = np.where(pp > 1, (pp - 1) / (micro * lay.vp), 0.0)
     step = per_micro * micro * (1.0 + bubble)
-    for term in _optimizer_step_s(acc, cal, (dense_p, expert_p), lay, offload=offload, fsdp=fsdp):
+    for term in _optimizer_step_s(acc, cal, (dense_p, expert_p), lay, dp_rate, offload=offload, fsdp=fsdp):
         step = step + term
     return dict(fits=fits, step_s=np.where(fits, step, np.inf), memory=mem, state=state, recompute=recompute,
                 bubble=bubble, compute_s=t_compute * micro, comm_s=comm * micro)
@@ -309,11 +312,12 @@ def _state_bytes(lay: Layouts, params, layers, *, offload: bool, fsdp: bool):
     return dense_p * (2 + 4 + 12 / (lay.dp * lay.cp)) + expert_p * (2 + 4 + 12 / _expert_dp(lay))
 
 
-def _optimizer_step_s(acc, cal, params, lay: Layouts, *, offload: bool, fsdp: bool) -> tuple:
+def _optimizer_step_s(acc, cal, params, lay: Layouts, dp_rate, *, offload: bool, fsdp: bool) -> tuple:
     """Once per optimizer step [s], two terms: the distributed optimizer's gradient reduce-scatter and parameter
     all-gather (bf16, a calibrated share exposed; none under FSDP, whose collectives run every micro-batch), and the
     Adam update, memory-bound over each GPU's shard (34 B/param), or with ``offload`` the gradients down and the
-    weights up over the host link (4 B/param). ``params``: (non-expert, expert) parameters per GPU."""
+    weights up over the host link (4 B/param). ``params``: (non-expert, expert) parameters per GPU; ``dp_rate``: the
+    per-GPU link rate over all the layout's GPUs [B/s]."""
     dense_p, expert_p = params
     dp, cp, edp = lay.dp, lay.cp, _expert_dp(lay)
     if fsdp:
@@ -321,9 +325,9 @@ def _optimizer_step_s(acc, cal, params, lay: Layouts, *, offload: bool, fsdp: bo
         comm = 0.0
     else:
         shard = dense_p / (dp * cp) + expert_p / edp
-        grads = dense_p * ACT_BYTES * 2.0 * (dp - 1) / dp / link_rate(acc, cal, lay.gpus)
+        grads = dense_p * ACT_BYTES * 2.0 * (dp - 1) / dp / dp_rate
         grads = grads + np.where((expert_p != 0) & (edp > 1),
-                                 expert_p * ACT_BYTES * 2.0 * (edp - 1) / edp / link_rate(acc, cal, lay.gpus), 0.0)
+                                 expert_p * ACT_BYTES * 2.0 * (edp - 1) / edp / dp_rate, 0.0)
         comm = np.where(dp > 1, cal.dp_comm_exposed * grads, 0.0)
     if offload:
         return comm, 4.0 * (shard if fsdp else dense_p + expert_p) / cal.host_offload_bytes_per_s
