@@ -33,7 +33,7 @@ KNOWN: dict = {  # (scenario stem, check) -> why the two models disagree
     # without waits, is 1,366 against the simulator's 2,053 (initial phase), so it overcounts the initial phase
     # (2,837 against 2,245 live) and undercounts the drift (1,448 against 3,530). Without length spread the same
     # mechanism is smaller (916 returns waiting). Open until rl/steps/async_.py changes, named so that a fix is noticed.
-    # Measured 2026-12-06 (helper "admit"; time averages over each phase after 5 of its steps, simulate(steps=50,
+    # Measured 2026-12-06 (time averages over each phase after 5 of its steps, simulate(steps=50,
     # seed=0)): running + held + buffer is (eta + 1)·B less the batch being trained and pushed, x·(t_train + t_sync),
     # to within 1% (group 16: 2,246 + 2,053 + 232 initially, 3,530 + 765 + 247 in the drift, of 4,608; GLM-5 drift
     # 1,503 + 650 + 118 of 2,304), and the buffer holds B/2. What remains is the group wait: held 2,053 / 765 (group
