@@ -104,15 +104,8 @@ class Replicas:
         """Trajectory ``tr`` (on ``tr.replica``) starts decoding ``tokens`` more tokens (plus ``extra``
         decode-token equivalents, e.g. its prefill)."""
         r = tr.replica
-        d = self.decoding[r]
-        if d > 0 and not self.paused:  # self.advance(r, now), inline: once per turn
-            start, busy = self.t_last[r], self.busy_until[r]
-            if busy > start:
-                start = busy
-            if now > start:
-                self.V[r] += (now - start) / (self.t0 + self.t1 * d)
-        self.t_last[r] = now
-        self.decoding[r] = d + 1
+        self.advance(r, now)
+        self.decoding[r] += 1
         tr.decoding = True
         heapq.heappush(self.heaps[r], (self.V[r] + tokens + extra, tr.seq, tr))
         self.dirty.add(r)
