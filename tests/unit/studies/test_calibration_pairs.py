@@ -1,20 +1,22 @@
 """Calibration pairs C-01..C-07 (issue 37 item 3): calibrate on a published run, carry the calibration to its published
-sibling, compare the predicted step with the published one (tests/data/calibration_pairs/: each scenario cites its
-run's source and assumed inputs; pairs.toml the published figures).
+sibling, compare the predicted step with the published one (tests/data/calibration_pairs/pairs.toml: the published
+figures; the scenarios are the development set's own, data/validation/frameworks/, each citing its run's source and
+assumed inputs, so that a sourced input set there is the one the pairs use).
 
 A synchronous pilot's generation is split into the engine at its steady-state throughput (the generation factor,
 which carries to any plan) and the wait for the batch's slowest trajectories beyond it (the tail factor, which carries
 only to a plan that generates in synchronous batches); before the split one factor took both, and a streaming target
 paid the pilot's tail as a slower engine.
 
-What the pairs say (2026-12-06; before the split in brackets): scaling a synchronous run out (C-06, C-07) carries
-within ±25%: -14% (-14%), -16% (-16%). A colocated or synchronous pilot carried to a plan whose step is built
-otherwise: C-01 +51% (+49%), C-02 +81% (+90%), C-03 +66% (+64%), C-04 +12% (+36%), C-05 +47% (refused, counted as
-the uncalibrated +116%); median 51% (64%), one of five within ±25% (none). What is left is mostly the trainer: the
-targets of C-01, C-02, C-03 and C-05 are trainer-bound, C-01's and C-05's pilots already put their trainers at the MFU
-ceiling under the assumed responses, and C-02's pilot runs slower than the model while its target runs faster. Such
-a plan states the error measured on these pairs (data/rl_calibration.toml ``calibrate_across_modes_error``) and says
-it was carried across modes. The test recomputes every error, so the stated figure can never understate them."""
+What the pairs say (2026-12-06; before the split in brackets): scaling a synchronous run out (C-06, C-07) carries within
+±25%: -14% (-14%), -16% (-16%). A colocated or synchronous pilot carried to a plan whose step is built otherwise: C-01
++58% (+49%), C-02 +88% (+90%), C-03 +66% (+64%), C-04 +12% (+36%), C-05 +47% (refused, counted as the uncalibrated
++116%); median 58% (64%), one of five within ±25% (none). (C-01 and C-02 were +51% and +81% on the pairs' former copies
+of their scenarios, which lacked the engine settings the sources state.) What is left is mostly the trainer: the targets
+of C-01, C-02, C-03 and C-05 are trainer-bound, C-01's and C-05's pilots already put their trainers at the MFU ceiling
+under the assumed responses, and C-02's pilot runs slower than the model while its target runs faster. Such a plan
+states the error measured on these pairs (data/rl_calibration.toml ``calibrate_across_modes_error``) and says it was
+carried across modes. The test recomputes every error, so the stated figure can never understate them."""
 
 from __future__ import annotations
 
@@ -25,7 +27,9 @@ from pathlib import Path
 import pytest
 
 import tcocalc as tc
+from tcocalc._data import data_dir
 from tcocalc.catalog.calibration import rl_calibration
+from tcocalc.catalog.framework_cases import case_scenario
 
 pytestmark = pytest.mark.unit
 
@@ -36,10 +40,9 @@ WITHIN = ("C-06", "C-07")
 
 
 def _predict(pair: dict) -> tuple[float, tc.RunCalibration, tc.RLReport]:
-    measured = tc.load_scenario(PAIRS_DIR / f"{pair['measured']}.toml")
+    measured = case_scenario(pair["measured"])
     cal = tc.calibrate(measured, pair["figures"])
-    report = tc.evaluate(tc.load_scenario(PAIRS_DIR / f"{pair['target']}.toml").with_run_calibration(cal),
-                         advice=False)
+    report = tc.evaluate(case_scenario(pair["target"]).with_run_calibration(cal), advice=False)
     return report.metrics["step_time_s"] / pair["published_step_s"] - 1.0, cal, report
 
 
@@ -52,10 +55,8 @@ def test_pairs_are_the_seven_published_ones():
     assert sorted(PAIRS) == [f"C-0{i}" for i in range(1, 8)]
     for pair in PAIRS.values():
         for name in (pair["measured"], pair["target"]):
-            head = (PAIRS_DIR / f"{name}.toml").read_text().splitlines()[:3]
-            assert head[0].startswith("# Calibration pair") and any("Source" in ln or "http" in ln or "@" in ln
-                                                                    for ln in (PAIRS_DIR / f"{name}.toml")
-                                                                    .read_text().splitlines()[:12])
+            head = (data_dir() / "validation" / "frameworks" / f"{name}.toml").read_text().splitlines()[:12]
+            assert any("Source" in ln or "http" in ln or "@" in ln for ln in head), name
 
 
 def test_scaling_a_synchronous_run_out_carries_within_25pct(results):
@@ -119,8 +120,7 @@ def test_a_synchronous_pilot_s_generation_is_split_into_engine_and_tail(results)
     assert engine + tail == pytest.approx(after, rel=1e-9)
     assert 0.2 * after < engine < 0.8 * after  # a multi-turn batch of 64 x 16 with 16K responses: a long tail
     assert "generation phase (model, calibrated): engine at its steady-state throughput" in str(cal)
-    streaming = tc.calibrate(tc.load_scenario(PAIRS_DIR / "verl-retool-7b-h20-async-16x16.toml"),
-                             {"step_time_s": 221.36})
+    streaming = tc.calibrate(case_scenario("verl-retool-7b-h20-async-16x16"), {"step_time_s": 221.36})
     assert streaming.generation_parts == ()
 
 
