@@ -627,10 +627,10 @@ def recompute_flops_ratio(scn, cluster: Cluster, ws: WorkloadStats) -> float:
     arXiv 2205.05198 §5, as :func:`tcocalc.roofline.training.training_steps` charges it); for selective, one more
     forward of the attention scores, ``1 + square·E[T²] / (3·F_sample)`` (:func:`trajectory_flops_coefficients`;
     docs/rl-modeling.md §3.10)."""
-    mode = scn.trainer.recompute
-    if mode is None or mode == "none":
+    recompute = scn.trainer.recompute
+    if recompute is None or recompute == "none":
         return 1.0
-    if mode == "full":
+    if recompute == "full":
         return 4.0 / 3.0
     square = trajectory_flops_coefficients(cluster.model)[1]
     return 1.0 + square * ws.traj_tokens_m2 / (3.0 * sample_flops(cluster.model, ws))
