@@ -112,6 +112,13 @@ class TrainerSection(_Section):
                                                          "TP/PP/EP with the distributed optimizer, or FSDP / ZeRO-3 "
                                                          "full sharding over data parallelism (docs/rl-modeling.md "
                                                          "§3.9; default: preset)")
+    recompute: Literal["none", "selective", "full"] | None = Field(None, description="activation recompute the "
+                                                                   "framework runs whatever memory needs: 'full' "
+                                                                   "recomputes each layer's forward in the backward "
+                                                                   "pass (verl's enable_gradient_checkpointing, "
+                                                                   "Megatron recompute_granularity full); default: "
+                                                                   "the lightest mode that fits (docs/rl-modeling.md "
+                                                                   "§3.11)")
     multinode_nvlink: bool = Field(True, description=_MULTINODE_NVLINK)
 
     @property

@@ -617,7 +617,32 @@ def training_job(scn, cluster: Cluster, ws: WorkloadStats) -> TrainingJob:
     return TrainingJob(m=cluster.model, acc=cluster.trainer, cal=cluster.trainer_cal,
                        seq=float(max(256, round(ws.traj_tokens))),
                        global_batch_tokens=ws.samples_per_step * ws.traj_tokens / scn.trainer.minibatches_per_step,
-                       precision=scn.model.precision, sharding=cluster.settings.trainer_sharding)
+                       precision=scn.model.precision, sharding=cluster.settings.trainer_sharding,
+                       recompute=scn.trainer.recompute)
+
+
+def recompute_flops_ratio(scn, cluster: Cluster, ws: WorkloadStats) -> float:
+    """Hardware over model FLOPs of one update under the scenario's named ``[trainer] recompute`` (1 when it names
+    none): ``4/3`` for full recompute (each layer's forward runs again in the backward pass: Korthikanti et al. 2022,
+    arXiv 2205.05198 §5, as :func:`tcocalc.roofline.training.training_steps` charges it); for selective, one more
+    forward of the attention scores, ``1 + square·E[T²] / (3·F_sample)`` (:func:`trajectory_flops_coefficients`;
+    docs/rl-modeling.md §3.11)."""
+    recompute = scn.trainer.recompute
+    if recompute is None or recompute == "none":
+        return 1.0
+    if recompute == "full":
+        return 4.0 / 3.0
+    square = trajectory_flops_coefficients(cluster.model)[1]
+    return 1.0 + square * ws.traj_tokens_m2 / (3.0 * sample_flops(cluster.model, ws))
+
+
+def extra_pass_units(scn, cluster: Cluster, ws: WorkloadStats) -> float:
+    """The extra forward passes (old-policy log-probs, reference model) in units of a third of an update:
+    ``n_extra / r`` with ``r`` = :func:`recompute_flops_ratio`. A forward pass is a third of the update's model FLOPs
+    and recomputes nothing, so when the update recomputes its forward (the trainer's rate then includes ``r``) each
+    pass costs ``1/(3·r)`` of the update's time (docs/rl-modeling.md §3.11); ``n_extra`` unchanged without a named
+    recompute."""
+    return cluster.settings.extra_forward_passes / recompute_flops_ratio(scn, cluster, ws)
 
 
 def smallest_fitting_layout(scn, cluster: Cluster, ws: WorkloadStats, n: int) -> Parallelism | None:
@@ -668,7 +693,7 @@ def trainer_capacity(scn, cluster: Cluster, ws: WorkloadStats, n_t) -> TrainerRa
     n_t = np.atleast_1d(np.asarray(n_t, dtype=int))
     rates = _job_rates(job, t, n_t)
     st = cluster.settings
-    extra, overhead = st.extra_forward_passes, st.trainer_overhead
+    extra, overhead = extra_pass_units(scn, cluster, ws), st.trainer_overhead
     run = cluster.run  # a run calibration's factors on the update and on the log-prob passes (1: none)
     flop_rate_per_token = m.training_flops_per_token(seq)
     f_sample = sample_flops(m, ws) * (run.training + run.logprob * extra / 3.0) * overhead

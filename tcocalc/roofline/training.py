@@ -542,7 +542,8 @@ def training_throughput(model, hw, *, gpus, seq_tokens, precision="bf16", parall
 class TrainingJob:
     """What a training search is asked: model ``m`` on accelerator ``acc`` under calibration ``cal``, sequences of
     ``seq`` tokens, ``global_batch_tokens`` per optimizer step, at ``precision``, its state laid out by
-    ``sharding`` (:data:`SHARDINGS`; the values the searches below take)."""
+    ``sharding`` (:data:`SHARDINGS`; the values the searches below take), with activation ``recompute`` (a name of
+    :data:`RECOMPUTE_MODES` the framework runs whatever memory needs, or ``None``: the lightest that fits)."""
 
     m: object
     acc: object
@@ -551,6 +552,7 @@ class TrainingJob:
     global_batch_tokens: float
     precision: str
     sharding: str = "megatron"
+    recompute: str | None = None
 
     def candidates(self, gpus: int) -> list[tuple[int, int, int, int, int, int]]:
         """:func:`candidate_degrees` of ``gpus`` GPUs for this job's model, accelerator, sequence and sharding."""
@@ -561,9 +563,11 @@ class TrainingJob:
         return np.maximum(self.global_batch_tokens / self.seq, lay.dp.astype(float))
 
     def steps(self, lay: Layouts, *, offload: bool, recompute=None) -> dict:
-        """:func:`training_steps` of every layout of ``lay`` at the job's batch."""
+        """:func:`training_steps` of every layout of ``lay`` at the job's batch (``recompute``: the job's unless
+        named)."""
         return training_steps(self.m, self.acc, self.cal, lay, seq=self.seq, global_batch=self.global_batch(lay),
-                              precision=self.precision, offload=offload, recompute=recompute, sharding=self.sharding)
+                              precision=self.precision, offload=offload,
+                              recompute=self.recompute if recompute is None else recompute, sharding=self.sharding)
 
     def fewest_gpus(self) -> int | None:
         """The smallest GPU count that holds this job's model and sequences (the lightest recompute that fits,

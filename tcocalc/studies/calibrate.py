@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import MeasurementError, ScenarioError
+from ..rl.capacity import extra_pass_units
 from ..rl.cluster import Cluster, resolve
 from ..rl.phases import phase_list, workload_stats
 from ..rl.pipeline import PhaseResult, evaluate_splits
@@ -322,20 +323,20 @@ def _check_consistency(scn: Scenario, meas: dict[str, float], tol: float) -> Non
 @dataclass(frozen=True)
 class _RunModel:
     """The measured run's model, cheap to re-run under trial factors: its first phase's workload, the split, the
-    uncalibrated cluster, the extra forward passes, and the colocated push's switch part (``switch_s``, linear in
-    its factor)."""
+    uncalibrated cluster, the extra forward passes (in thirds of an update: ``rl.capacity.extra_pass_units``), and
+    the colocated push's switch part (``switch_s``, linear in its factor)."""
 
     scn: Scenario
     cluster: Cluster
     ws: object
-    extra: int
+    extra: float
     switch_s: float
 
     @classmethod
     def of(cls, scn: Scenario, cluster: Cluster) -> _RunModel:
         name, start, steps, over = phase_list(scn)[0]
         ws = workload_stats(scn, over, name, start, steps)
-        model = cls(scn, cluster, ws, cluster.settings.extra_forward_passes, 0.0)
+        model = cls(scn, cluster, ws, extra_pass_units(scn, cluster, ws), 0.0)
         if scn.orchestration.traits.shared_pool:  # t_sync = S·k_switch + W·k_sync: S from two evaluations
             one = float(model.result(RunFactors()).rates.t_sync[0])
             two = float(model.result(RunFactors(switching=2.0)).rates.t_sync[0])
@@ -351,7 +352,7 @@ class _RunModel:
         return stage_times(self.scn, self.result(f), f, self.extra, self.switch_s, exposed)
 
 
-def stage_times(scn: Scenario, res: PhaseResult, f: RunFactors, extra: int, switch_s: float,
+def stage_times(scn: Scenario, res: PhaseResult, f: RunFactors, extra: float, switch_s: float,
                 exposed=frozenset()) -> dict[str, float]:
     """Per-step stage times [s] of one evaluated split (index 0) as a log would time them: the step; the generation
     (the batch's generation in a synchronous or periodic step; the generator's busy time per step when it streams;
