@@ -184,20 +184,16 @@ class ServingSetup:
                    rl_cal=cluster.rl_cal, engine=eng, shape=RolloutShape.of(scn, ws))
 
 
-def _fit(setup: ServingSetup, par, b_max, weights, prefill_s=None) -> GeneratorCapacity:
-    """Step-time line, latency and steady-state rate of one serving instance ``par`` holding ``b_max`` trajectories:
-    the batch is capped at the engine's ``max_num_seqs``, each step pays the decode floor
-    (:func:`~tcocalc.rl.decode_floor.decode_floor_seconds`, CUDA graphs up to the engine's ``graph_max_batch``)
-    and, without async scheduling, its CPU work (``cpu_factor``; docs/rl-modeling.md §4.8). ``prefill_s``: a
-    trajectory's prefill latency when it is not the instance's own (disaggregated, §4.9)."""
+def _fit(setup: ServingSetup, par, b_max: float, one, full, floor, weights, prefill_s=None) -> GeneratorCapacity:
+    """Step-time line, latency and steady-state rate of one serving instance ``par`` holding ``b_max`` trajectories
+    (the engine's ``max_num_seqs`` at most), from its serving estimates with one and with ``b_max`` trajectories in
+    flight (``one``, ``full``: :func:`~tcocalc.roofline.serving.serve`) and the decode floor at those batches
+    (``floor``: :func:`~tcocalc.rl.decode_floor.decode_floor_seconds`, CUDA graphs up to the engine's
+    ``graph_max_batch``); without async scheduling each step also pays its CPU work (``cpu_factor``;
+    docs/rl-modeling.md §4.8). ``prefill_s``: a trajectory's prefill latency when it is not the instance's own
+    (disaggregated, §4.9)."""
     m, acc, cal, eng, shape = setup.m, setup.acc, setup.cal, setup.engine, setup.shape
-    b_max = float(b_max if eng.max_num_seqs is None else min(b_max, eng.max_num_seqs))
     inst = par.gpus
-    lengths = shape.lengths
-    one = serve(m, acc, cal, lengths, eng, gpus=inst, parallel=par, concurrency=1)
-    full = serve(m, acc, cal, lengths, eng, gpus=inst, parallel=par, concurrency=b_max)
-    floor = decode_floor_seconds(m, acc, par, np.array([1.0, b_max]), cuda_graphs=eng.cuda_graphs,
-                                 graph_max_batch=eng.graph_max_batch, calibration=setup.rl_cal)
     gain = one.tokens_per_step  # a speculative step yields this many tokens per sequence (1 without)
     cpu = eng.cpu_factor
     t0 = cpu * one.tpot_s + float(floor[0]) / gain
@@ -273,7 +269,9 @@ def _generator_capacity(setup: ServingSetup, pinned_tp: int | None = None,
     when one pays. A disaggregated engine runs decode-only instances beside a prefill pool (:func:`_prefill_pool`). An
     aggregated instance prefills each turn's new tokens whole, in as few steps as the engine's token budget allows
     (:func:`~tcocalc.roofline.serving.continuous_batching_step`); a trajectory holds whole KV blocks; speculative
-    decoding as the engine says (:mod:`tcocalc.roofline.speculative`)."""
+    decoding as the engine says (:mod:`tcocalc.roofline.speculative`). The instance's step line is fitted
+    (:func:`_fit`) to its serving estimates with one and with ``b_max`` trajectories in flight and the decode floor at
+    both, made here once."""
     m, eng = setup.m, setup.engine
     pool = _prefill_pool(setup) if eng.disaggregated else None
     if pinned_tp is not None:
@@ -282,7 +280,14 @@ def _generator_capacity(setup: ServingSetup, pinned_tp: int | None = None,
         est = serve(m, setup.acc, setup.cal, setup.shape.lengths, eng, gpus=pinned_tp, parallel=par)
     else:
         est = best_instance(m, setup.acc, setup.cal, setup.shape.lengths, eng, max_gpus)
-    cap = _fit(setup, est.parallel, est.max_concurrency / est.replicas, est.weights_per_gpu_bytes,
+    # the step line's two ends: one trajectory and the KV-bound batch (the engine's max_num_seqs at most) in flight
+    par, b_max = est.parallel, est.max_concurrency / est.replicas
+    b_max = float(b_max if eng.max_num_seqs is None else min(b_max, eng.max_num_seqs))
+    one = serve(m, setup.acc, setup.cal, setup.shape.lengths, eng, gpus=par.gpus, parallel=par, concurrency=1)
+    full = serve(m, setup.acc, setup.cal, setup.shape.lengths, eng, gpus=par.gpus, parallel=par, concurrency=b_max)
+    floor = decode_floor_seconds(m, setup.acc, par, np.array([1.0, b_max]), cuda_graphs=eng.cuda_graphs,
+                                 graph_max_batch=eng.graph_max_batch, calibration=setup.rl_cal)
+    cap = _fit(setup, par, b_max, one, full, floor, est.weights_per_gpu_bytes,
                prefill_s=None if pool is None else pool[1])
     if pool is None:
         return cap
