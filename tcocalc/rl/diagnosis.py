@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..economics.tco import PoolPrice, amortisation_text, paid_pools
+from ..economics.tco import PoolPrice, amortisation_text
 from ..errors import TcocalcError
 from ..scenario import Scenario
 from .cluster import Cluster, resolve
@@ -326,11 +326,11 @@ def arrangement_gain(scn: Scenario, other: Scenario, cluster: Cluster, metrics: 
     return alt[0], x0, alt[1]
 
 
-def pricing(scn: Scenario, cluster: Cluster) -> tuple[PoolPrice, ...]:
-    """Each paid pool's $/GPU-hour and why (``report.diagnosis.pricing``; ``cluster.prices``,
-    :func:`~tcocalc.economics.tco.pool_pricing`: ``side``, ``hardware``, ``usd_per_gpu_hour``, ``basis``,
-    ``set_for``, ``text``)."""
-    paid = {side for side, _ in paid_pools(scn, 0, 0)}
+def pricing(cluster: Cluster, paid: list[str]) -> tuple[PoolPrice, ...]:
+    """Each paid pool's $/GPU-hour and why (``report.diagnosis.pricing``): the prices of ``cluster.prices``
+    (:func:`~tcocalc.economics.tco.pool_pricing`: ``side``, ``hardware``, ``usd_per_gpu_hour``, ``basis``,
+    ``set_for``, ``text``) whose side is one of ``paid``, the pools the run pays for
+    (:func:`~tcocalc.economics.tco.paid_pools`)."""
     return tuple(p for p in cluster.prices if p.side in paid)
 
 

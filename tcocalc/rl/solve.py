@@ -21,7 +21,7 @@ import numpy as np
 
 from ..catalog.calibration import prediction_errors, rl_calibration
 from ..catalog.regimes import regime_errors, regime_of, regime_on
-from ..economics.tco import gpus_paid
+from ..economics.tco import gpus_paid, paid_pools
 from ..errors import InfeasibleError, ScenarioError
 from ..scenario import Scenario
 from . import advice as words
@@ -83,7 +83,8 @@ def _assess(scn: Scenario, cluster: Cluster, looser: bool = True) -> _Assessed:
     outside = outside_prices_on(scn, cluster.trainer, cluster.generator)
     metrics = scalar_metrics(combine_phases_at(scn, parts, outside))
     assert_finite(metrics)
-    prices = diagnosis.pricing(scn, cluster)
+    paid = [side for side, _ in paid_pools(scn, n_t, n_g)]  # one pool when colocated
+    prices = diagnosis.pricing(cluster, paid)
     groups = diagnosis.group_warnings(scn, results)
     warnings = (diagnosis.outcome_warnings(scn, results, metrics, groups)
                 + diagnosis.input_warnings(scn, cluster) + groups + diagnosis.pricing_warnings(prices)
