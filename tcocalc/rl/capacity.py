@@ -9,8 +9,9 @@ only the share ``φ = t_llm / (t_llm + t_env)`` of resident trajectories decodes
 
 Trainer (§3): training tokens/s from :func:`~tcocalc.training.training_throughput` at sequences of the
 mean trajectory length (sequence packing), for the few layout families that win at each GPU count at the default
-batch (every layout where none of them fits the run's job), so a count's rate is the same in a sweep and alone;
-per-sample FLOPs use ``E[T²]`` for causal attention.
+batch (every layout where none of them fits the run's job), so a count's rate is the same in a sweep and alone
+(the search is the training model's: :func:`~tcocalc.roofline.training.job_rates`); per-sample FLOPs use ``E[T²]``
+for causal attention.
 """
 
 from __future__ import annotations
@@ -30,11 +31,7 @@ from ..roofline.forward import check_inputs, forward_cost
 from ..roofline.forward import prefill as prefill_kernel
 from ..roofline.parallel import Layouts, Parallelism
 from ..roofline.serving import best_instance, serve
-from ..roofline.training import (
-    DEFAULT_GLOBAL_BATCH_TOKENS,
-    TrainingJob,
-    candidate_degrees,
-)
+from ..roofline.training import TrainingJob, clear_rate_caches, job_rates, layout_rates, pinned_layout
 from .cluster import Cluster
 from .decode_floor import decode_floor_seconds
 from .phases import WorkloadStats
@@ -46,8 +43,8 @@ if TYPE_CHECKING:  # rl/results.py imports this module
 __all__ = ["GeneratorCapacity", "PrefillPool", "RolloutShape", "ServingSetup", "generator_capacity",
            "check_sides", "pinned_layout_error",
            "generator_capacities", "trainer_capacity", "trainer_min_gpus", "sample_flops",
-           "trajectory_flops_coefficients", "TrainerRates", "pinned_layout", "smallest_fitting_layout",
-           "training_job", "memory_calibration", "MAX_CACHED_COUNTS"]
+           "trajectory_flops_coefficients", "TrainerRates", "smallest_fitting_layout", "training_job",
+           "memory_calibration"]
 
 
 @dataclass(frozen=True)
@@ -187,20 +184,16 @@ class ServingSetup:
                    rl_cal=cluster.rl_cal, engine=eng, shape=RolloutShape.of(scn, ws))
 
 
-def _fit(setup: ServingSetup, par, b_max, weights, prefill_s=None) -> GeneratorCapacity:
-    """Step-time line, latency and steady-state rate of one serving instance ``par`` holding ``b_max`` trajectories:
-    the batch is capped at the engine's ``max_num_seqs``, each step pays the decode floor
-    (:func:`~tcocalc.rl.decode_floor.decode_floor_seconds`, CUDA graphs up to the engine's ``graph_max_batch``)
-    and, without async scheduling, its CPU work (``cpu_factor``; docs/rl-modeling.md §4.8). ``prefill_s``: a
-    trajectory's prefill latency when it is not the instance's own (disaggregated, §4.9)."""
+def _fit(setup: ServingSetup, par, b_max: float, one, full, floor, weights, prefill_s=None) -> GeneratorCapacity:
+    """Step-time line, latency and steady-state rate of one serving instance ``par`` holding ``b_max`` trajectories
+    (the engine's ``max_num_seqs`` at most), from its serving estimates with one and with ``b_max`` trajectories in
+    flight (``one``, ``full``: :func:`~tcocalc.roofline.serving.serve`) and the decode floor at those batches
+    (``floor``: :func:`~tcocalc.rl.decode_floor.decode_floor_seconds`, CUDA graphs up to the engine's
+    ``graph_max_batch``); without async scheduling each step also pays its CPU work (``cpu_factor``;
+    docs/rl-modeling.md §4.8). ``prefill_s``: a trajectory's prefill latency when it is not the instance's own
+    (disaggregated, §4.9)."""
     m, acc, cal, eng, shape = setup.m, setup.acc, setup.cal, setup.engine, setup.shape
-    b_max = float(b_max if eng.max_num_seqs is None else min(b_max, eng.max_num_seqs))
     inst = par.gpus
-    lengths = shape.lengths
-    one = serve(m, acc, cal, lengths, eng, gpus=inst, parallel=par, concurrency=1)
-    full = serve(m, acc, cal, lengths, eng, gpus=inst, parallel=par, concurrency=b_max)
-    floor = decode_floor_seconds(m, acc, par, np.array([1.0, b_max]), cuda_graphs=eng.cuda_graphs,
-                                 graph_max_batch=eng.graph_max_batch, calibration=setup.rl_cal)
     gain = one.tokens_per_step  # a speculative step yields this many tokens per sequence (1 without)
     cpu = eng.cpu_factor
     t0 = cpu * one.tpot_s + float(floor[0]) / gain
@@ -276,7 +269,9 @@ def _generator_capacity(setup: ServingSetup, pinned_tp: int | None = None,
     when one pays. A disaggregated engine runs decode-only instances beside a prefill pool (:func:`_prefill_pool`). An
     aggregated instance prefills each turn's new tokens whole, in as few steps as the engine's token budget allows
     (:func:`~tcocalc.roofline.serving.continuous_batching_step`); a trajectory holds whole KV blocks; speculative
-    decoding as the engine says (:mod:`tcocalc.roofline.speculative`)."""
+    decoding as the engine says (:mod:`tcocalc.roofline.speculative`). The instance's step line is fitted
+    (:func:`_fit`) to its serving estimates with one and with ``b_max`` trajectories in flight and the decode floor at
+    both, made here once."""
     m, eng = setup.m, setup.engine
     pool = _prefill_pool(setup) if eng.disaggregated else None
     if pinned_tp is not None:
@@ -285,7 +280,14 @@ def _generator_capacity(setup: ServingSetup, pinned_tp: int | None = None,
         est = serve(m, setup.acc, setup.cal, setup.shape.lengths, eng, gpus=pinned_tp, parallel=par)
     else:
         est = best_instance(m, setup.acc, setup.cal, setup.shape.lengths, eng, max_gpus)
-    cap = _fit(setup, est.parallel, est.max_concurrency / est.replicas, est.weights_per_gpu_bytes,
+    # the step line's two ends: one trajectory and the KV-bound batch (the engine's max_num_seqs at most) in flight
+    par, b_max = est.parallel, est.max_concurrency / est.replicas
+    b_max = float(b_max if eng.max_num_seqs is None else min(b_max, eng.max_num_seqs))
+    one = serve(m, setup.acc, setup.cal, setup.shape.lengths, eng, gpus=par.gpus, parallel=par, concurrency=1)
+    full = serve(m, setup.acc, setup.cal, setup.shape.lengths, eng, gpus=par.gpus, parallel=par, concurrency=b_max)
+    floor = decode_floor_seconds(m, setup.acc, par, np.array([1.0, b_max]), cuda_graphs=eng.cuda_graphs,
+                                 graph_max_batch=eng.graph_max_batch, calibration=setup.rl_cal)
+    cap = _fit(setup, par, b_max, one, full, floor, est.weights_per_gpu_bytes,
                prefill_s=None if pool is None else pool[1])
     if pool is None:
         return cap
@@ -454,161 +456,12 @@ def sample_flops(m: ModelArch, ws: WorkloadStats) -> float:
     return linear * ws.traj_tokens + square * ws.traj_tokens_m2
 
 
-def _layout_rates(job: TrainingJob, lay: Layouts) -> np.ndarray:
-    """(tokens/s, MFU, state bytes per GPU) of each layout of ``lay`` (rows) for the training job; zeros where it
-    does not fit. A layout that does not fit on the GPUs alone offloads the optimizer (verl RL-08)."""
-    m, acc, seq, precision = job.m, job.acc, job.seq, job.precision
-    gb = job.global_batch(lay)
-    res = job.steps(lay, offload=False)
-    step, state = res["step_s"], res["state"]
-    if not res["fits"].all():
-        off = job.steps(lay, offload=True)
-        step, state = np.where(res["fits"], step, off["step_s"]), np.where(res["fits"], state, off["state"])
-    tps = np.where(np.isfinite(step), gb * seq / step, 0.0)
-    mfu = m.training_flops_per_token(seq) * tps / (lay.gpus * acc.peak_flops_per_s(precision))
-    return np.stack([tps, mfu, np.where(tps > 0, state, 0.0)], axis=-1)
-
-
-def _families(job: TrainingJob, ns: list[int]) -> list[tuple[tuple[int, int, int, int, int], ...]]:
-    """The (tp, pp, ep, vp, cp) families that win at each GPU count of ``ns``: the three fastest layouts at that
-    count (the first of equals first) for the job at the training model's default batch
-    (:data:`~tcocalc.roofline.training.DEFAULT_GLOBAL_BATCH_TOKENS`, whatever the run's). The counts not cached yet
-    are searched in one vectorised call (every count's candidates scored together: the same rows as alone)."""
-    known, todo = _COUNT_FAMILIES.missing(job, ns)
-    if todo:
-        base = replace(job, global_batch_tokens=DEFAULT_GLOBAL_BATCH_TOKENS)
-        cands = [base.candidates(n) for n in todo]
-        every = [c for cs in cands for c in cs]
-        lay = Layouts.of(every) if every else None
-        tps = _layout_rates(base, lay)[:, 0] if every else np.zeros(0)
-        start = 0
-        for n, cs in zip(todo, cands, strict=True):
-            mine = tps[start:start + len(cs)]
-            fit = np.flatnonzero(mine > 0)
-            fams = {(int(lay.tp[i]), int(lay.pp[i]), int(lay.ep[i]), int(lay.vp[i]), int(lay.cp[i]))
-                    for i in start + fit[np.argsort(-mine[fit], kind="stable")][:3]}
-            known[n] = tuple(sorted(fams))
-            start += len(cs)
-    return [known[n] for n in ns]
-
-
-@functools.lru_cache(maxsize=1024)
-def _count_rates(job: TrainingJob, ns: tuple[int, ...]) -> np.ndarray:
-    """(tokens/s, MFU, state bytes per GPU) of the trainer on each GPU count of ``ns`` (rows): the fastest member of
-    the layout families that win at that count at the default batch (:func:`_families`), or, where none fits the
-    run's job, the fastest of every layout (:func:`_any_layout_rate`). A count's rate depends on the count alone, so
-    a sweep's row is what the count gives alone (:func:`~tcocalc.evaluate`); counts that share their families are
-    scored in one call. Cached per (job, counts): the array is read-only."""
-    rates = np.zeros((len(ns), 3))
-    groups: dict[tuple, list[int]] = {}
-    for i, fams in enumerate(_families(job, ns)):
-        groups.setdefault(fams, []).append(i)
-    for fams, idx in groups.items():
-        rates[idx] = _trainer_rates(job, [ns[i] for i in idx], fams)
-    for i in np.flatnonzero(rates[:, 0] == 0):
-        rates[i] = _any_layout_rate(job, ns[i])
-    rates.flags.writeable = False
-    return rates
-
-
-@functools.lru_cache(maxsize=1024)
-def _any_layout_rate(job: TrainingJob, n: int) -> tuple[float, float, float]:
-    """(tokens/s, MFU, state bytes per GPU) of the fastest layout of every candidate on ``n`` GPUs under the run's
-    own job: where the families that win at the default batch do not fit the run's (longer sequences, a larger
-    batch), a count is infeasible only when no layout at all fits (zeros)."""
-    lay = Layouts.of(candidate_degrees(job.m, job.acc, n, job.seq))
-    if not len(lay):
-        return (0.0, 0.0, 0.0)
-    rates = _layout_rates(job, lay)
-    best = int(np.argmax(rates[:, 0]))
-    return tuple(float(x) for x in rates[best]) if rates[best, 0] > 0 else (0.0, 0.0, 0.0)
-
-
-class _RateCache(dict):
-    """Figures per key (a training job, with its families for the rates), each a dict by GPU count, filled a sweep
-    at a time (:func:`_trainer_rates`, :func:`_families`); emptied when it would hold more than
-    :data:`MAX_CACHED_COUNTS` counts."""
-
-    size = 0
-
-    def cache_clear(self) -> None:
-        self.clear()
-        self.size = 0
-
-    def missing(self, key, ns) -> tuple[dict, list[int]]:
-        """(the key's dict by count, the counts of ``ns`` it lacks, sorted): the caller fills those. When they would
-        not fit, the cache is emptied first and every count of ``ns`` is missing (none of them is left behind)."""
-        known = self.get(key)
-        todo = sorted({n for n in ns if known is None or n not in known})
-        if todo and self.size + len(todo) > MAX_CACHED_COUNTS:
-            self.cache_clear()
-            todo = sorted(set(ns))
-        self.size += len(todo)
-        return self.setdefault(key, {}), todo
-
-
-MAX_CACHED_COUNTS = 4096
-_TRAINER_RATES = _RateCache()
-_COUNT_FAMILIES = _RateCache()  # the winning families per (training job) and GPU count (:func:`_families`)
-
-
-def _trainer_rates(job: TrainingJob, ns, fams) -> np.ndarray:
-    """(tokens/s, MFU, state bytes per GPU) of the best family member at each GPU count of ``ns`` (rows); zeros
-    where nothing fits. The counts not cached yet are scored in one vectorised call; when the cache must be emptied
-    to make room, every count of ``ns`` is scored again (none of them is left behind)."""
-    ns = [int(n) for n in ns]
-    known, todo = _TRAINER_RATES.missing((job, fams), ns)
-    if todo:
-        for n, best in zip(todo, _score_counts(job, todo, fams), strict=True):
-            known[n] = best
-    return np.array([known[n] for n in ns], dtype=float).reshape(-1, 3)
-
-
-def _score_counts(job: TrainingJob, counts: list[int], fams) -> list[tuple[float, float, float]]:
-    """The best family member's (tokens/s, MFU, state bytes per GPU) at each GPU count, scored in one call."""
-    m = job.m
-    members, owner = [], []
-    for j, n in enumerate(counts):
-        for tp, pp, ep, vp, cp in fams:
-            if n % (tp * pp * cp):
-                continue
-            dp = n // (tp * pp * cp)
-            if (tp * dp * cp) % ep or (m.is_moe and m.num_experts % ep):
-                continue
-            members.append((tp, pp, dp, ep, vp, cp))
-            owner.append(j)
-    rates = _layout_rates(job, Layouts.of(members)) if members else np.zeros((0, 3))
-    owner = np.array(owner, dtype=int)
-    out = []
-    for j in range(len(counts)):
-        mine = np.flatnonzero(owner == j)
-        best = (0.0, 0.0, 0.0)
-        if len(mine) and rates[mine, 0].max() > 0:
-            best = tuple(float(x) for x in rates[mine[int(np.argmax(rates[mine, 0]))]])
-        out.append(best)
-    return out
-
-
 def clear_caches() -> None:
     """Forget every generator and trainer rate computed so far (:func:`tcocalc.rl.pipeline.clear_caches` clears
     these and the step models' tables): what a cold start measures. No calibration needs it: the calibration is
     part of every key."""
-    for cache in (_generator_capacity, _COUNT_FAMILIES, _TRAINER_RATES, _count_rates, _pinned_rate, _any_layout_rate):
-        cache.cache_clear()
-
-
-def pinned_layout(trainer, m, n: int) -> Parallelism | None:
-    """The scenario's pinned trainer layout on ``n`` GPUs (unpinned degrees 1, ``dp`` the rest); ``None`` when
-    ``tp·pp·cp`` does not divide ``n`` or the degrees do not fit the model (heads, experts, ``ep | tp·dp·cp``)."""
-    tp, pp, cp, vp, ep = (getattr(trainer, k) or 1 for k in ("tp", "pp", "cp", "vp", "ep"))
-    if n % (tp * pp * cp) or m.num_attention_heads % tp or (m.is_moe and m.num_experts % ep) or pp > m.num_layers:
-        return None
-    if not m.is_moe and ep > 1:
-        return None
-    try:
-        return Parallelism(tp=tp, pp=pp, cp=cp, vp=vp, ep=ep, dp=n // (tp * pp * cp))
-    except ValueError:
-        return None
+    _generator_capacity.cache_clear()
+    clear_rate_caches()
 
 
 def training_job(scn, cluster: Cluster, ws: WorkloadStats) -> TrainingJob:
@@ -654,16 +507,8 @@ def smallest_fitting_layout(scn, cluster: Cluster, ws: WorkloadStats, n: int) ->
     if not order:
         return None
     lay = Layouts.of(order)
-    tps = _layout_rates(job, lay)[:, 0]
+    tps = layout_rates(job, lay)[:, 0]
     return lay.at(int(np.argmax(tps > 0))) if (tps > 0).any() else None
-
-
-@functools.lru_cache(maxsize=4096)
-def _pinned_rate(job: TrainingJob, par: Parallelism | None) -> tuple[float, float, float]:
-    """(tokens/s, MFU, state bytes per GPU) of one pinned layout; zeros when there is none or it does not fit."""
-    if par is None:
-        return (0.0, 0.0, 0.0)
-    return tuple(float(x) for x in _layout_rates(job, Layouts.of([par]))[0])
 
 
 @dataclass(frozen=True)
@@ -690,30 +535,23 @@ def trainer_capacity(scn, cluster: Cluster, ws: WorkloadStats, n_t) -> TrainerRa
     t = scn.trainer
     job = training_job(scn, cluster, ws)
     m, hw, precision, seq = job.m, job.acc, job.precision, job.seq
-    n_t = np.atleast_1d(np.asarray(n_t, dtype=int))
-    rates = _job_rates(job, t, n_t)
     st = cluster.settings
     extra, overhead = extra_pass_units(scn, cluster, ws), st.trainer_overhead
     run = cluster.run  # a run calibration's factors on the update and on the log-prob passes (1: none)
     flop_rate_per_token = m.training_flops_per_token(seq)
     f_sample = sample_flops(m, ws) * (run.training + run.logprob * extra / 3.0) * overhead
+    # On other hardware a measured MFU carries as its measured-over-modelled ratio (mfu_measurement "carried")
+    ratio = carried_mfu_ratio(scn, cluster, ws)[0] if cluster.mfu_source == "carried" else 1.0
+    n_t = np.atleast_1d(np.asarray(n_t, dtype=int))
+    rates = job_rates(job, t, n_t)
     fits = rates[:, 0] > 0
     mfu = cluster.mfu_busy
     if mfu is not None:  # a measured MFU replaces the training model; memory feasibility still applies
         peak = hw.peak_flops_per_s(precision)
         return TrainerRates(np.where(fits, n_t * peak * mfu / (f_sample / overhead), 0.0),
                             np.where(fits, mfu / run.training, 0.0), rates[:, 2])
-    # On other hardware a measured MFU carries as its measured-over-modelled ratio (mfu_measurement "carried")
-    ratio = carried_mfu_ratio(scn, cluster, ws)[0] if cluster.mfu_source == "carried" else 1.0
     samples = rates[:, 0] * flop_rate_per_token / f_sample * ratio
     return TrainerRates(samples, rates[:, 1] * ratio / (overhead * run.training), rates[:, 2])
-
-
-def _job_rates(job: TrainingJob, t, n_t) -> np.ndarray:
-    """(tokens/s, MFU, state bytes per GPU) per count: the pinned layout's, else the best layout's."""
-    if t.pinned_layout:
-        return np.array([_pinned_rate(job, pinned_layout(t, job.m, int(n))) for n in n_t])
-    return _count_rates(job, tuple(int(n) for n in n_t))
 
 
 def _measured_cluster(cluster: Cluster) -> Cluster:
@@ -732,10 +570,10 @@ def carried_mfu_ratio(scn, cluster: Cluster, ws: WorkloadStats) -> tuple[float, 
     meas = _measured_cluster(cluster)
     job = training_job(scn, meas, ws)
     overhead = meas.settings.trainer_overhead
-    mfu = _job_rates(job, scn.trainer, [scn.trainer.gpus])[0, 1]
+    mfu = job_rates(job, scn.trainer, [scn.trainer.gpus])[0, 1]
     if mfu <= 0:
-        need = trainer_min_gpus(scn, meas, ws)
-        mfu = _job_rates(job, scn.trainer, [need])[0, 1] if need else 0.0
+        need = job.fewest_gpus()  # trainer_min_gpus on the measured chip
+        mfu = job_rates(job, scn.trainer, [need])[0, 1] if need else 0.0
     modelled = mfu / overhead
     return (scn.trainer.mfu_busy / modelled, modelled) if modelled > 0 else (1.0, 0.0)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..economics.tco import PoolPrice, amortisation_text, paid_pools
+from ..economics.tco import PoolPrice, amortisation_text
 from ..errors import TcocalcError
 from ..scenario import Scenario
 from .cluster import Cluster, resolve
@@ -29,8 +29,8 @@ from .search import SPLIT_TOLERANCE
 __all__ = ["Arrangement", "binding_limits", "group_warnings",
            "calibration_warnings", "pricing", "pricing_warnings", "mfu_warnings", "input_warnings",
            "outcome_warnings", "discard_causes", "useful_at_split", "arrangement_gain", "serving_alternative",
-           "nvlink_alternative", "wider_tp_alternative", "USEFUL_GROUP_FLOOR", "CAP_ORDER", "WORLD_GDP_USD",
-           "IMPLAUSIBLE_STEP_S", "LOW_UTILIZATION"]
+           "nvlink_alternative", "wider_tp_alternative", "better_arrangements", "USEFUL_GROUP_FLOOR", "CAP_ORDER",
+           "WORLD_GDP_USD", "IMPLAUSIBLE_STEP_S", "LOW_UTILIZATION"]
 
 #: A phase in which fewer groups than this share carry signal (rewards not all equal, §6) gets a warning:
 #: its step time and run cost are those of a run that discards or wastes nearly all it generates.
@@ -326,19 +326,19 @@ def arrangement_gain(scn: Scenario, other: Scenario, cluster: Cluster, metrics: 
     return alt[0], x0, alt[1]
 
 
-def pricing(scn: Scenario, cluster: Cluster) -> tuple[PoolPrice, ...]:
-    """Each paid pool's $/GPU-hour and why (``report.diagnosis.pricing``; ``cluster.prices``,
-    :func:`~tcocalc.economics.tco.pool_pricing`: ``side``, ``hardware``, ``usd_per_gpu_hour``, ``basis``,
-    ``set_for``, ``text``)."""
-    paid = {side for side, _ in paid_pools(scn, 0, 0)}
+def pricing(cluster: Cluster, paid: list[str]) -> tuple[PoolPrice, ...]:
+    """Each paid pool's $/GPU-hour and why (``report.diagnosis.pricing``): the prices of ``cluster.prices``
+    (:func:`~tcocalc.economics.tco.pool_pricing`: ``side``, ``hardware``, ``usd_per_gpu_hour``, ``basis``,
+    ``set_for``, ``text``) whose side is one of ``paid``, the pools the run pays for
+    (:func:`~tcocalc.economics.tco.paid_pools`)."""
     return tuple(p for p in cluster.prices if p.side in paid)
 
 
-def pricing_warnings(scn: Scenario, cluster: Cluster) -> list[ReportWarning]:
-    """Paid pools whose scenario price was set for other hardware, now priced at their own ownership cost
-    (``kind`` ``"price_not_for_hardware"``; one warning per accelerator, naming its pools)."""
+def pricing_warnings(prices: tuple[PoolPrice, ...]) -> list[ReportWarning]:
+    """Paid pools (``prices``: :func:`pricing`) whose scenario price was set for other hardware, now priced at their
+    own ownership cost (``kind`` ``"price_not_for_hardware"``; one warning per accelerator, naming its pools)."""
     moved: dict[tuple, list[PoolPrice]] = {}
-    for p in pricing(scn, cluster):
+    for p in prices:
         if p.basis == "ownership cost":
             moved.setdefault((p.hardware, p.set_for), []).append(p)
     out = []
@@ -355,11 +355,14 @@ def pricing_warnings(scn: Scenario, cluster: Cluster) -> list[ReportWarning]:
     return out
 
 
-def mfu_warnings(scn: Scenario, cluster: Cluster, metrics: dict) -> list[ReportWarning]:
+def mfu_warnings(scn: Scenario, cluster: Cluster, metrics: dict,
+                 carried: tuple[float, float] | None) -> list[ReportWarning]:
     """How a measured ``trainer.mfu_busy`` reached this trainer (``cluster.mfu_source``): carried to other hardware
-    as its measured-over-modelled ratio (``kind`` ``"measured_mfu_carried"``), set aside for the roofline model on
-    every chip (``trainer.mfu_carry = "model"``, ``"measured_mfu_not_used"``), or dropped for the roofline training
-    model's where it was taken with another model (``"measured_mfu_dropped"``)."""
+    as its measured-over-modelled ratio (``kind`` ``"measured_mfu_carried"``; ``carried``: that ratio and the
+    modelled MFU on the measured chip, :func:`~tcocalc.rl.capacity.carried_mfu_ratio` on the scenario's own
+    workload, None unless the MFU is carried), set aside for the roofline model on every chip
+    (``trainer.mfu_carry = "model"``, ``"measured_mfu_not_used"``), or dropped for the roofline training model's
+    where it was taken with another model (``"measured_mfu_dropped"``)."""
     how = cluster.mfu_source
     if how not in ("carried", "model", "dropped"):
         return []
@@ -369,10 +372,7 @@ def mfu_warnings(scn: Scenario, cluster: Cluster, metrics: dict) -> list[ReportW
                "measured_model": on.model if on else scn.model.name}
     busy = metrics["trainer_mfu_busy"]
     if how == "carried":
-        from .capacity import carried_mfu_ratio
-        from .phases import workload_stats
-
-        ratio, modelled = carried_mfu_ratio(scn, cluster, workload_stats(scn))
+        ratio, modelled = carried
         return [ReportWarning("measured_mfu_carried",
                               f"Measured MFU carried like for like: trainer.mfu_busy {t.mfu_busy:.1%} was measured on "
                               f"{where}, where the roofline training model gives {modelled:.1%}; that ratio "
@@ -470,3 +470,16 @@ def wider_tp_alternative(scn: Scenario, cluster: Cluster, results: list[PhaseRes
     tp, x1, gen = best
     return Arrangement("generator_tp", x0, x1, ("generator.tp",), tp=tp, t0_s=gen.t0, t0_before_s=now.t0,
                        instance_before=now.instance.label())
+
+
+def better_arrangements(scn: Scenario, cluster: Cluster, metrics: dict,
+                        results: list[PhaseResult] | None = None) -> list[Arrangement]:
+    """The other arrangements of this split that pay, in the order the advice names them: the other prefill/decode
+    arrangement (:func:`serving_alternative`), with the split's ``results`` the wider tensor-parallel generator
+    instance (:func:`wider_tp_alternative`, which only the solver tries), and multi-node NVLink
+    (:func:`nvlink_alternative`); a model run or a few each."""
+    found = [serving_alternative(scn, cluster, metrics)]
+    if results is not None:
+        found.append(wider_tp_alternative(scn, cluster, results, metrics))
+    found.append(nvlink_alternative(scn, cluster, metrics))
+    return [a for a in found if a is not None]

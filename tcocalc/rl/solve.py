@@ -21,14 +21,15 @@ import numpy as np
 
 from ..catalog.calibration import prediction_errors, rl_calibration
 from ..catalog.regimes import regime_errors, regime_of, regime_on
-from ..economics.tco import gpus_paid
+from ..economics.tco import gpus_paid, paid_pools
 from ..errors import InfeasibleError, ScenarioError
 from ..scenario import Scenario
 from . import advice as words
 from . import diagnosis
-from .capacity import check_sides
+from .capacity import carried_mfu_ratio, check_sides
 from .cluster import Cluster, resolve
-from .diagnosis import USEFUL_GROUP_FLOOR
+from .diagnosis import USEFUL_GROUP_FLOOR, better_arrangements
+from .phases import workload_stats
 from .pipeline import phase_results
 from .report import OBJECTIVES, assert_finite, combine_phases_at, outside_prices_on, scalar_metrics
 from .results import CalibrationStatus, Diagnosis, PhaseResult, RLReport, Sizing, Trust
@@ -71,22 +72,27 @@ def _assess(scn: Scenario, cluster: Cluster, looser: bool = True) -> _Assessed:
     """The scenario's own split through every stage, with its :class:`Diagnosis` (warnings, binding limits,
     prices, calibration and typical error); ``looser=False`` skips the re-evaluation at one more step of staleness
     (only the advice quotes it)."""
+    regime = regime_on(scn, cluster.trainer, cluster.generator)  # the trust figure's, on the resolved pools' chips
     n_t, n_g = scn.trainer.gpus, scn.generator.gpus
     results = phase_results(scn, cluster, [n_t], [n_g])
     for res in results:
         check_sides(scn, cluster, res, n_t, n_g)
+    # a measured MFU carried to this chip: its ratio on the scenario's own workload (what the warning quotes)
+    carried = carried_mfu_ratio(scn, cluster, workload_stats(scn)) if cluster.mfu_source == "carried" else None
     parts = [(res.workload, scalar_metrics(res.metrics)) for res in results]
     outside = outside_prices_on(scn, cluster.trainer, cluster.generator)
     metrics = scalar_metrics(combine_phases_at(scn, parts, outside))
     assert_finite(metrics)
-    limits, loose = diagnosis.binding_limits(scn, cluster, results, looser)
+    paid = [side for side, _ in paid_pools(scn, n_t, n_g)]  # one pool when colocated
+    prices = diagnosis.pricing(cluster, paid)
     groups = diagnosis.group_warnings(scn, results)
     warnings = (diagnosis.outcome_warnings(scn, results, metrics, groups)
-                + diagnosis.input_warnings(scn, cluster) + groups + diagnosis.pricing_warnings(scn, cluster)
-                + diagnosis.mfu_warnings(scn, cluster, metrics) + diagnosis.calibration_warnings(cluster))
-    found = Diagnosis(binding_limits=limits, warnings=tuple(warnings), discards=diagnosis.discard_causes(results),
-                      pricing=diagnosis.pricing(scn, cluster), calibration=calibration_status(cluster.run),
-                      trust=_run_trust(cluster.run, regime_on(scn, cluster.trainer, cluster.generator)))
+                + diagnosis.input_warnings(scn, cluster) + groups + diagnosis.pricing_warnings(prices)
+                + diagnosis.mfu_warnings(scn, cluster, metrics, carried) + diagnosis.calibration_warnings(cluster))
+    discards = diagnosis.discard_causes(results)
+    limits, loose = diagnosis.binding_limits(scn, cluster, results, looser)  # re-evaluates at looser staleness
+    found = Diagnosis(binding_limits=limits, warnings=tuple(warnings), discards=discards, pricing=prices,
+                      calibration=calibration_status(cluster.run), trust=_run_trust(cluster.run, regime))
     return _Assessed(metrics, _phase_table(parts, results), found, tuple(results),
                      words.Facts(metrics, results[0], limits, loose))
 
@@ -147,12 +153,6 @@ def calibration_status(run) -> CalibrationStatus:
                              across_modes=run.across_modes)
 
 
-def _alternatives(scn: Scenario, cluster: Cluster, metrics: dict) -> list[str]:
-    """The lines for the other serving arrangement and multi-node NVLink (one model run each)."""
-    found = [diagnosis.serving_alternative(scn, cluster, metrics), diagnosis.nvlink_alternative(scn, cluster, metrics)]
-    return [words.arrangement_line(a) for a in found if a is not None]
-
-
 def evaluate(scenario: Scenario, *, calibration=None, advice: bool = True) -> RLReport:
     """Metrics of the split given in the scenario (``trainer.gpus`` : ``generator.gpus``).
 
@@ -184,7 +184,8 @@ def evaluate(scenario: Scenario, *, calibration=None, advice: bool = True) -> RL
         return report
     lines = [w.message for w in a.diagnosis.warnings] + words.limit_lines(scn, a.facts, solved=False)
     general = words.general_advice(scn, a.metrics, a.diagnosis.discards)
-    return replace(report, advice=tuple(lines + _alternatives(scn, cluster, a.metrics) + general))
+    found = better_arrangements(scn, cluster, a.metrics)
+    return replace(report, advice=tuple(lines + [words.arrangement_line(x) for x in found] + general))
 
 
 def solve_split(scenario: Scenario, objective: str = "usd_per_useful_sample", *, granularity: int | None = None,
@@ -245,16 +246,13 @@ def solve_split(scenario: Scenario, objective: str = "usd_per_useful_sample", *,
     if scn.orchestration.traits.shared_pool:
         advice.append("colocated: one pool, nothing to split")
         advice += words.limit_lines(scn, a.facts, solved=True)
-        advice += [words.arrangement_line(x) for x in [diagnosis.nvlink_alternative(chosen_scn, cluster, a.metrics)]
-                   if x is not None]
+        advice += [words.arrangement_line(x) for x in better_arrangements(chosen_scn, cluster, a.metrics)]
     else:
         advice.append(words.split_line(scn, sw, scores, objective, given, chosen, best, a.metrics))
         advice += words.limit_lines(scn, a.facts, solved=True)
         advice.append(words.neighbour_line(scn, sw, scores, objective, g, chosen, cons))
-        found = [diagnosis.serving_alternative(chosen_scn, cluster, a.metrics),
-                 diagnosis.wider_tp_alternative(chosen_scn, cluster, a.results, a.metrics),
-                 diagnosis.nvlink_alternative(chosen_scn, cluster, a.metrics)]
-        advice += [words.arrangement_line(x) for x in found if x is not None]
+        advice += [words.arrangement_line(x) for x in better_arrangements(chosen_scn, cluster, a.metrics,
+                                                                              a.results)]
     advice += words.sizing_advice(sizing, a.metrics) + words.general_advice(scn, a.metrics, a.diagnosis.discards)
     phases_df = a.phases
     if len(sw.results) > 1:

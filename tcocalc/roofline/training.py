@@ -40,6 +40,7 @@ MFU (docs/metrics.md) = ``training_flops_per_token(seq, causal) · tokens/s / (G
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 
@@ -62,7 +63,8 @@ from .parallel import Layouts, Parallelism
 
 __all__ = ["TrainingJob", "TrainingEstimate", "Layouts", "training_throughput", "training_step", "training_steps",
            "SHARDINGS", "check_sharding", "check_fsdp_layout", "fsdp_state_bytes", "fsdp_link_rate", "fsdp_comm_s",
-           "fsdp_exposed_comm_s"]
+           "fsdp_exposed_comm_s", "job_rates", "layout_rates", "pinned_layout", "clear_rate_caches",
+           "MAX_CACHED_COUNTS"]
 
 _POW2 = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 _VP = (1, 2, 3, 4, 5, 6, 8)  # virtual-pipeline (interleaving) factors searched
@@ -671,3 +673,181 @@ def _smallest_count(job: TrainingJob, start: int, offload: bool) -> tuple[int, P
         if found is not None:
             best_n, best_par = found.gpus, found
     return best_n, best_par
+
+
+# ---------------------------------------------------------------- the trainer's rate at each GPU count (RL)
+# What an RL trainer pool does at many GPU counts at once (:func:`tcocalc.rl.capacity.trainer_capacity`): the
+# scenario's pinned layout, or the fastest of the few layout families that win at each count at the default batch
+# (every layout where none of them fits the run's job), so a count's rate is the same in a sweep and alone.
+
+
+def pinned_layout(trainer, m, n: int) -> Parallelism | None:
+    """The scenario's pinned trainer layout on ``n`` GPUs (unpinned degrees 1, ``dp`` the rest); ``None`` when
+    ``tp·pp·cp`` does not divide ``n`` or the degrees do not fit the model (heads, experts, ``ep | tp·dp·cp``)."""
+    tp, pp, cp, vp, ep = (getattr(trainer, k) or 1 for k in ("tp", "pp", "cp", "vp", "ep"))
+    if n % (tp * pp * cp) or m.num_attention_heads % tp or (m.is_moe and m.num_experts % ep) or pp > m.num_layers:
+        return None
+    if not m.is_moe and ep > 1:
+        return None
+    try:
+        return Parallelism(tp=tp, pp=pp, cp=cp, vp=vp, ep=ep, dp=n // (tp * pp * cp))
+    except ValueError:
+        return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _pinned_rate(job: TrainingJob, par: Parallelism | None) -> tuple[float, float, float]:
+    """(tokens/s, MFU, state bytes per GPU) of one pinned layout; zeros when there is none or it does not fit."""
+    if par is None:
+        return (0.0, 0.0, 0.0)
+    return tuple(float(x) for x in layout_rates(job, Layouts.of([par]))[0])
+
+
+def job_rates(job: TrainingJob, t, n_t) -> np.ndarray:
+    """(tokens/s, MFU, state bytes per GPU) per count of ``n_t``: the pinned layout's (``t``: the scenario's
+    ``[trainer]``, :func:`pinned_layout`), else the best layout's (:func:`_count_rates`)."""
+    if t.pinned_layout:
+        return np.array([_pinned_rate(job, pinned_layout(t, job.m, int(n))) for n in n_t])
+    return _count_rates(job, tuple(int(n) for n in n_t))
+
+
+def layout_rates(job: TrainingJob, lay: Layouts) -> np.ndarray:
+    """(tokens/s, MFU, state bytes per GPU) of each layout of ``lay`` (rows) for the training job; zeros where it
+    does not fit. A layout that does not fit on the GPUs alone offloads the optimizer (verl RL-08)."""
+    m, acc, seq, precision = job.m, job.acc, job.seq, job.precision
+    gb = job.global_batch(lay)
+    res = job.steps(lay, offload=False)
+    step, state = res["step_s"], res["state"]
+    if not res["fits"].all():
+        off = job.steps(lay, offload=True)
+        step, state = np.where(res["fits"], step, off["step_s"]), np.where(res["fits"], state, off["state"])
+    tps = np.where(np.isfinite(step), gb * seq / step, 0.0)
+    mfu = m.training_flops_per_token(seq) * tps / (lay.gpus * acc.peak_flops_per_s(precision))
+    return np.stack([tps, mfu, np.where(tps > 0, state, 0.0)], axis=-1)
+
+
+def _families(job: TrainingJob, ns: list[int]) -> list[tuple[tuple[int, int, int, int, int], ...]]:
+    """The (tp, pp, ep, vp, cp) families that win at each GPU count of ``ns``: the three fastest layouts at that
+    count (the first of equals first) for the job at the training model's default batch
+    (:data:`~tcocalc.roofline.training.DEFAULT_GLOBAL_BATCH_TOKENS`, whatever the run's). The counts not cached yet
+    are searched in one vectorised call (every count's candidates scored together: the same rows as alone)."""
+    known, todo = _COUNT_FAMILIES.missing(job, ns)
+    if todo:
+        base = replace(job, global_batch_tokens=DEFAULT_GLOBAL_BATCH_TOKENS)
+        cands = [base.candidates(n) for n in todo]
+        every = [c for cs in cands for c in cs]
+        lay = Layouts.of(every) if every else None
+        tps = layout_rates(base, lay)[:, 0] if every else np.zeros(0)
+        start = 0
+        for n, cs in zip(todo, cands, strict=True):
+            mine = tps[start:start + len(cs)]
+            fit = np.flatnonzero(mine > 0)
+            fams = {(int(lay.tp[i]), int(lay.pp[i]), int(lay.ep[i]), int(lay.vp[i]), int(lay.cp[i]))
+                    for i in start + fit[np.argsort(-mine[fit], kind="stable")][:3]}
+            known[n] = tuple(sorted(fams))
+            start += len(cs)
+    return [known[n] for n in ns]
+
+
+@functools.lru_cache(maxsize=1024)
+def _count_rates(job: TrainingJob, ns: tuple[int, ...]) -> np.ndarray:
+    """(tokens/s, MFU, state bytes per GPU) of the trainer on each GPU count of ``ns`` (rows): the fastest member of
+    the layout families that win at that count at the default batch (:func:`_families`), or, where none fits the
+    run's job, the fastest of every layout (:func:`_any_layout_rate`). A count's rate depends on the count alone, so
+    a sweep's row is what the count gives alone (:func:`~tcocalc.evaluate`); counts that share their families are
+    scored in one call. Cached per (job, counts): the array is read-only."""
+    rates = np.zeros((len(ns), 3))
+    groups: dict[tuple, list[int]] = {}
+    for i, fams in enumerate(_families(job, ns)):
+        groups.setdefault(fams, []).append(i)
+    for fams, idx in groups.items():
+        rates[idx] = _trainer_rates(job, [ns[i] for i in idx], fams)
+    for i in np.flatnonzero(rates[:, 0] == 0):
+        rates[i] = _any_layout_rate(job, ns[i])
+    rates.flags.writeable = False
+    return rates
+
+
+@functools.lru_cache(maxsize=1024)
+def _any_layout_rate(job: TrainingJob, n: int) -> tuple[float, float, float]:
+    """(tokens/s, MFU, state bytes per GPU) of the fastest layout of every candidate on ``n`` GPUs under the run's
+    own job: where the families that win at the default batch do not fit the run's (longer sequences, a larger
+    batch), a count is infeasible only when no layout at all fits (zeros)."""
+    lay = Layouts.of(candidate_degrees(job.m, job.acc, n, job.seq))
+    if not len(lay):
+        return (0.0, 0.0, 0.0)
+    rates = layout_rates(job, lay)
+    best = int(np.argmax(rates[:, 0]))
+    return tuple(float(x) for x in rates[best]) if rates[best, 0] > 0 else (0.0, 0.0, 0.0)
+
+
+class _RateCache(dict):
+    """Figures per key (a training job, with its families for the rates), each a dict by GPU count, filled a sweep
+    at a time (:func:`_trainer_rates`, :func:`_families`); emptied when it would hold more than
+    :data:`MAX_CACHED_COUNTS` counts."""
+
+    size = 0
+
+    def cache_clear(self) -> None:
+        self.clear()
+        self.size = 0
+
+    def missing(self, key, ns) -> tuple[dict, list[int]]:
+        """(the key's dict by count, the counts of ``ns`` it lacks, sorted): the caller fills those. When they would
+        not fit, the cache is emptied first and every count of ``ns`` is missing (none of them is left behind)."""
+        known = self.get(key)
+        todo = sorted({n for n in ns if known is None or n not in known})
+        if todo and self.size + len(todo) > MAX_CACHED_COUNTS:
+            self.cache_clear()
+            todo = sorted(set(ns))
+        self.size += len(todo)
+        return self.setdefault(key, {}), todo
+
+
+MAX_CACHED_COUNTS = 4096
+_TRAINER_RATES = _RateCache()
+_COUNT_FAMILIES = _RateCache()  # the winning families per (training job) and GPU count (:func:`_families`)
+
+
+def _trainer_rates(job: TrainingJob, ns, fams) -> np.ndarray:
+    """(tokens/s, MFU, state bytes per GPU) of the best family member at each GPU count of ``ns`` (rows); zeros
+    where nothing fits. The counts not cached yet are scored in one vectorised call; when the cache must be emptied
+    to make room, every count of ``ns`` is scored again (none of them is left behind)."""
+    ns = [int(n) for n in ns]
+    known, todo = _TRAINER_RATES.missing((job, fams), ns)
+    if todo:
+        for n, best in zip(todo, _score_counts(job, todo, fams), strict=True):
+            known[n] = best
+    return np.array([known[n] for n in ns], dtype=float).reshape(-1, 3)
+
+
+def _score_counts(job: TrainingJob, counts: list[int], fams) -> list[tuple[float, float, float]]:
+    """The best family member's (tokens/s, MFU, state bytes per GPU) at each GPU count, scored in one call."""
+    m = job.m
+    members, owner = [], []
+    for j, n in enumerate(counts):
+        for tp, pp, ep, vp, cp in fams:
+            if n % (tp * pp * cp):
+                continue
+            dp = n // (tp * pp * cp)
+            if (tp * dp * cp) % ep or (m.is_moe and m.num_experts % ep):
+                continue
+            members.append((tp, pp, dp, ep, vp, cp))
+            owner.append(j)
+    rates = layout_rates(job, Layouts.of(members)) if members else np.zeros((0, 3))
+    owner = np.array(owner, dtype=int)
+    out = []
+    for j in range(len(counts)):
+        mine = np.flatnonzero(owner == j)
+        best = (0.0, 0.0, 0.0)
+        if len(mine) and rates[mine, 0].max() > 0:
+            best = tuple(float(x) for x in rates[mine[int(np.argmax(rates[mine, 0]))]])
+        out.append(best)
+    return out
+
+
+def clear_rate_caches() -> None:
+    """Forget every trainer rate computed so far (:func:`tcocalc.rl.capacity.clear_caches` calls it): what a cold
+    start measures. No calibration needs it: the calibration is part of every key."""
+    for cache in (_COUNT_FAMILIES, _TRAINER_RATES, _count_rates, _pinned_rate, _any_layout_rate):
+        cache.cache_clear()

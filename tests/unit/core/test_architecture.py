@@ -763,3 +763,66 @@ def test_resolved_things_are_not_looked_up_again():
                if not _reach(mods[name], entry)]
     fail_if(missing, "a function named in TAKES_RESOLVED is gone (update the table):")
     fail_if(found, "a look-up by name where the resolved object is at hand (take it from the Cluster):")
+
+
+# ---------------------------------------------------------------- helpers with their users (issue 38, the walk)
+
+#: Functions defined in one module only: the trainer's layout search (the pinned layout, the rates of every count,
+#: of a layout set) is roofline/training.py's, beside the training model it scores; rl/capacity.py asks it for
+#: ``job_rates`` and ``layout_rates``. A second definition elsewhere would split the search between two files again.
+DEFINED_ONLY_IN = {name: "tcocalc.roofline.training"
+                   for name in ("pinned_layout", "job_rates", "layout_rates", "_count_rates", "_families",
+                                "_any_layout_rate", "_score_counts", "clear_rate_caches")}
+
+#: Calls made by one function of a module only: an instance's serving estimates and decode floor, the two ends of
+#: its step line, are made by ``_generator_capacity`` and handed to ``_fit`` (which no longer serves twice); the
+#: assessment names the trust figure's regime, prices the paid pools and carries a measured MFU to the chip once
+#: (``_assess``), and hands the values on: rl/diagnosis.py derives none of them again.
+CALLED_ONLY_BY = {("tcocalc.rl.capacity", "serve"): "_generator_capacity",
+                  ("tcocalc.rl.capacity", "best_instance"): "_generator_capacity",
+                  ("tcocalc.rl.capacity", "decode_floor_seconds"): "_generator_capacity",
+                  ("tcocalc.rl.solve", "regime_on"): "_assess",
+                  ("tcocalc.rl.solve", "pricing"): "_assess",
+                  ("tcocalc.rl.solve", "carried_mfu_ratio"): "_assess"}
+#: Calls made in these modules only (inside ``tcocalc/``): the layout candidates of a training job are the training
+#: model's own; the carried MFU ratio is computed by the trainer's capacity and by the assessment, nowhere else.
+CALLED_ONLY_IN = {"candidate_degrees": {"tcocalc.roofline.training"},
+                  "carried_mfu_ratio": {"tcocalc.rl.capacity", "tcocalc.rl.solve"}}
+
+
+def callers(tree: ast.AST, name: str) -> list[str]:
+    """The functions of ``tree`` (qualified, as :func:`functions` names them; the innermost one holding the call)
+    that call ``name``, once per call in the order of the source; ``<module>`` for a call outside every function."""
+    inner = {}
+    for qual, node in functions(tree):
+        for call in calls_to(node, name):
+            inner[id(call)] = qual  # nested functions come later in the walk, so the innermost one wins
+    made = sorted(calls_to(tree, name), key=lambda call: (call.lineno, call.col_offset))
+    return [inner.get(id(call), "<module>") for call in made]
+
+
+def test_caller_finder_on_hand_made_code():
+    tree = ast.parse("def a():\n    serve(1)\n    def b():\n        return x.serve(2)\n"
+                     "class C:\n    def m(self):\n        serve(3)\nserve(4)\n")
+    assert callers(tree, "serve") == ["a", "a.b", "C.m", "<module>"]
+    assert callers(tree, "fit") == []
+
+
+def test_each_computation_has_one_home():
+    """The homes of :data:`DEFINED_ONLY_IN`, :data:`CALLED_ONLY_BY` and :data:`CALLED_ONLY_IN` hold: each name is
+    defined in its module alone (and is defined there), each call is made by its one function (and is made), and
+    each call is made only in its modules."""
+    mods = modules()
+    found = []
+    for name, home in DEFINED_ONLY_IN.items():
+        where = sorted(m.name for m in mods.values() for qual, _ in functions(m.tree) if qual == name)
+        if where != [home]:
+            found.append(f"  {name} defined in {where or 'no module'}, expected {home} alone")
+    for (module, name), caller in CALLED_ONLY_BY.items():
+        made = callers(mods[module].tree, name)
+        if not made or set(made) != {caller}:
+            found.append(f"  {module}: {name}( called by {made or 'nothing'}, expected {caller} alone")
+    for name, homes in CALLED_ONLY_IN.items():
+        found += [f"  {m.where(call)}: {name}" for m in mods.values() if m.name not in homes
+                  for call in calls_to(m.tree, name)]
+    fail_if(found, "a computation of the evaluate path made away from its home (see the tables above):")

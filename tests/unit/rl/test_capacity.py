@@ -1,4 +1,4 @@
-"""The trainer-rate cache of tcocalc.rl.capacity (issue 31 item 1: a KeyError when it emptied itself mid-call)."""
+"""The trainer-rate cache of tcocalc.roofline.training (issue 31 item 1: a KeyError when it emptied itself mid-call)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import tcocalc as tc
 from tcocalc.rl import capacity
 from tcocalc.rl.cluster import resolve
 from tcocalc.rl.phases import workload_stats
+from tcocalc.roofline import training
 from tests.conftest import ROOT
 
 SCN = ROOT / "scenarios"
@@ -21,7 +22,7 @@ def test_a_cache_that_empties_itself_still_answers_every_count(monkeypatch):
     cluster, ws = resolve(scn), workload_stats(scn)
     cold = capacity.trainer_capacity(scn, cluster, ws, [8, 16, 24, 32, 40, 48]).samples_per_s
     capacity.clear_caches()
-    monkeypatch.setattr(capacity, "MAX_CACHED_COUNTS", 4)
+    monkeypatch.setattr(training, "MAX_CACHED_COUNTS", 4)
     capacity.trainer_capacity(scn, cluster, ws, [8, 16, 24])
     again = capacity.trainer_capacity(scn, cluster, ws, [8, 16, 24, 32, 40, 48]).samples_per_s
     capacity.clear_caches()
