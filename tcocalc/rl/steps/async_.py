@@ -19,11 +19,11 @@ from ..capacity import GeneratorCapacity
 from ..kv_retention import lru_residency
 from ..phases import WorkloadStats
 from ..rates import Flow, Rates, interruptible, turn_shape
-from ..rollouts import capped_moment, expected_max, group_quantile_z, staleness_throughput_cap
+from ..rollouts import blom_z, capped_moment, expected_max, group_quantile_z, staleness_throughput_cap
 from .common import batch_decode_s
 from .tail import burst_tail_table, chain_window_s, refill_chain_table
 
-__all__ = ["async_step", "streamed_window_fill_s", "group_hold_tokens"]
+__all__ = ["async_step", "streamed_window_fill_s", "group_hold_tokens", "lru_admitted_group_wait"]
 
 
 def group_hold_tokens(ws: WorkloadStats) -> float:
@@ -67,10 +67,12 @@ def streamed_window_fill_s(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapa
 
 
 def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
-    """The fixed point of :func:`async_step`: (X, W_gen, W_hold, generator rate with pauses, caps, generator rate,
-    prefix-cache hit share) per split, ``W_hold`` the time a trajectory holds its admission slot (its group's
-    slowest member, §5.4). Under ``"lru"`` KV retention (§4.12) the hit share follows the trajectories the fixed
-    point keeps in flight, and with it the misses' re-prefill in the generator's rate and in ``W``."""
+    """The fixed point of :func:`async_step`: (X, W_gen, held, generator rate with pauses, caps, generator rate,
+    prefix-cache hit share) per split, ``held`` the time a finished member holds its admission slot beyond its own
+    latency (until its group's slowest member ends, §5.4). Under ``"lru"`` KV retention (§4.12) the hit share
+    follows the trajectories the fixed point keeps in flight, and with it the misses' re-prefill in the generator's
+    rate and in ``W``; the ``held`` returned then counts the replica's re-prefill stalls too
+    (:meth:`_LRUFeed.token_s`), which the fixed point's own hold (its staleness cap and its fill) leaves out."""
     B, keep, sb, orch = r.batch, r.keep, scn.sandbox, scn.orchestration
     eta = orch.max_staleness
     rep = np.maximum(r.n_rep, 1)
@@ -159,7 +161,10 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
                 and np.all(np.abs(x - x_prev) <= 1e-10 * np.abs(x))):
             break
         b, b_prev, f_prev = _fixed_point_step(b, b_new, b_prev, f_prev, b_top), b, b_new
-    return x, w, w_hold, lam_paused, caps, lam_g, hit
+    # the finished members a count holds (async_step): under "lru" at the replica's time per token, its re-prefill
+    # stalls at the state's hit share included (the fixed point above holds them at t(b), its fill too)
+    held_s = w_hold - w if lru is None else hold_tokens * lru.token_s(b, hit)
+    return x, w, held_s, lam_paused, caps, lam_g, hit
 
 
 class _LRUFeed:
@@ -198,6 +203,15 @@ class _LRUFeed:
                                                               * (gcap.t0 + gcap.t1 * gcap.b_max)), fill)
         return b, lam, fill / (1.0 + fill * r.t_sync / B), under, by_sandboxes
 
+    def token_s(self, b, hit):
+        """A decoding sequence's time per token at decoding batch ``b`` and hit share ``hit``, its replica's stalls
+        included [s]: ``t(b) + b·miss_s/R_gen``, ``miss_s = (1 − hit)·`` every return's re-prefill. By Little's law on
+        the replica a sequence's time per token is ``b`` over the replica's token rate, ``R_gen·b/(R_gen·t(b) +
+        b·miss_s)`` (as the fill's rate, :meth:`feed`): the replica also stalls while the histories of the others it
+        runs are prefilled again (the simulator's ``Replicas.stall``), so a member's decode, and its group's wait for
+        the slowest (§5.4), stretch by the misses of all ``b``."""
+        return self.gcap.t0 + self.gcap.t1 * b + (1.0 - hit) * self.miss_all * b / self.r.generated_per_dispatched
+
     def in_flight(self, paced, little, hit):
         """(trajectories in flight per replica, their hit share): the fill where generation paces, else Little's."""
         resident = np.where(paced, self.n, little)
@@ -221,15 +235,38 @@ def _fixed_point_step(b, f_b, b_prev, f_prev, upper):
     return np.clip(b + step, 1.0, upper)
 
 
+def lru_admitted_group_wait(group_size: int, n_rep, admitted, decode_wait, served):
+    """Finished members waiting for their group's slowest while the admission's surplus waits for KV room inside
+    the engine (``"lru"``, generation pacing; docs/rl-modeling.md §7) [trajectory].
+
+    AReaL's count fills up (``admitted``: ``(η + 1)·B`` less the queue and the batch being trained and pushed), so
+    a replica keeps ``N = (admitted − H)/n_rep`` trajectories, more than its KV pool runs at once: its pool is full
+    and it completes ``ρ = (X/keep)/n_rep`` trajectories a second whatever ``N``, so each trajectory more on a
+    member's replica delays that member ``1/ρ`` (the replica serves the others' turns first). Trajectories arrive
+    at a replica and leave after random lives, a population whose count is Poisson (M/G/∞; Kleinrock, *Queueing
+    Systems* vol. 1, 1975), variance ``N``: a member's latency spreads ``σ = √N/ρ`` beyond its decode, the members
+    independently (placed round robin, each on another replica; the simulator puts a group of the GLM-5 variants
+    on 1.3-7.7 distinct replicas of 15 on average, so this is an approximation). By Little's law the finished
+    members waiting number ``(X/keep)·(E[max_G L] − E[L])``; with independent normal spreads the group's excess is
+    ``z_G·σ`` (Blom's normal score, :func:`~tcocalc.rl.rollouts.blom_z`) and adds to the decode's in quadrature
+    (exact for normal parts): ``H² = H_dec² + z_G²·n_rep·(admitted − H)``, the positive root. Where the admission
+    leaves no surplus (``admitted − H ≤ served``) no replica is full and ``H`` is the decode's alone; in between it
+    is clipped to leave the ``served`` trajectories (Little's law at the latency without waits)."""
+    c = blom_z(group_size) ** 2 * np.maximum(n_rep, 1)
+    admitted = np.maximum(admitted, 0.0)  # a split whose training and push outlast the admission's share: none
+    root = 0.5 * (np.sqrt(c * c + 4.0 * (decode_wait ** 2 + c * admitted)) - c)
+    return np.clip(root, decode_wait, np.maximum(decode_wait, admitted - served))
+
+
 def async_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates) -> Flow:
     """Asynchronous step (async with bound η, inflight): the generator streams under the staleness bound."""
     B, keep, eta = r.batch, r.keep, scn.orchestration.max_staleness
     mu_eff = B / (r.t_trainer + (r.t_sync if r.settings.sync_blocks_trainer else 0.0))
-    x, w_gen, w_hold, lam_paused, caps, lam_g, hit = _async_throughput(scn, ws, gcap, r, mu_eff)
+    x, w_gen, held_s, lam_paused, caps, lam_g, hit = _async_throughput(scn, ws, gcap, r, mu_eff)
     step = B / x
     served = (x / keep) * w_gen  # Little's law on the trajectories a replica is serving
     # finished members waiting for their group's slowest still count against the bound (§5.4)
-    group_wait = (x / keep) * (w_hold - w_gen)
+    group_wait = (x / keep) * held_s
     counted = served + group_wait
     # Accepted samples wait for the trainer: half a batch when generation paces the run; when the trainer or
     # the staleness bound does, admission fills the buffer up to (eta + 1)·B less what is in flight (§5.4).
@@ -237,11 +274,20 @@ def async_step(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rat
             | (np.isclose(x, caps["staleness"]) & (caps["staleness"] < lam_paused)))
     queued = np.where(held, np.maximum(B / 2.0, (eta + 1) * B - counted), B / 2.0)
     # When generation paces the run, admission still lets (eta + 1)·B accepted-plus-running in: the surplus
-    # waits for a KV slot, in a dispatch queue of at most one generator's slots (as the simulator's), its
-    # sandboxes started.
+    # waits for a KV slot, its sandboxes started, under "pinned" retention in a dispatch queue of at most one
+    # generator's slots (as the simulator's), under "lru" inside the engine (below).
     room = np.maximum(0.0, (eta + 1) * B - queued - counted)  # AReaL counts running trajectories one for one
     paced = np.isclose(x, lam_paused) & ~held  # generation itself (not a sandbox limit) paces the run
-    waiting = np.where(paced, np.minimum(room, np.maximum(r.n_rep, 1) * r.slots), 0.0)
+    if r.resident is not None:
+        # "lru": the engine takes every trajectory admitted and the surplus waits inside it for KV room (§7), so
+        # admission fills (eta + 1)·B less the queue, the batch being trained and pushed (Little's law:
+        # X·(t_trainer + t_sync)) and the finished members waiting, those spread by the waits
+        admitted = (eta + 1) * B - queued - x * (r.t_trainer + r.t_sync)
+        group_wait = np.where(paced, lru_admitted_group_wait(ws.group_size, r.n_rep, admitted, group_wait, served),
+                              group_wait)
+        waiting = np.where(paced, np.maximum(0.0, admitted - group_wait - served), 0.0)
+    else:
+        waiting = np.where(paced, np.minimum(room, np.maximum(r.n_rep, 1) * r.slots), 0.0)
     inflight = served + waiting
     share = np.where(inflight > 0, (served * np.clip((w_gen - r.startup_s) / w_gen, 0.0, 1.0) + waiting)
                      / np.maximum(inflight, 1e-30), 0.0)

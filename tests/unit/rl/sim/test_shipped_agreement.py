@@ -18,42 +18,21 @@ from tcocalc.rl.rates import streamed
 from tcocalc.rl.sim.engine import THROUGHPUT_TOLERANCE
 from tests.golden import CASES, golden_path
 
-KNOWN: dict = {  # (scenario stem, check) -> why the two models disagree
-    # Found when issue 40 item 3 put the GLM-5 variants on the grid (2026-12-06): throughput and trainer idle agree
-    # (useful samples/s -1.6% and +3.6%), live sandboxes do not. Group size 16: 3,289 live in the simulator against
-    # 1,793 in the closed form (+83%); no length spread: 1,879 against 1,659 (+13%). Cause (2026-12-06, helper
-    # "sim"): the closed form. Both models count a trajectory's sandbox from its start to its last turn, and in
-    # both phases the simulator fills AReaL's admission count (running + finished members waiting for their group +
-    # the buffer: 4,546 of (eta + 1)·B = 4,608). rl/steps/async_.py async_step counts the admitted surplus beyond the
-    # trajectories served (Little's law at the latency without waits) as a dispatch queue of at most one generator's
-    # slots (n_rep·slots = 930 in the drift phase, where room was 3,490). Under "lru" retention, though, a
-    # trajectory is placed whenever its prompt fits the KV pool net of running sequences. The surplus therefore
-    # waits inside the engine: in the drift phase 2,157 tool returns wait for KV room (Engine.pending) and 251 for
-    # a first placement, each holding its sandbox. The closed form's group wait, taken at that same latency
-    # without waits, is 1,366 against the simulator's 2,053 (initial phase), so it overcounts the initial phase
-    # (2,837 against 2,245 live) and undercounts the drift (1,448 against 3,530). Without length spread the same
-    # mechanism is smaller (916 returns waiting). Open until rl/steps/async_.py changes, named so that a fix is noticed.
-    # Measured 2026-12-06 (time averages over each phase after 5 of its steps, simulate(steps=50,
-    # seed=0)): running + held + buffer is (eta + 1)·B less the batch being trained and pushed, x·(t_train + t_sync),
-    # to within 1% (group 16: 2,246 + 2,053 + 232 initially, 3,530 + 765 + 247 in the drift, of 4,608; GLM-5 drift
-    # 1,503 + 650 + 118 of 2,304), and the buffer holds B/2. What remains is the group wait: held 2,053 / 765 (group
-    # 16) against the closed form's 1,366 / 343; 1,011 / 650 (GLM-5 drift) against 939 / 341; 344 / 298 without length
-    # spread, where the closed form has none: a member's latency spreads beyond its decode length through its waits for
-    # KV room on the replica it was placed on (Engine._resume). A trajectory's total wait for room varies as much as it
-    # averages (drift from step 0: mean 2,225 s, standard deviation 2,491 s over 51 returns, where independent waits
-    # would give ~310 s; no length spread, drift: 4,815 s and 5,661 s), 19% and 44% of its variance between replicas
-    # (their means deviate by 1,083 s and 3,746 s), and it is uncorrelated with the member's length (r = 0.05, 0.00),
-    # so it neither averages out over the returns nor stretches with the tokens. Tried, not shipped (live sandboxes,
-    # sim against closed form): dropping the cap alone: -12% here, -14% without spread, and two agreeing cases break
-    # (GLM-5 drift -14%, drift from step 0 -17%); the fill above plus a group wait whose members add independent
-    # exponential waits per return (root sum of squares with the decode spread): -0.5% here, -0.3% without spread, but
-    # GLM-5 drift -9%, drift from step 0 -12%, and the phases offset (initial group wait 1,499 against 2,053). The fix
-    # needs a model of that per-replica wait spread.
-    ("glm5_group16", "sandboxes"): "live sandboxes +83% in the simulator at group size 16: the closed form caps "
-                                   "the admitted surplus at one generator's slots (open, issue 40 item 3)",
-    ("glm5_no_spread", "sandboxes"): "live sandboxes +13% in the simulator without length spread: the same cap "
-                                     "(open, issue 40 item 3)",
-}
+KNOWN: dict = {}  # (scenario stem, check) -> why the two models disagree
+# Live sandboxes on the GLM-5 variants agree since 2026-12-06 (issue 40 item 3; docs/rl-modeling.md §7): under "lru"
+# retention the surplus admission waits inside the engine, so AReaL's count fills, (eta + 1)·B less the buffer (B/2),
+# the batch being trained and pushed (x·(t_trainer + t_sync)) and the finished members waiting for their group (the
+# simulator: running + held + buffer within 1% of that); the group wait counts a member's decode at its replica's
+# time per token, re-prefill stalls of all b decoding included (simulated 0.137 / 0.119 s per token against the
+# closed form's 0.135 / 0.124, where t(b) alone is 0.092 / 0.061), and the spread a full replica's Poisson count of
+# trajectories adds to each member's latency (sqrt(N)/rho, in quadrature). Before, the closed form capped the
+# surplus at one generator's slots and held members only for t(b): group size 16 was 1,793 live against 3,289
+# simulated (+83% in the simulator), no length spread 1,659 against 1,879 (+13%). Held members per phase (initial /
+# drift), simulated against closed form: group 16 2,056 / 765 against 2,033 / 801; GLM-5 drift 1,007 / 633 against
+# 939 / 719; no spread 295 / 295 against 242 / 242 (20-30-step runs). What is left: the closed form's members wait for
+# their group about 14% too long in GLM-5's drift phase (its misses: 0% of returns hit against 19% simulated), and
+# its mean staleness, Little's law over the fuller admission, now runs 0.4-0.6 steps above the simulator's on all
+# four GLM-5 cases (before: -0.7 to +0.3; not a check here).
 # GLM-5 agrees since the closed form counts a finished trajectory against the staleness bound until its group's
 # slowest member finishes, as the simulator and AReaL do (docs/rl-modeling.md §5.4): it was 13% fast with 638
 # live sandboxes against 406 simulated
