@@ -2,8 +2,8 @@
 
 :func:`pool_rates`: the trainer's samples/s if never starved (docs/rl-modeling.md §3.2), the generator's replicas and
 trainable samples/s at its operating batch (§4.4), the weight push ``t_sync`` (§3.3), the sandbox start-up per
-attempt (§7) and the tool calls' wait for ``[sandbox] max_executing`` executors (§7.1), as a :class:`Rates`; a step model of :data:`~tcocalc.rl.steps.registry.STEP_MODELS` (§5.1) turns them
-into a :class:`Flow`.
+attempt (§7) and the tool calls' wait for ``[sandbox] max_executing`` executors (§7.1), as a :class:`Rates`; a
+step model of :data:`~tcocalc.rl.steps.registry.STEP_MODELS` (§5.1) turns them into a :class:`Flow`.
 
 A run calibration's fixed per-step cost ``t_fixed`` (:attr:`Rates.t_fixed`, :func:`fixed_step_seconds`,
 docs/calibration.md) adds to the trainer loop's time per step wherever ``t_train`` stands for it (``t_train +
@@ -28,7 +28,7 @@ from .cluster import Cluster
 from .kv_retention import TurnShape, lru_residency, miss_tokens
 from .phases import WorkloadStats
 from .rollouts import sync_dispatch_groups
-from .sandboxes import execution_queue
+from .sandboxes import execution_queue, sandbox_attempts  # sandbox_attempts: re-exported here
 from .settings import Settings
 from .switching import checkpoint_tensors, colocated_switch_seconds, per_tensor_seconds
 from .weight_sync import checkpoint_save_seconds, weight_sync_seconds
@@ -96,11 +96,6 @@ class Flow:
     prefix_hit: np.ndarray | float = 1.0  # returns from a tool whose history is still cached (§4.12) [1]
 
 
-def sandbox_attempts(scn: Scenario, ws: WorkloadStats) -> float:
-    """Expected start attempts per sandbox, ``1/(1 − p_fail)`` (§7; retries until one starts)."""
-    return 1.0 / (1.0 - scn.sandbox.failure_rate) if ws.uses_sandbox else 1.0
-
-
 def pool_rates(cluster: Cluster, scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, n_t, n_g) -> Rates:
     """Each pool's rate for splits ``(n_t[i], n_g[i])``; a side that cannot hold the model is flagged in
     ``feasible`` (its rate is a NaN-free placeholder)."""
@@ -152,8 +147,11 @@ def pool_rates(cluster: Cluster, scn: Scenario, ws: WorkloadStats, gcap: Generat
         lam_raw = np.maximum(n_rep, 1) / (gen_per_dispatched * step_op / b_op + miss_s)
     # at most [sandbox] max_executing tool calls run at once: a call beyond waits (M/M/c), and the generator
     # dispatches no faster than the executors serve (§7.1). Calls arrive at the generator's rate while it
-    # generates: a synchronous batch's, all of it; a streaming step's, at most what the trainer takes
+    # generates: a synchronous batch's, all of it; a streaming step's, at most what the trainer takes; either, at
+    # most what max_concurrency live sandboxes let through, C/W (Little)
     arrivals = np.minimum(lam_raw, mu_safe / keep) if scn.orchestration.traits.streaming else lam_raw
+    if ws.uses_sandbox and scn.sandbox.max_concurrency > 0:
+        arrivals = np.minimum(arrivals, scn.sandbox.max_concurrency / np.maximum(latency, 1e-300))
     lam_raw, tool_wait, exec_load = execution_queue(scn, ws, lam_raw, arrivals,
                                                     offered_per_replica(scn, ws, n_rep) * np.maximum(n_rep, 1),
                                                     latency)

@@ -22,7 +22,7 @@ from .phases import WorkloadStats
 if TYPE_CHECKING:
     from .rates import Flow
 
-__all__ = ["sandbox_load", "ramp_hours", "erlang_c", "execution_wait_s", "execution_queue"]
+__all__ = ["sandbox_load", "ramp_hours", "sandbox_attempts", "erlang_c", "execution_wait_s", "execution_queue"]
 
 
 def sandbox_load(scn: Scenario, ws: WorkloadStats, flow: Flow) -> np.ndarray:
@@ -35,13 +35,16 @@ def sandbox_load(scn: Scenario, ws: WorkloadStats, flow: Flow) -> np.ndarray:
     return live
 
 
+def sandbox_attempts(scn: Scenario, ws: WorkloadStats) -> float:
+    """Expected start attempts per sandbox, ``1/(1 − p_fail)`` (§7; retries until one starts)."""
+    return 1.0 / (1.0 - scn.sandbox.failure_rate) if ws.uses_sandbox else 1.0
+
+
 def ramp_hours(scn: Scenario, ws: WorkloadStats, live: float) -> float:
     """Hours to start the first phase's ``live`` sandboxes before the run reaches steady state."""
     sb = scn.sandbox
     if not ws.uses_sandbox or sb.startup_s <= 0:
         return 0.0
-    from .rates import sandbox_attempts  # rates reads this module's execution queue
-
     waves = math.ceil(live / sb.max_starting) if sb.max_starting > 0 else 1
     return waves * sb.startup_s * sandbox_attempts(scn, ws) / 3600.0
 
