@@ -309,6 +309,9 @@ class Sandbox(_Section):
     cpu_cores: float = Field(1.0, ge=0, le=1e4, description="CPU cores per live sandbox")
     max_concurrency: int = Field(0, ge=0, le=100_000_000, description="cap on live sandboxes (0 = unlimited)")
     max_starting: int = Field(0, ge=0, le=100_000_000, description="cap on sandboxes starting at once (0 = unlimited)")
+    max_executing: int = Field(0, ge=0, le=100_000_000,
+                               description="cap on tool calls executing at once over the whole cluster, the sandbox "
+                                           "service's workers (0 = unlimited); a call beyond it waits in a queue")
     failure_rate: float = Field(0.0, ge=0, lt=1, description="probability a sandbox start fails")
     retries: int = Field(2, ge=0, le=100, description="start retries before the rollout is lost")
 

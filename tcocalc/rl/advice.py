@@ -68,6 +68,10 @@ def _limit_line(scn: Scenario, a: Facts, kind: str, where: str, solved: bool) ->
                 f"most {sb.max_concurrency:,} sandboxes are live and each trajectory holds one for about "
                 f"{a.first.flow.rollout_latency_s[0]:,.0f} s. A higher sandbox.max_concurrency or shorter "
                 f"trajectories raise it{no_gpus}")
+    if kind == "sandbox_executions":
+        return (f"Tool-call executors cap throughput{where}: at most {sb.max_executing:,} calls of "
+                f"{sb.tool_call_s:g} s run at once, fewer than the generator offers, so calls queue. A higher "
+                f"sandbox.max_executing or shorter calls raise it{no_gpus}")
     if kind == "staleness" and a.first.rates.streamed:
         eta = orch.max_staleness
         return (f"The staleness bound caps throughput{where}: with max_staleness {eta:g} at most "

@@ -72,6 +72,8 @@ def binding_limits(scn: Scenario, cluster: Cluster, results: list[PhaseResult],
     ``keep·max_starting/t_start`` or the concurrency cap ``keep·max_concurrency/W_gen`` (§5.4, §7); otherwise
     one more step of staleness raises it (the staleness bound) or not (generation). Synchronous modes: the
     longer of generation and training, and sandbox concurrency when a step dispatches more rollouts than it.
+    Either: ``sandbox_executions`` where the generator offers at least ``[sandbox] max_executing`` tool calls at
+    once (§7.1), in place of the generator and the staleness bound in a streaming step.
     ``looser=False`` skips the re-evaluation at one more step of staleness (only the advice quotes it).
     """
     out: dict[str, list[str]] = {}
@@ -79,6 +81,7 @@ def binding_limits(scn: Scenario, cluster: Cluster, results: list[PhaseResult],
         for res in results:
             f, r, ws, sb = res.flow, res.rates, res.workload, scn.sandbox
             kinds = ["sandbox_concurrency"] if (ws.uses_sandbox and 0 < sb.max_concurrency < f.in_flight[0]) else []
+            kinds += ["sandbox_executions"] if _executions_bind(r) else []
             kinds.append("generator" if r.batch / f.generator_capacity[0] >= r.t_train[0] else "trainer")
             out[ws.phase] = kinds
         return out, None
@@ -89,6 +92,8 @@ def binding_limits(scn: Scenario, cluster: Cluster, results: list[PhaseResult],
             kinds.remove("staleness")  # the bound only binds alone: another cap at X holds it there anyway
         if "generator" in kinds and len(kinds) > 1:
             kinds.remove("generator")  # a sandbox or trainer cap at the same rate is what to change
+        if _executions_bind(res.rates):  # the generator's capacity is the executors' (§7.1): they hold it
+            kinds = ["sandbox_executions"] + [k for k in kinds if k not in ("generator", "staleness")]
         out[res.workload.phase] = kinds
     if not looser or not any(kinds == ["staleness"] for kinds in out.values()):
         return out, None
@@ -96,6 +101,11 @@ def binding_limits(scn: Scenario, cluster: Cluster, results: list[PhaseResult],
     looser = scn.model_copy(update={"orchestration": o.model_copy(update={"max_staleness": o.max_staleness + 1})})
     loose = phase_results(looser, cluster, results[0].rates.n_t, results[0].rates.n_g)
     return out, float(combine_phases(looser, [(r.workload, r.metrics) for r in loose])["useful_samples_per_s"][0])
+
+
+def _executions_bind(r) -> bool:
+    """The generator offers at least ``[sandbox] max_executing`` tool calls at once (§7.1, ``r.execution_load``)."""
+    return float(np.ravel(r.execution_load)[0]) >= 1.0
 
 
 def group_warnings(scn: Scenario, results: list[PhaseResult]) -> list[ReportWarning]:

@@ -1,9 +1,9 @@
 """Stage 1 of the RL step: what each pool can do on its own, and the hand-off the step models fill in.
 
 :func:`pool_rates`: the trainer's samples/s if never starved (docs/rl-modeling.md §3.2), the generator's replicas and
-trainable samples/s at its operating batch (§4.4), the weight push ``t_sync`` (§3.3) and the sandbox start-up per
-attempt (§7), as a :class:`Rates`; a step model of :data:`~tcocalc.rl.steps.registry.STEP_MODELS` (§5.1) turns them
-into a :class:`Flow`.
+trainable samples/s at its operating batch (§4.4), the weight push ``t_sync`` (§3.3), the sandbox start-up per
+attempt (§7) and the tool calls' wait for ``[sandbox] max_executing`` executors (§7.1), as a :class:`Rates`; a
+step model of :data:`~tcocalc.rl.steps.registry.STEP_MODELS` (§5.1) turns them into a :class:`Flow`.
 
 A run calibration's fixed per-step cost ``t_fixed`` (:attr:`Rates.t_fixed`, :func:`fixed_step_seconds`,
 docs/calibration.md) adds to the trainer loop's time per step wherever ``t_train`` stands for it (``t_train +
@@ -28,6 +28,7 @@ from .cluster import Cluster
 from .kv_retention import TurnShape, lru_residency, miss_tokens
 from .phases import WorkloadStats
 from .rollouts import sync_dispatch_groups
+from .sandboxes import execution_queue, sandbox_attempts  # sandbox_attempts: re-exported here
 from .settings import Settings
 from .switching import checkpoint_tensors, colocated_switch_seconds, per_tensor_seconds
 from .weight_sync import checkpoint_save_seconds, weight_sync_seconds
@@ -64,6 +65,8 @@ class Rates:
     settings: Settings | None = None    # the framework settings they were derived with (``cluster.settings``)
     tail: float = 1.0                   # a run calibration's factor on a synchronous batch's tail [1]
     streamed: bool = False              # an async step whose trainer streams its mini-batches (:func:`streamed`)
+    tool_wait_s: np.ndarray | float = 0.0  # a trajectory's tool calls' wait for an executor, all its calls (§7.1) [s]
+    execution_load: np.ndarray | float = 0.0  # tool calls offered over ``[sandbox] max_executing`` (≥ 1: binds) [1]
 
     @property
     def t_trainer(self) -> np.ndarray:
@@ -91,11 +94,6 @@ class Flow:
     sandbox_share: np.ndarray       # share of its time in flight a trajectory holds a started sandbox [1]
     caps: dict = field(default_factory=dict)  # streaming modes: each limit on X by name [sample/s]; X is their min
     prefix_hit: np.ndarray | float = 1.0  # returns from a tool whose history is still cached (§4.12) [1]
-
-
-def sandbox_attempts(scn: Scenario, ws: WorkloadStats) -> float:
-    """Expected start attempts per sandbox, ``1/(1 − p_fail)`` (§7; retries until one starts)."""
-    return 1.0 / (1.0 - scn.sandbox.failure_rate) if ws.uses_sandbox else 1.0
 
 
 def pool_rates(cluster: Cluster, scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, n_t, n_g) -> Rates:
@@ -147,6 +145,17 @@ def pool_rates(cluster: Cluster, scn: Scenario, ws: WorkloadStats, gcap: Generat
         latency = latency + ws.generated_per_kept * gcap.t1 * (b_op - gcap.b_op) + miss_s
         step_op = gcap.t0 + gcap.t1 * b_op
         lam_raw = np.maximum(n_rep, 1) / (gen_per_dispatched * step_op / b_op + miss_s)
+    # at most [sandbox] max_executing tool calls run at once: a call beyond waits (M/M/c), and the generator
+    # dispatches no faster than the executors serve (§7.1). Calls arrive at the generator's rate while it
+    # generates: a synchronous batch's, all of it; a streaming step's, at most what the trainer takes; either, at
+    # most what max_concurrency live sandboxes let through, C/W (Little)
+    arrivals = np.minimum(lam_raw, mu_safe / keep) if scn.orchestration.traits.streaming else lam_raw
+    if ws.uses_sandbox and scn.sandbox.max_concurrency > 0:
+        arrivals = np.minimum(arrivals, scn.sandbox.max_concurrency / np.maximum(latency, 1e-300))
+    lam_raw, tool_wait, exec_load = execution_queue(scn, ws, lam_raw, arrivals,
+                                                    offered_per_replica(scn, ws, n_rep) * np.maximum(n_rep, 1),
+                                                    latency)
+    latency = latency + tool_wait
     stream = streamed(scn, st)
     return Rates(n_t=n_t, n_g=n_g, n_rep=n_rep, feasible=feasible, trainer_samples_per_s=mu_safe, mfu_busy=mfu_busy,
                  t_sync=t_sync, t_train=float(ws.samples_per_step) / mu_safe, generator_samples_per_s=lam_raw * keep,
@@ -155,7 +164,8 @@ def pool_rates(cluster: Cluster, scn: Scenario, ws: WorkloadStats, gcap: Generat
                  generated_per_trained=ws.generated_per_trained, startup_s=startup,
                  rollout_latency_s=latency,
                  t_fixed=fixed_step_seconds(scn, cluster, st, ws, n_t) + run.step_overhead_s,
-                 resident=resident, miss_s=miss_s, hit=hit, settings=st, tail=run.tail, streamed=stream)
+                 resident=resident, miss_s=miss_s, hit=hit, settings=st, tail=run.tail, streamed=stream,
+                 tool_wait_s=tool_wait, execution_load=exec_load)
 
 
 def lru_retention(scn: Scenario, ws: WorkloadStats, st) -> bool:

@@ -117,6 +117,7 @@ class SimParams:
     prompt_tokens: float = 0.0  # the first turn's prompt [token]
     obs_tokens: float = 0.0     # a tool call's output, prefilled with the next turn [token]
     reprefill_s_per_token: float = 0.0  # a replica's time to prefill one token of an evicted history again [s]
+    max_executing: int = 0      # tool calls executing at once, cluster-wide (0: unlimited); the rest wait FIFO
 
 
 class _Group:
@@ -163,6 +164,8 @@ class Engine:
         self.returns = self.hits = 0  # LRU: returns from a tool, and those that found their history cached
         self.waiting, self.start_queue = deque(), deque()
         self.timers: dict = {}  # trajectories in a tool call; insertion-ordered so aborts are reproducible
+        # [sandbox] max_executing: calls executing now, and those waiting for an executor, first come first served
+        self.executing, self.exec_queue = 0, deque()
         self.deferred, self.buffer, self.records = [], [], []
         # per training step: (sum, max) of the version lag, sum of the token lag, stale-environment count; with
         # the lag histogram over all trained samples. Bounded by the steps, not the samples (all sums are exact:
@@ -285,6 +288,10 @@ class Engine:
                 if self.pending[r]:
                     self.room_freed.add(r)
             self.timers[tr] = None
+            if self.p.max_executing and self.executing >= self.p.max_executing:
+                self.exec_queue.append(tr)  # every executor busy: the call waits its turn
+                return
+            self.executing += 1
             heapq.heappush(self.events, (self.now + self.tool_each_s, self.tick(), Ev.TOOL_DONE, tr, 0))
         else:
             self._release(tr, True)
@@ -292,6 +299,14 @@ class Engine:
     def _tool_done(self, tr: _Traj, _b=0) -> bool | None:
         if tr.dead:
             return False
+        self.executing -= 1
+        queue = self.exec_queue
+        while queue:  # the executor takes the next waiting call (an aborted one is dropped)
+            nxt = queue.popleft()
+            if not nxt.dead:
+                self.executing += 1
+                heapq.heappush(self.events, (self.now + self.tool_each_s, self.tick(), Ev.TOOL_DONE, nxt, 0))
+                break
         self.timers.pop(tr, None)
         if self.replicas.paused:  # resume after the pause
             self.deferred.append(tr)
@@ -552,6 +567,8 @@ class Engine:
                 self.aborted += 1
                 self._release(tr, False)
         self.timers.clear()
+        self.executing = 0  # the aborted calls free their executors (their TOOL_DONE events are skipped)
+        self.exec_queue.clear()
         self.n_pending = 0
         self.room_freed.clear()
         for q in (self.waiting, self.start_queue, *self.pending):

@@ -201,7 +201,7 @@ def _params(scn: Scenario, ws, gcap, rates: Rates, cluster_model) -> SimParams:
         prefill_tokens_equiv=gcap.prefill_s / (gcap.t0 + gcap.t1 * float(rates.b_op[0])),
         tool_each_s=ws.tool_s / max(ws.turns - 1, 1) if ws.turns > 1 else 0.0, turns=ws.turns,
         uses_sandbox=ws.uses_sandbox, startup_s=ws.startup_s, failure_rate=sb.failure_rate, retries=sb.retries,
-        max_starting=sb.max_starting, max_concurrency=sb.max_concurrency,
+        max_starting=sb.max_starting, max_concurrency=sb.max_concurrency, max_executing=sb.max_executing,
         fixed_tokens=w.prompt_tokens + (ws.turns - 1) * ws.observation_tokens, mu=ws.mu, sigma=ws.sigma,
         cap=ws.cap, solve_never=sr.never, solve_always=sr.always, beta_a=sr.beta_a, beta_b=sr.beta_b,
         flops_linear=linear, flops_square=square,

@@ -129,15 +129,18 @@ def _tool_overlap_rows(gcap: GeneratorCapacity, ws: WorkloadStats, others, last)
 def _sync_round_s(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates, n_disp: float, longest):
     """Generation time of one synchronous round of ``n_disp`` trajectories put on the replicas at once, the
     last needed one ``longest`` tokens long (§4.5): its decode, tool time and sandbox start-up, less the tool
-    time the other trajectories' decoding hides (:func:`_tool_overlap_s`); at least the round a sandbox
-    concurrency limit allows (:func:`_sandbox_round_s`)."""
+    time the other trajectories' decoding hides (:func:`_tool_overlap_s`), plus its tool calls' wait for an
+    executor (``r.tool_wait_s``, §7.1); at least the round a sandbox concurrency limit allows
+    (:func:`_sandbox_round_s`)."""
     sb = scn.sandbox
     per_rep = n_disp / np.maximum(r.n_rep, 1)
     t_dec = batch_decode_s(gcap, per_rep, r.slots, longest, per_rep * r.generated_per_dispatched)
-    t_gen = (t_dec + per_rep * r.miss_s + sync_env_s(scn, ws, n_disp, r.startup_s)
+    t_gen = (t_dec + per_rep * r.miss_s + sync_env_s(scn, ws, n_disp, r.startup_s) + r.tool_wait_s
              - _tool_overlap_s(gcap, ws, per_rep, r.slots, longest))
     if ws.uses_sandbox and sb.max_concurrency > 0 and n_disp > sb.max_concurrency:
         t_gen = np.maximum(t_gen, _sandbox_round_s(scn, gcap, r, n_disp, longest))
+    if ws.uses_sandbox and sb.max_executing > 0:  # every call of the round on the executors at most (§7.1)
+        t_gen = np.maximum(t_gen, n_disp * ws.tool_s / sb.max_executing)
     return t_gen
 
 
