@@ -51,7 +51,8 @@ LABELS = {"model.name": "Model", "trainer.hardware": "Trainer hardware", "traine
           "generator.speculative_tokens": "Draft tokens (speculative)", "generator.acceptance_rate": "Draft acceptance",
           "workload.steps": "Run length [rollout steps]", "sandbox.max_concurrency": "Sandboxes live at most",
           "sandbox.max_starting": "Sandboxes starting at once", "sandbox.failure_rate": "Sandbox start failures",
-          "sandbox.startup_s": "Sandbox start-up [s]", "trainer.mfu_carry": "Measured MFU on other hardware"}
+          "sandbox.startup_s": "Sandbox start-up [s]", "sandbox.max_executing": "Tool calls executing at most",
+          "trainer.mfu_carry": "Measured MFU on other hardware"}
 # A measured trainer MFU on other hardware (trainer.mfu_carry): the box's words -> the field's values
 MFU_CARRY = {"carry its ratio to the model": "ratio", "model on every chip": "model"}
 # Phases' response lengths when the mean response is edited: scale with it (the file's rule) or keep their own
@@ -261,6 +262,7 @@ start = {
                         else tc.DEEPSEEK_V3_MTP_ACCEPTANCE[0]),  # the box starts at the lower measured MTP acceptance
     "steps": scn0.workload.steps, "sb_live": scn0.sandbox.max_concurrency, "sb_starting": scn0.sandbox.max_starting,
     "sb_failure": float(scn0.sandbox.failure_rate), "sb_startup": float(scn0.sandbox.startup_s),
+    "sb_exec": scn0.sandbox.max_executing,
     "mfu_carry": next(k for k, v in MFU_CARRY.items() if v == scn0.trainer.mfu_carry),
     "phase_responses": PHASE_RESPONSES[0],
 }
@@ -392,7 +394,7 @@ with st.expander("Cluster and workload", expanded=True):
                       "response_scale), or keep the file's own, so 'what if responses double' does not double the "
                       "drift again")
     st.markdown("**Sandboxes** (agentic runs: one per trajectory while it runs tools)")
-    c1, c2, c3, c4 = st.columns(4)
+    c1, c2, c3, c4, c5 = st.columns(5)
     c1.number_input("Sandboxes live at most", step=64, key="sb_live", **limits("sb_live"),
                     help="sandbox.max_concurrency: cap on live sandboxes; 0 = unlimited")
     c2.number_input("Sandboxes starting at once", step=16, key="sb_starting", **limits("sb_starting"),
@@ -401,6 +403,9 @@ with st.expander("Cluster and workload", expanded=True):
                     help="sandbox.failure_rate: probability a start fails (retried up to sandbox.retries times)")
     c4.number_input("Sandbox start-up [s]", step=10.0, key="sb_startup", format="%g", **limits("sb_startup"),
                     help="sandbox.startup_s: cold start per sandbox")
+    c5.number_input("Tool calls executing at most", step=16, key="sb_exec", **limits("sb_exec"),
+                    help="sandbox.max_executing: cap on tool calls running at once across the cluster (a "
+                         "sandbox service's worker pool or rate limit); a call beyond it waits; 0 = unlimited")
 
 # Waiting for an uploaded file that a server restart or a reload did not keep: nothing is evaluated (the widgets hold
 # the tab's inputs, not this file's); every input that differs from where the widgets started, the edit whose rerun
@@ -435,7 +440,8 @@ try:
         "workload.turns": int(ss["turns"]), "sandbox.tool_call_s": float(ss["tool_s"]),
         "workload.steps": int(ss["steps"]), "sandbox.max_concurrency": int(ss["sb_live"]),
         "sandbox.max_starting": int(ss["sb_starting"]), "sandbox.failure_rate": float(ss["sb_failure"]),
-        "sandbox.startup_s": float(ss["sb_startup"]), "trainer.mfu_carry": MFU_CARRY[ss["mfu_carry"]],
+        "sandbox.startup_s": float(ss["sb_startup"]), "sandbox.max_executing": int(ss["sb_exec"]),
+        "trainer.mfu_carry": MFU_CARRY[ss["mfu_carry"]],
         "orchestration.framework": ss["framework"],
         "generator.disaggregated": ss["serving"] == "disaggregated",
         **({} if ss["serving"] == "disaggregated" else {"generator.prefill_gpus": None}),

@@ -32,10 +32,10 @@ FIELDS = {
     "usd_gpu_h": "economics.usd_per_gpu_hour", "draft_tokens": "generator.speculative_tokens",
     "acceptance": "generator.acceptance_rate", "steps": "workload.steps",
     "sb_live": "sandbox.max_concurrency", "sb_starting": "sandbox.max_starting",
-    "sb_failure": "sandbox.failure_rate", "sb_startup": "sandbox.startup_s",
+    "sb_failure": "sandbox.failure_rate", "sb_startup": "sandbox.startup_s", "sb_exec": "sandbox.max_executing",
 }
 WHOLE = {"trainer_gpus", "generator_gpus", "prompts", "group", "turns", "draft_tokens", "steps", "sb_live",
-         "sb_starting"}
+         "sb_starting", "sb_exec"}
 
 
 def number_limits(key: str) -> tuple[type, float, float]:

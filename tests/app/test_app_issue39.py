@@ -93,6 +93,21 @@ def test_knobs_run_length_and_sandboxes_reach_the_plan():
     assert dict(at.query_params)["steps"] == "600"
 
 
+def test_the_tool_execution_cap_reaches_the_plan():
+    """[sandbox] max_executing on the Plan page: the file's value shows, an edit reaches the plan (gb300_agentic_960 at
+    64 executors: 0.0995 -> 0.0915 useful samples/s, the calls' wait for an executor) and the link keeps it."""
+    at = run()
+    at.selectbox(key="scenario_file").select("gb300_agentic_960").run()
+    scn = tc.load_scenario("gb300_agentic_960")
+    assert at.number_input(key="sb_exec").value == scn.sandbox.max_executing == 0
+    at.number_input(key="sb_exec").set_value(64).run()
+    assert not at.exception and not at.error
+    want = tc.evaluate(scn.with_values({"sandbox.max_executing": 64})).metrics["useful_samples_per_s"]
+    assert want < 0.95 * tc.evaluate(scn).metrics["useful_samples_per_s"]  # the cap binds here: not a no-op
+    assert metric(at, "Useful samples/s").value == f"{want:.3g}"
+    assert dict(at.query_params)["sb_exec"] == "64"
+
+
 def test_n19_phases_say_what_changes_and_responses_double_without_compounding():
     at = run()
     at.selectbox(key="scenario_file").select("glm5_h200_drift").run()
