@@ -394,7 +394,7 @@ with st.expander("Cluster and workload", expanded=True):
                       "response_scale), or keep the file's own, so 'what if responses double' does not double the "
                       "drift again")
     st.markdown("**Sandboxes** (agentic runs: one per trajectory while it runs tools)")
-    c1, c2, c3, c4, c5 = st.columns(5)
+    c1, c2, c3, c4 = st.columns(4)
     c1.number_input("Sandboxes live at most", step=64, key="sb_live", **limits("sb_live"),
                     help="sandbox.max_concurrency: cap on live sandboxes; 0 = unlimited")
     c2.number_input("Sandboxes starting at once", step=16, key="sb_starting", **limits("sb_starting"),
@@ -403,6 +403,7 @@ with st.expander("Cluster and workload", expanded=True):
                     help="sandbox.failure_rate: probability a start fails (retried up to sandbox.retries times)")
     c4.number_input("Sandbox start-up [s]", step=10.0, key="sb_startup", format="%g", **limits("sb_startup"),
                     help="sandbox.startup_s: cold start per sandbox")
+    c5 = st.columns(4)[0]
     c5.number_input("Tool calls executing at most", step=16, key="sb_exec", **limits("sb_exec"),
                     help="sandbox.max_executing: cap on tool calls running at once across the cluster (a "
                          "sandbox service's worker pool or rate limit); a call beyond it waits; 0 = unlimited")
