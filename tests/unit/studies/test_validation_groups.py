@@ -63,11 +63,13 @@ def test_a_bad_case_row_names_the_field():
 
 
 def test_the_development_set_is_every_published_figure(v):
-    """Sets 1-3 and the two real verl logs: 19 step times, 1 weight-sync time, 11 speed-ups; the published
+    """Sets 1-3 and the two real verl logs: 20 step times, 1 weight-sync time, 12 speed-ups; the published
     figures as the sources give them (spot checks against the cited tables)."""
     fw = v.frameworks.set_index("id")
-    assert (v.frameworks["kind"].value_counts().to_dict()) == {"step": 18, "speedup": 11, "weight_sync": 1}
+    assert (v.frameworks["kind"].value_counts().to_dict()) == {"step": 20, "speedup": 12, "weight_sync": 1}
     assert fw.loc["S1-4", "published"] == 749 and fw.loc["S1-5", "published"] == 520  # verl one-step-off README
+    assert fw.loc["S1-11", "published"] == 699 and fw.loc["S1-12", "published"] == 566  # its VLLM+Megatron rows
+    assert fw.loc["S1-10", "published"] == pytest.approx((512 * 12 / 566) / (512 * 16 / 699), abs=5e-4)
     assert fw.loc["AR-07", "published"] == 2260  # AReaL v0.1 log: mean of six steps
     assert fw.loc["CE-01", "published"] == pytest.approx(11.33)
     for sid, lo, hi in (("S1-1", 1.15, 1.9), ("S1-2", 1.3, 2.4), ("S1-3", 1.8, 3.8)):
