@@ -108,6 +108,22 @@ def test_the_tool_execution_cap_reaches_the_plan():
     assert dict(at.query_params)["sb_exec"] == "64"
 
 
+def test_activation_recompute_reaches_the_plan():
+    """[trainer] recompute on the Plan page: the file's (none named: 'the lightest that fits') shows, 'full' reaches the
+    plan (verl_fully_async_qwen25_7b_h20: useful samples/s 26.3 -> 24.7, the update's compute x 4/3) and the link
+    keeps it."""
+    at = run()
+    at.selectbox(key="scenario_file").select("verl_fully_async_qwen25_7b_h20").run()
+    scn = tc.load_scenario("verl_fully_async_qwen25_7b_h20")
+    assert scn.trainer.recompute is None and at.selectbox(key="recompute").value == "the lightest that fits"
+    at.selectbox(key="recompute").select("full").run()
+    assert not at.exception and not at.error
+    want = tc.evaluate(scn.with_values({"trainer.recompute": "full"})).metrics["useful_samples_per_s"]
+    assert want < 0.97 * tc.evaluate(scn).metrics["useful_samples_per_s"]  # a real change: not a no-op
+    assert metric(at, "Useful samples/s").value == f"{want:.3g}"
+    assert dict(at.query_params)["recompute"] == "full"
+
+
 def test_n19_phases_say_what_changes_and_responses_double_without_compounding():
     at = run()
     at.selectbox(key="scenario_file").select("glm5_h200_drift").run()
