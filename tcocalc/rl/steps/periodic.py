@@ -42,7 +42,7 @@ def _periodic_train_end(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacit
                         work * (gcap.t0 + gcap.t1 * r.slots) / r.slots * share + 0.5 * length * gcap.t0)
 
     n_disp = sync_dispatched(ws, r.keep)
-    env = sync_env_s(scn, ws, n_disp, r.startup_s) + r.tool_wait_s  # the executors' queue too (§7.1)
+    env = sync_env_s(scn, ws, n_disp, r)
     # oversampling: the batch is cut at the first B accepted; otherwise it needs about every group dispatched
     # (the over-provisioning only covers the variance of the useful share)
     supply = n_disp * r.keep / r.batch if scn.orchestration.oversampling > 0 else 1.0

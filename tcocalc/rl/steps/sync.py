@@ -35,12 +35,13 @@ def _longest_tokens(scn: Scenario, ws: WorkloadStats, n_disp: float, keep: float
     return float(expected_max(n_disp, ws.mu, ws.sigma, ws.cap))
 
 
-def sync_env_s(scn: Scenario, ws: WorkloadStats, n_disp: float, startup: float) -> float:
-    """Tool time plus sandbox start-up of a synchronous batch, in waves of ``max_starting`` (§7)."""
+def sync_env_s(scn: Scenario, ws: WorkloadStats, n_disp: float, r: Rates):
+    """Tool time plus sandbox start-up of a synchronous batch, in waves of ``max_starting`` (§7), plus its tool
+    calls' wait for an executor (``r.tool_wait_s``, ``[sandbox] max_executing``, §7.1)."""
     sb = scn.sandbox
     if ws.uses_sandbox and sb.max_starting > 0:
-        return ws.tool_s + math.ceil(n_disp / sb.max_starting) * startup
-    return ws.tool_s + startup
+        return ws.tool_s + math.ceil(n_disp / sb.max_starting) * r.startup_s + r.tool_wait_s
+    return ws.tool_s + r.startup_s + r.tool_wait_s
 
 
 _OVERLAP_NODES = (np.arange(48) + 0.5) / 48
@@ -135,7 +136,7 @@ def _sync_round_s(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: 
     sb = scn.sandbox
     per_rep = n_disp / np.maximum(r.n_rep, 1)
     t_dec = batch_decode_s(gcap, per_rep, r.slots, longest, per_rep * r.generated_per_dispatched)
-    t_gen = (t_dec + per_rep * r.miss_s + sync_env_s(scn, ws, n_disp, r.startup_s) + r.tool_wait_s
+    t_gen = (t_dec + per_rep * r.miss_s + sync_env_s(scn, ws, n_disp, r)
              - _tool_overlap_s(gcap, ws, per_rep, r.slots, longest))
     if ws.uses_sandbox and sb.max_concurrency > 0 and n_disp > sb.max_concurrency:
         t_gen = np.maximum(t_gen, _sandbox_round_s(scn, gcap, r, n_disp, longest))

@@ -670,15 +670,20 @@ def _only_called_by(module: Module, function: str, caller: str) -> bool:
     return True
 
 
+def _made(tmp_path, name: str, src: str) -> Module:
+    """A hand-made module ``name`` of source ``src`` (the finders' own tests)."""
+    return Module(name, tmp_path / "made.py", ast.parse(src))
+
+
 def test_name_lookup_finder_on_hand_made_code(tmp_path):
     src = ("from ..catalog.accelerators import hardware as hw\nimport tcocalc as tc\n"
            "def resolve(s):\n    return _acc(s), hw(s)\n"
            "def _acc(s):\n    return hw(s.name)\n"
            "def later(s):\n    return tc.hardware(s), _acc(s)\n")
-    module = Module("tcocalc.rl.made", tmp_path / "made.py", ast.parse(src))
+    module = _made(tmp_path, "tcocalc.rl.made", src)
     assert [(owner, n.lineno) for owner, n in name_lookups(module)] == [("resolve", 4), ("_acc", 6), ("later", 8)]
     assert not _only_called_by(module, "_acc", "resolve") and not _only_called_by(module, "later", "resolve")
-    fixed = Module("tcocalc.rl.made", tmp_path / "made.py", ast.parse(src.replace("tc.hardware(s), _acc(s)", "s")))
+    fixed = _made(tmp_path, "tcocalc.rl.made", src.replace("tc.hardware(s), _acc(s)", "s"))
     assert _only_called_by(fixed, "_acc", "resolve")
 
 
@@ -744,11 +749,10 @@ def test_reach_finder_on_hand_made_code(tmp_path):
            "def _price(s, chips):\n    return _canon(chips, s)\n"
            "def _canon(chips, s):\n    return chips[s]\n"
            "def by_name(s):\n    return priced(s, hardware(s))\n")
-    module = Module("tcocalc.economics.made", tmp_path / "made.py", ast.parse(src))
+    module = _made(tmp_path, "tcocalc.economics.made", src)
     assert name_lookups_in_reach(module, "priced") == []
     assert name_lookups_in_reach(module, "by_name") == ["by_name: hardware(s)"]
-    again = Module("tcocalc.economics.made", tmp_path / "made.py",
-                   ast.parse(src.replace("return chips[s]", "return hardware(s).name")))
+    again = _made(tmp_path, "tcocalc.economics.made", src.replace("return chips[s]", "return hardware(s).name"))
     assert name_lookups_in_reach(again, "priced") == ["_canon: hardware(s)"]
 
 
