@@ -1,6 +1,7 @@
-"""Scaling a verl trainer out from 32 to 128 H20: what two published phase tables of the same document show
-(volcengine/verl@b178a3cd:docs/advance/fully_async.md; data/validation/stage_cases.csv rows VS-01..VS-03, ST-09,
-ST-10) and where the model stands (docs/validation.md, "What the stage rows show about scaling out").
+"""Stage rows read as GPU-seconds. Scaling a verl trainer out from 32 to 128 H20: what two published phase tables of
+the same document show (volcengine/verl@b178a3cd:docs/advance/fully_async.md; data/validation/stage_cases.csv rows
+VS-01..VS-03, ST-09, ST-10) and where the model stands (docs/validation.md, "What the stage rows show about scaling
+out"). And verl's one-step-off README (ST-01, ST-02, ST-07, ST-08): how many answers per prompt each run drew.
 
 The figures are GPU-seconds per step (stage time x trainer GPUs), derived by hand from the rows: a trainer that
 scales perfectly keeps them flat."""
@@ -67,3 +68,19 @@ def test_the_models_trainer_loses_what_the_tables_lose_from_32_to_128_gpus(stage
     thirty = 128 * _predicted(stages, "ST-09", "training") / (32 * _predicted(stages, "ST-10", "training"))
     assert seven == pytest.approx(1.69, rel=0.25)
     assert thirty == pytest.approx(1.67, rel=0.25)
+
+
+def test_one_step_off_rows_per_gpu_work_tells_the_answers_per_prompt():
+    """verl's one-step-off README (ST-01/ST-02 FSDP2, ST-07/ST-08 Megatron; 16 GPUs colocated, 12 training GPUs one
+    step off), GPU-seconds colocated over one-step-off, hand-derived (to 0.005): FSDP2 update 16 x 286 / (12 x 337)
+    = 1.13 and log-prob 16 x 88 / (12 x 108) = 1.09, the same batch in both runs with the colocated trainer about a
+    tenth slower (it offloads); Megatron update 16 x 344 / (12 x 347) = 1.32 and log-prob 16 x 119 / (12 x 120) = 1.32,
+    the 16 against 12 answers per prompt of its launch scripts (16/12 = 1.33), as S1-10 reads it. So the FSDP2 files'
+    512 x 12 in both runs is what the table's own work says, not only the cited scripts."""
+    def ratio(coloc, split, key):
+        return 16 * _row(coloc)[key] / (12 * _row(split)[key])
+
+    assert ratio("ST-01", "ST-02", "training_s") == pytest.approx(1.13, abs=0.005)
+    assert ratio("ST-01", "ST-02", "logprob_s") == pytest.approx(1.09, abs=0.005)
+    assert ratio("ST-07", "ST-08", "training_s") == pytest.approx(1.32, abs=0.005)
+    assert ratio("ST-07", "ST-08", "logprob_s") == pytest.approx(1.32, abs=0.005)
