@@ -26,7 +26,7 @@ __all__ = ["framework_cases", "stage_cases", "fitted_constants", "case_scenario"
            "parse_stage_cases", "parse_fitted_constants", "CASE_KINDS", "STAGE_KEYS"]
 
 CASE_KINDS = ("step", "weight_sync", "speedup")
-STAGE_KEYS = ("generation_s", "training_s", "logprob_s")
+STAGE_KEYS = ("generation_s", "training_s", "logprob_s", "switching_s")
 _BOOL = {"true": True, "false": False}
 
 

@@ -261,7 +261,7 @@ def _stage_rows(case: dict) -> list[dict]:
     base = {"id": case["id"], "framework": case["framework"], "case": case["scenario"] + split,
             "in-sample": case["in_sample"], "source": case["source"]}
     names = {"generation_s": "generation (trainer's wait)" if exposed else "generation", "training_s": "training",
-             "logprob_s": "log-prob"}
+             "logprob_s": "log-prob", "switching_s": "switching (colocated)"}
     try:
         fitted = calibrate(scn, _Measured(meas, exposed), source=case["id"])
     except TcocalcError as exc:  # published times the model's step cannot hold: shown with the reason

@@ -114,7 +114,8 @@ def test_stage_rows_are_the_models_uncalibrated_stage_times(v):
     scn = fc.case_scenario("verl-retool-7b-h20-coloc-32")
     fit = tc.calibrate(scn, {"step_time_s": 375.47, "training_s": 111.84})
     assert row["predicted [s]"] == pytest.approx(next(s.before_s for s in fit.stages if s.stage == "training_s"))
-    assert set(st["stage"]) >= {"generation", "training", "log-prob", "weight sync", "switching (colocated refit)"}
+    assert set(st["stage"]) >= {"generation", "training", "log-prob", "weight sync", "switching (colocated refit)",
+                                "switching (colocated)"}
     assert st.loc[st["id"] == "REFIT-07", "in-sample"].all()  # a row that fitted a constant is marked
 
 

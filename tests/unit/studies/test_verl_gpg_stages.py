@@ -35,14 +35,18 @@ def _stage_row(case_id: str) -> dict:
     return next(c for c in fc.stage_cases() if c["id"] == case_id)
 
 
-@pytest.mark.parametrize(("case_id", "run", "engine", "gen", "reshard", "rest"), [
-    ("ST-05", "fsdp", 71.65, 85.69, 4.56, 9.36),
-    ("ST-06", "megatron", 36.34, 45.83, 3.07, 6.25),
+@pytest.mark.parametrize(("case_id", "run", "engine", "gen", "reshard", "rest", "switch"), [
+    ("ST-05", "fsdp", 71.65, 85.69, 4.56, 9.36, 14.03),
+    ("ST-06", "megatron", 36.34, 45.83, 3.07, 6.25, 9.32),
 ])
-def test_generation_row_is_the_engines_generate_sequences(case_id, run, engine, gen, reshard, rest):
+def test_generation_row_is_the_engines_generate_sequences(case_id, run, engine, gen, reshard, rest, switch):
     """The stage row's generation is the median of ``timing_s/generate_sequences`` (to 0.01 s); the log's ``gen``
-    holds it, the reshard and the rest of the colocated switch (each median to 0.01 s)."""
+    holds it, the reshard and the rest of the colocated switch (each median to 0.01 s); the row's switching is the
+    median of each step's ``gen`` less its ``generate_sequences`` (to 0.01 s)."""
     rows = _steady(run)
+    per_step = [float(r["gen"]) - float(r["generate_sequences"]) for r in rows]
+    assert statistics.median(per_step) == pytest.approx(switch, abs=0.01)
+    assert _stage_row(case_id)["switching_s"] == pytest.approx(switch, abs=0.01)
     assert _median(rows, "generate_sequences") == pytest.approx(engine, abs=0.01)
     assert _stage_row(case_id)["generation_s"] == pytest.approx(engine, abs=0.01)
     assert _median(rows, "gen") == pytest.approx(gen, abs=0.01)
