@@ -11,7 +11,8 @@
   v0.1 and v0.3, checkpoint-engine, two real verl logs), each a scenario file under data/validation/frameworks/:
   absolute step and weight-sync times (pass within ±25%) and speed-ups (useful samples/s of one run over another,
   pass inside the published band), with the shipped constants.
-* **Stages**: published per-stage times (generation, training, log-prob passes: data/validation/stage_cases.csv;
+* **Stages**: published per-stage times (generation, training, log-prob passes, the colocated switch:
+  data/validation/stage_cases.csv;
   weight sync and the colocated refit: data/rl_cases_refit.csv and the checkpoint-engine row) against the model's
   stage times (:func:`tcocalc.calibrate`'s uncalibrated figures, the same stage split a run log is compared with).
 * **Leave-one-framework-out**: the development set again, each row predicted with no constant fitted on its

@@ -18,6 +18,19 @@ def _row(case_id: str) -> dict:
     return next(c for c in fc.stage_cases() if c["id"] == case_id)
 
 
+def _trainer_gpus(case_id: str) -> int:
+    """The row's trainer GPUs: its split where the row gives one, else its scenario file's ``trainer.gpus``."""
+    row = _row(case_id)
+    if row["trainer_gpus"] is not None:
+        return row["trainer_gpus"]
+    return fc.case_scenario(row["scenario"], case_id).trainer.gpus
+
+
+def _gpu_s(case_id: str, key: str) -> float:
+    """A published stage time in GPU-seconds per step: the time x the row's trainer GPUs."""
+    return _trainer_gpus(case_id) * _row(case_id)[key]
+
+
 @pytest.fixture(scope="module")
 def stages():
     """The stage table, uncalibrated model beside the published times (a few seconds)."""
@@ -36,18 +49,19 @@ def test_published_gpu_seconds_of_the_two_scale_outs():
     6,902 (2.00x). Qwen3-30B-A3B Megatron: Update Actor 32 x 206.63 = 6,612 (fully async 96:32) against
     128 x 86.27 = 11,043 (colocated, 1.67x); the reference pass 32 x 50.05 = 1,602 against 128 x 20.86 = 2,670
     (1.67x), ST-09's log-prob being old_log_prob 28.73 + ref 20.86 = 49.59 s."""
-    vs1, vs2, vs3 = _row("VS-01"), _row("VS-02"), _row("VS-03")
-    assert (32 * vs1["training_s"], 64 * vs2["training_s"], 128 * vs3["training_s"]) == (
-        pytest.approx(8634, abs=1), pytest.approx(8538, abs=1), pytest.approx(14568, abs=1))
-    assert 128 * vs3["training_s"] / (32 * vs1["training_s"]) == pytest.approx(1.69, abs=0.005)
-    assert (32 * vs1["logprob_s"], 128 * vs3["logprob_s"]) == (pytest.approx(3447, abs=1), pytest.approx(6902, abs=1))
-    assert 128 * vs3["logprob_s"] / (32 * vs1["logprob_s"]) == pytest.approx(2.00, abs=0.005)
+    assert [_trainer_gpus(i) for i in ("VS-01", "VS-02", "VS-03", "ST-10", "ST-09")] == [32, 64, 128, 32, 128]
+    assert [_gpu_s(i, "training_s") for i in ("VS-01", "VS-02", "VS-03")] == [
+        pytest.approx(8634, abs=1), pytest.approx(8538, abs=1), pytest.approx(14568, abs=1)]
+    assert _gpu_s("VS-03", "training_s") / _gpu_s("VS-01", "training_s") == pytest.approx(1.69, abs=0.005)
+    assert (_gpu_s("VS-01", "logprob_s"), _gpu_s("VS-03", "logprob_s")) == (pytest.approx(3447, abs=1),
+                                                                          pytest.approx(6902, abs=1))
+    assert _gpu_s("VS-03", "logprob_s") / _gpu_s("VS-01", "logprob_s") == pytest.approx(2.00, abs=0.005)
     coloc, split = _row("ST-09"), _row("ST-10")
     assert coloc["logprob_s"] == pytest.approx(28.73 + 20.86, abs=1e-9)
-    assert (32 * split["training_s"], 128 * coloc["training_s"]) == (pytest.approx(6612, abs=1),
-                                                                     pytest.approx(11043, abs=1))
-    assert 128 * coloc["training_s"] / (32 * split["training_s"]) == pytest.approx(1.67, abs=0.005)
-    assert 128 * 20.86 / (32 * split["logprob_s"]) == pytest.approx(1.67, abs=0.005)
+    assert (_gpu_s("ST-10", "training_s"), _gpu_s("ST-09", "training_s")) == (pytest.approx(6612, abs=1),
+                                                                             pytest.approx(11043, abs=1))
+    assert _gpu_s("ST-09", "training_s") / _gpu_s("ST-10", "training_s") == pytest.approx(1.67, abs=0.005)
+    assert _trainer_gpus("ST-09") * 20.86 / _gpu_s("ST-10", "logprob_s") == pytest.approx(1.67, abs=0.005)
     assert split["generation_exposed"] and not coloc["generation_exposed"]
 
 
@@ -64,8 +78,10 @@ def test_the_colocated_30b_trainer_on_128_h20_within_25_percent(stages):
 def test_the_models_trainer_loses_what_the_tables_lose_from_32_to_128_gpus(stages):
     """The model's update GPU-seconds at 128 over 32 H20 within ±25% of the published ratio, in both studies
     (7B FSDP2: VS-03 over VS-01, 1.69x; 30B Megatron: ST-09 over ST-10, 1.67x). Today 1.00x and 0.97x."""
-    seven = 128 * _predicted(stages, "VS-03", "training") / (32 * _predicted(stages, "VS-01", "training"))
-    thirty = 128 * _predicted(stages, "ST-09", "training") / (32 * _predicted(stages, "ST-10", "training"))
+    def gpu_s(case_id):
+        return _trainer_gpus(case_id) * _predicted(stages, case_id, "training")
+
+    seven, thirty = gpu_s("VS-03") / gpu_s("VS-01"), gpu_s("ST-09") / gpu_s("ST-10")
     assert seven == pytest.approx(1.69, rel=0.25)
     assert thirty == pytest.approx(1.67, rel=0.25)
 
@@ -78,8 +94,9 @@ def test_one_step_off_rows_per_gpu_work_tells_the_answers_per_prompt():
     the 16 against 12 answers per prompt of its launch scripts (16/12 = 1.33), as S1-10 reads it. So the FSDP2 files'
     512 x 12 in both runs is what the table's own work says, not only the cited scripts."""
     def ratio(coloc, split, key):
-        return 16 * _row(coloc)[key] / (12 * _row(split)[key])
+        return _gpu_s(coloc, key) / _gpu_s(split, key)
 
+    assert [_trainer_gpus(i) for i in ("ST-01", "ST-02", "ST-07", "ST-08")] == [16, 12, 16, 12]
     assert ratio("ST-01", "ST-02", "training_s") == pytest.approx(1.13, abs=0.005)
     assert ratio("ST-01", "ST-02", "logprob_s") == pytest.approx(1.09, abs=0.005)
     assert ratio("ST-07", "ST-08", "training_s") == pytest.approx(1.32, abs=0.005)
