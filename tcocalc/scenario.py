@@ -120,6 +120,11 @@ class TrainerSection(_Section):
                                                                    "the lightest mode that fits (docs/rl-modeling.md "
                                                                    "§3.11)")
     multinode_nvlink: bool = Field(True, description=_MULTINODE_NVLINK)
+    minibatch_balance: Literal["balanced", "random"] = Field(
+        "balanced", description="how an optimizer mini-batch's variable-length sequences fall on the data-parallel "
+        "ranks: 'balanced' (equal token shares, the model's assumption) or 'random' (in arrival order, as verl "
+        "before volcengine/verl PR 3605 of 2025-10-23: each optimizer step waits for the fullest rank, "
+        "docs/rl-modeling.md §3.12)")
 
     @property
     def pinned_layout(self) -> bool:

@@ -17,6 +17,7 @@ for causal attention.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -466,12 +467,23 @@ def clear_caches() -> None:
 
 def training_job(scn, cluster: Cluster, ws: WorkloadStats) -> TrainingJob:
     """The trainer's job in a phase: the model on the trainer accelerator under its calibration, packed sequences
-    of the mean trajectory length (at least 256 tokens), a mini-batch's tokens per optimizer step."""
+    of the mean trajectory length (at least 256 tokens), a mini-batch's tokens per optimizer step; under
+    ``[trainer] minibatch_balance = "random"`` the trajectories' length spread (:func:`trajectory_cv`), whose
+    unequal shares each optimizer step waits for (docs/rl-modeling.md §3.12)."""
     return TrainingJob(m=cluster.model, acc=cluster.trainer, cal=cluster.trainer_cal,
                        seq=float(max(256, round(ws.traj_tokens))),
                        global_batch_tokens=ws.samples_per_step * ws.traj_tokens / scn.trainer.minibatches_per_step,
                        precision=scn.model.precision, sharding=cluster.settings.trainer_sharding,
-                       recompute=scn.trainer.recompute)
+                       recompute=scn.trainer.recompute,
+                       seq_cv=trajectory_cv(ws) if scn.trainer.minibatch_balance == "random" else 0.0)
+
+
+def trajectory_cv(ws: WorkloadStats) -> float:
+    """The coefficient of variation of a trained trajectory's tokens, ``sqrt(E[T²]/E[T]² - 1)`` (0 for fixed
+    lengths): how unequal the trainer's data-parallel shares are (:func:`tcocalc.roofline.training.dp_imbalance`)."""
+    if ws.traj_tokens <= 0:
+        return 0.0
+    return math.sqrt(max(ws.traj_tokens_m2 / ws.traj_tokens**2 - 1.0, 0.0))
 
 
 def recompute_flops_ratio(scn, cluster: Cluster, ws: WorkloadStats) -> float:

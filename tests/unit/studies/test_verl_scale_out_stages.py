@@ -101,3 +101,35 @@ def test_one_step_off_rows_per_gpu_work_tells_the_answers_per_prompt():
     assert ratio("ST-01", "ST-02", "logprob_s") == pytest.approx(1.09, abs=0.005)
     assert ratio("ST-07", "ST-08", "training_s") == pytest.approx(1.32, abs=0.005)
     assert ratio("ST-07", "ST-08", "logprob_s") == pytest.approx(1.32, abs=0.005)
+
+
+def _update_gpu_s(case_id: str, balance: str) -> float:
+    """The model's uncalibrated update time x trainer GPUs for a VS row at the launch scripts' Ulysses degree
+    (sp_size=4 in verl/experimental/fully_async_policy/shell/dapo_7b_math_fsdp2_*.sh at b178a3cd: ``trainer.cp =
+    4``) under ``[trainer] minibatch_balance`` ``balance``."""
+    from tcocalc.studies.calibrate import calibrate
+
+    row = _row(case_id)
+    scn = fc.case_scenario(row["scenario"], case_id).with_split(row["trainer_gpus"], row["generator_gpus"])
+    scn = scn.with_values({"trainer.cp": 4, "trainer.minibatch_balance": balance})
+    fit = calibrate(scn, {k: row[k] for k in ("step_time_s", "training_s", "logprob_s")}, source=case_id)
+    return row["trainer_gpus"] * next(s.before_s for s in fit.stages if s.stage == "training_s")
+
+
+def test_random_minibatches_lose_part_of_what_the_7b_table_loses():
+    """docs/rl-modeling.md §3.12. verl before PR 3605 (2025-10-23; the fully-async recipe landed 2025-10-17, PR
+    2981) split each DP rank's balanced share into mini-batches in index order, so every optimizer step waits for
+    the rank whose mini-batch drew the longest sequences. With that (``minibatch_balance = "random"``) at the
+    scripts' SP 4 the model's 7B update GPU-seconds grow 1.15x at 64 and 1.41x at 128 over 32 H20 (2026-12-07; 8
+    ranks of 64 sequences, 16 of 32, 32 of 16 per 512-sequence mini-batch), against the table's 0.99x and 1.69x:
+    the direction and about 60% of the loss at 128, a sixth too much at 64. Balanced shares keep them flat. The
+    level is another matter: at 32 GPUs the model's update with random mini-batches is 363 s against 270 s
+    published (the study's response spread, sigma 1.0, is assumed), which is why the scenarios keep the default."""
+    flat = [_update_gpu_s(i, "balanced") for i in ("VS-01", "VS-02", "VS-03")]
+    assert flat[1] / flat[0] == pytest.approx(1.0, abs=0.01) and flat[2] / flat[0] == pytest.approx(1.0, abs=0.01)
+    lost = [_update_gpu_s(i, "random") for i in ("VS-01", "VS-02", "VS-03")]
+    assert lost[1] / lost[0] == pytest.approx(1.15, abs=0.02)
+    assert lost[2] / lost[0] == pytest.approx(1.41, abs=0.02)
+    published = [_gpu_s(i, "training_s") for i in ("VS-01", "VS-02", "VS-03")]
+    assert lost[2] / lost[0] == pytest.approx(published[2] / published[0], rel=0.25)  # 1.41 against 1.69
+    assert lost[1] / lost[0] == pytest.approx(published[1] / published[0], rel=0.25)  # 1.15 against 0.99
