@@ -114,8 +114,8 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
         window_cap = B * (1.0 + math.floor(eta)) / (r.t_sync + streamed_window_fill_s(scn, ws, gcap, r)
                                                     + r.t_train / scn.trainer.minibatches_per_step
                                                     + r.t_fixed)
-    b_prev = f_prev = None
-    for _ in range(80):
+    settling = _SETTLE_START
+    for it in range(_SECANT_ITERATIONS + _BISECTION_ITERATIONS):
         w = gcap.prefill_s + r.generated_per_dispatched * (gcap.t0 + gcap.t1 * b) + w_env
         w_hold = w + hold_tokens * (gcap.t0 + gcap.t1 * b)
         if lru:
@@ -157,10 +157,10 @@ def _async_throughput(scn, ws, gcap, r: Rates, mu_eff):
             resident, hit = lru.in_flight(paced, resident, hit)
             w_env = w_base + (1.0 - hit) * lru.miss_all
         b_new = np.clip(resident * (w - w_env) / w, 1.0, b_top)
-        if (np.all(np.abs(b_new - b) <= 1e-8 + 1e-10 * np.abs(b))  # np.allclose(rtol=1e-10), without its overhead
-                and np.all(np.abs(x - x_prev) <= 1e-10 * np.abs(x))):
+        settling, b_next = _settle(settling, it, b, b_new, np.all(np.abs(x - x_prev) <= 1e-10 * np.abs(x)), b_top)
+        if b_next is None:
             break
-        b, b_prev, f_prev = _fixed_point_step(b, b_new, b_prev, f_prev, b_top), b, b_new
+        b = b_next
     # the finished members a count holds (async_step): under "lru" at the replica's time per token, its re-prefill
     # stalls at the state's hit share included (the fixed point above holds them at t(b), its fill too)
     held_s = w_hold - w if lru is None else hold_tokens * lru.token_s(b, hit)
@@ -218,6 +218,61 @@ class _LRUFeed:
         if np.all(paced):
             return resident, self.hit
         return resident, np.where(paced, self.hit, lru_residency(self.shape, resident, passes=30, start=hit).hit)
+
+
+#: Iterations of the secant/damped step on the decoding batch before the bisection safeguard, and of the bisection.
+_SECANT_ITERATIONS, _BISECTION_ITERATIONS = 80, 60
+#: :func:`_settle`'s state before the first step: (the secant phase's (b, f(b)) tried, the bisection's bracket, the
+#: previous b and f(b)).
+_SETTLE_START = ((), None, None, None)
+
+
+def _settle(state, it: int, b, f_b, x_settled: bool, upper):
+    """(state, the next decoding batch per split, or ``None`` when the fixed point is reached) of
+    :func:`_async_throughput`'s iteration on ``b``: :func:`_fixed_point_step` until ``f(b) = b`` within
+    ``1e-10`` (``np.allclose`` without its overhead) with ``X`` settled, or for :data:`_SECANT_ITERATIONS` steps;
+    then bisection on ``f(b) − b`` over the splits still moving (:func:`_jump_bracket`, :func:`_bisected`) until
+    each bracket is within ``1e-13`` of its upper end."""
+    tried, bracket, b_prev, f_prev = state
+    still = np.abs(f_b - b) > 1e-8 + 1e-10 * np.abs(b)
+    if bracket is None:
+        if not np.any(still) and x_settled:
+            return state, None
+        tried = (*tried, (b, f_b))
+        if it + 1 < _SECANT_ITERATIONS:
+            return (tried, None, b, f_b), _fixed_point_step(b, f_b, b_prev, f_prev, upper)
+        bracket = _jump_bracket(tried, still, upper)
+    else:
+        bracket = _bisected(bracket, b, f_b)
+        lo, hi, active = bracket
+        if not np.any(active & (hi - lo > 1e-13 * hi)):
+            return (tried, bracket, b_prev, f_prev), None
+    lo, hi, active = bracket
+    return (tried, bracket, b_prev, f_prev), np.where(active, 0.5 * (lo + hi), b)
+
+
+def _jump_bracket(tried, still, upper):
+    """(lo, hi, active) per split for :func:`_bisected` once the secant phase has not converged: the splits still
+    moving are active, bracketed by the largest ``b`` the phase tried with ``f(b) > b`` (else 1, where ``f(1) ≥ 1``)
+    and the smallest above it with ``f(b) < b`` (else ``upper``, which ``f`` never exceeds). The map can jump (under
+    ``"lru"`` the hit share of the histories in flight falls from 1 to near 0 where the pool starts to thrash,
+    docs/rl-modeling.md §4.12) and then has no fixed point: the iteration cycles between the branches (GLM-5's drift
+    scenario, a 5-cycle), and the step settles at the jump, where ``f(b) − b`` changes sign."""
+    bs = np.array([np.broadcast_to(t[0], np.shape(still)) for t in tried], dtype=float)
+    fs = np.array([np.broadcast_to(t[1], np.shape(still)) for t in tried], dtype=float)
+    top = np.broadcast_to(np.asarray(upper, dtype=float), np.shape(still))
+    lo = np.max(np.where(fs > bs, bs, 1.0), axis=0, initial=1.0)
+    hi = np.min(np.where((fs < bs) & (bs > lo), bs, np.inf), axis=0, initial=np.inf)
+    return lo, np.where(np.isfinite(hi), hi, np.maximum(top, lo)), np.asarray(still, dtype=bool)
+
+
+def _bisected(bracket, b, f_b):
+    """The bracket after trying ``b`` (its midpoint) on the active splits: ``f(b) > b`` moves ``lo`` up, else
+    ``hi`` down (bisection on ``f(b) − b``, which changes sign across the bracket)."""
+    lo, hi, active = bracket
+    up = active & (f_b > b)
+    down = active & ~(f_b > b)
+    return np.where(up, b, lo), np.where(down, b, hi), active
 
 
 def _fixed_point_step(b, f_b, b_prev, f_prev, upper):

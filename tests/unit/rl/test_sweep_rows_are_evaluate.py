@@ -37,7 +37,9 @@ def test_issue29_every_feasible_row_equals_evaluate_of_its_split(glm5):
     for _, r in rows.iterrows():
         m = tc.evaluate(scn.with_split(int(r["trainer_gpus"]), int(r["generator_gpus"])), advice=False).metrics
         got = np.array([float(r[k]) for k in KEYS])
-        assert got == pytest.approx(np.array([m[k] for k in KEYS]), rel=1e-9), int(r["trainer_gpus"])
+        # abs: an idle share near 0 (1 - X/mu, 1.3% at 32:224) turns X's 1e-10 into 5e-9 of itself, where the async
+        # step settles at a jump by bisection (docs/rl-modeling.md §5.4): 7e-11 apart, sweep against evaluate
+        assert got == pytest.approx(np.array([m[k] for k in KEYS]), rel=1e-9, abs=1e-9), int(r["trainer_gpus"])
 
 
 def test_issue29_a_count_some_layout_fits_is_not_infeasible_alone(glm5):
