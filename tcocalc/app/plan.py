@@ -52,10 +52,13 @@ LABELS = {"model.name": "Model", "trainer.hardware": "Trainer hardware", "traine
           "workload.steps": "Run length [rollout steps]", "sandbox.max_concurrency": "Sandboxes live at most",
           "sandbox.max_starting": "Sandboxes starting at once", "sandbox.failure_rate": "Sandbox start failures",
           "sandbox.startup_s": "Sandbox start-up [s]", "sandbox.max_executing": "Tool calls executing at most",
-          "trainer.mfu_carry": "Measured MFU on other hardware", "trainer.recompute": "Activation recompute"}
+          "trainer.mfu_carry": "Measured MFU on other hardware", "trainer.recompute": "Activation recompute",
+          "trainer.minibatch_balance": "Mini-batch balance"}
 # Activation recompute the framework runs (trainer.recompute): the box's words -> the field's values (None: the
 # lightest mode that fits, the model's search)
 RECOMPUTE = {"the lightest that fits": None, "none": "none", "selective": "selective", "full": "full"}
+# How a mini-batch's sequences fall on the trainer's data-parallel ranks (trainer.minibatch_balance): words -> values
+MINIBATCH_BALANCE = {"balanced (equal shares)": "balanced", "random (waits for the fullest rank)": "random"}
 # A measured trainer MFU on other hardware (trainer.mfu_carry): the box's words -> the field's values
 MFU_CARRY = {"carry its ratio to the model": "ratio", "model on every chip": "model"}
 # Phases' response lengths when the mean response is edited: scale with it (the file's rule) or keep their own
@@ -269,6 +272,7 @@ start = {
     "mfu_carry": next(k for k, v in MFU_CARRY.items() if v == scn0.trainer.mfu_carry),
     "phase_responses": PHASE_RESPONSES[0],
     "recompute": next(k for k, v in RECOMPUTE.items() if v == scn0.trainer.recompute),
+    "balance": next(k for k, v in MINIBATCH_BALANCE.items() if v == scn0.trainer.minibatch_balance),
 }
 hw_names = list(ui.hardware_table()["name"])
 models = ui.model_names()
@@ -282,6 +286,7 @@ choices = {
     "serving": list(SERVING),
     "nvlink": [*NVLINK, *([NVLINK_MIXED] if start["nvlink"] == NVLINK_MIXED else [])],
     "mfu_carry": list(MFU_CARRY), "phase_responses": list(PHASE_RESPONSES), "recompute": list(RECOMPUTE),
+    "balance": list(MINIBATCH_BALANCE),
 }
 if scn0.model.config is None:  # a model given by its [model.config] is not chosen from the catalog
     choices["model"] = models if scn0.model.name in models else [scn0.model.name, *models]
@@ -397,12 +402,17 @@ with st.expander("Cluster and workload", expanded=True):
                  help="when you edit Mean response: each [[phases]] entry's lengths scale with it (the file's "
                       "response_scale), or keep the file's own, so 'what if responses double' does not double the "
                       "drift again")
-    st.columns(4)[0].selectbox("Activation recompute", choices["recompute"], key="recompute",
-                               **initial("recompute"),
-                               help="trainer.recompute: the activation recompute the framework runs whatever memory "
-                                    "needs ('full': each layer's forward again in the backward pass, 4/3 of the "
-                                    "update's compute; verl's enable_gradient_checkpointing, Megatron "
-                                    "recompute_granularity full); 'the lightest that fits': the model's search")
+    c1, c2, _, _ = st.columns(4)
+    c1.selectbox("Activation recompute", choices["recompute"], key="recompute", **initial("recompute"),
+                 help="trainer.recompute: the activation recompute the framework runs whatever memory needs ('full': "
+                      "each layer's forward again in the backward pass, 4/3 of the update's compute; verl's "
+                      "enable_gradient_checkpointing, Megatron recompute_granularity full); 'the lightest that fits': "
+                      "the model's search")
+    c2.selectbox("Mini-batch balance", choices["balance"], key="balance", **initial("balance"),
+                 help="trainer.minibatch_balance: 'random' when a mini-batch's variable-length sequences fall on the "
+                      "data-parallel ranks in arrival order (verl before PR 3605, 2025-10-23), so every optimizer "
+                      "step waits for the rank with the most tokens (docs/rl-modeling.md §3.12); 'balanced': equal "
+                      "shares")
     st.markdown("**Sandboxes** (agentic runs: one per trajectory while it runs tools)")
     c1, c2, c3, c4 = st.columns(4)
     c1.number_input("Sandboxes live at most", step=64, key="sb_live", **limits("sb_live"),
@@ -453,6 +463,7 @@ try:
         "sandbox.max_starting": int(ss["sb_starting"]), "sandbox.failure_rate": float(ss["sb_failure"]),
         "sandbox.startup_s": float(ss["sb_startup"]), "sandbox.max_executing": int(ss["sb_exec"]),
         "trainer.mfu_carry": MFU_CARRY[ss["mfu_carry"]], "trainer.recompute": RECOMPUTE[ss["recompute"]],
+        "trainer.minibatch_balance": MINIBATCH_BALANCE[ss["balance"]],
         "orchestration.framework": ss["framework"],
         "generator.disaggregated": ss["serving"] == "disaggregated",
         **({} if ss["serving"] == "disaggregated" else {"generator.prefill_gpus": None}),

@@ -124,6 +124,23 @@ def test_activation_recompute_reaches_the_plan():
     assert dict(at.query_params)["recompute"] == "full"
 
 
+def test_minibatch_balance_reaches_the_plan():
+    """[trainer] minibatch_balance on the Plan page: the file's ('balanced') shows, 'random' reaches the plan
+    (verl_fully_async_qwen25_7b_h20 on 128 H20: every optimizer step waits for the fullest rank, useful samples/s
+    26.3 -> 15.5 on 2026-12-07) and the link keeps it."""
+    at = run()
+    at.selectbox(key="scenario_file").select("verl_fully_async_qwen25_7b_h20").run()
+    scn = tc.load_scenario("verl_fully_async_qwen25_7b_h20")
+    assert scn.trainer.minibatch_balance == "balanced"
+    assert at.selectbox(key="balance").value == "balanced (equal shares)"
+    at.selectbox(key="balance").select("random (waits for the fullest rank)").run()
+    assert not at.exception and not at.error
+    want = tc.evaluate(scn.with_values({"trainer.minibatch_balance": "random"})).metrics["useful_samples_per_s"]
+    assert want < 0.9 * tc.evaluate(scn).metrics["useful_samples_per_s"]  # a real change: not a no-op
+    assert metric(at, "Useful samples/s").value == f"{want:.3g}"
+    assert dict(at.query_params)["balance"] == "random (waits for the fullest rank)"
+
+
 def test_n19_phases_say_what_changes_and_responses_double_without_compounding():
     at = run()
     at.selectbox(key="scenario_file").select("glm5_h200_drift").run()
