@@ -316,6 +316,8 @@ def dp_imbalance(n, ranks, cv):
     *Order Statistics*, 3rd ed., §4.2). 1 when ``ranks`` is 1 or ``cv`` is 0. Checked against sampling in
     tests/unit/roofline/test_dp_imbalance.py: within 2.5% from 16 sequences per rank, 8% below (``ranks`` ≤ 64,
     ``cv`` ≤ 1.1). Arrays broadcast (vectorised over layouts); docs/rl-modeling.md §3.12."""
+    if not cv > 0.0:  # fixed lengths (the default): no grid to integrate
+        return 1.0
     n = np.maximum(np.asarray(n, dtype=float), 1.0)
     d = np.maximum(np.asarray(ranks, dtype=float), 1.0)
     s2 = np.log1p(float(cv) ** 2 / n)
