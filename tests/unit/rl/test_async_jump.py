@@ -12,7 +12,7 @@ import pytest
 
 import tcocalc as tc
 from tcocalc.rl.steps import async_ as steps_async
-from tcocalc.rl.steps.async_ import _bisected, _fixed_point_step, _jump_bracket
+from tcocalc.rl.steps.async_ import _fixed_point_step, _jump_bracket, _settle
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -23,22 +23,16 @@ def _jump(b):
     return np.where(b < 28.0, 50.0, 0.6 * b)
 
 
-def _iterate(b0: float, secant: int, bisection: int) -> tuple[float, bool]:
-    """The loop of ``_async_throughput`` on :func:`_jump` alone: ``secant`` secant/damped steps, then bisection;
-    (the last b tried, whether the bracket closed)."""
-    b, b_prev, f_prev, tried = np.array([b0]), None, None, []
-    for _ in range(secant):
-        f = _jump(b)
-        tried.append((b, f))
-        b, b_prev, f_prev = _fixed_point_step(b, f, b_prev, f_prev, np.array([200.0])), b, f
-    bracket = _jump_bracket(tried, np.array([True]), np.array([200.0]))
-    for _ in range(bisection):
-        lo, hi, active = bracket
-        b = np.where(active, 0.5 * (lo + hi), b)
-        bracket = _bisected(bracket, b, _jump(b))
-        lo, hi, _ = bracket
-        if float(hi[0] - lo[0]) <= 1e-8 + 1e-9 * float(hi[0]):
+def _iterate(b0: float, monkeypatch, secant: int) -> tuple[float, bool]:
+    """``_async_throughput``'s iteration on :func:`_jump` alone, through its own :func:`_settle` with ``secant``
+    secant/damped steps before the bisection: (the last b tried, whether it settled within the loop's budget)."""
+    monkeypatch.setattr(steps_async, "_SECANT_ITERATIONS", secant)
+    state, b = steps_async._SETTLE_START, np.array([b0])
+    for it in range(secant + steps_async._BISECTION_ITERATIONS):
+        state, b_next = _settle(state, it, b, _jump(b), True, np.array([200.0]))
+        if b_next is None:
             return float(b[0]), True
+        b = b_next
     return float(b[0]), False
 
 
@@ -54,9 +48,9 @@ def test_the_secant_step_alone_cycles_on_a_jump():
 
 @pytest.mark.parametrize("b0", [62.0, 5.0, 150.0])
 @pytest.mark.parametrize("secant", [20, 80])
-def test_bisection_settles_at_the_jump(b0, secant):
+def test_bisection_settles_at_the_jump(b0, secant, monkeypatch):
     """From any start and after any secant budget the step settles at b = 28, the jump (to 1e-6)."""
-    b, closed = _iterate(b0, secant, 60)
+    b, closed = _iterate(b0, monkeypatch, secant)
     assert closed
     assert b == pytest.approx(28.0, abs=1e-6)
 
