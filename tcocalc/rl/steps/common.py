@@ -13,12 +13,14 @@ from ..rates import Flow, Rates
 __all__ = ["batch_decode_s", "batch_flow"]
 
 
-def batch_decode_s(gcap: GeneratorCapacity, per_rep, slots, longest, work):
+def batch_decode_s(gcap: GeneratorCapacity, per_rep, slots, longest, work, steps=None):
     """Decode time of ``per_rep`` trajectories put on a replica at once until the longest has ``longest`` tokens,
-    ``work`` tokens decoded in all (§4.5): ``longest·t0 + t1·work`` when all fit the ``slots`` (every running
-    sequence advances once per step), ``work/S·t(S) + ½·longest·t0`` beyond (Graham's list scheduling)."""
-    return np.where(per_rep <= slots, longest * gcap.t0 + gcap.t1 * work,
-                    work * (gcap.t0 + gcap.t1 * slots) / slots + 0.5 * longest * gcap.t0)
+    ``work`` tokens decoded in all (§4.5): ``K·t0 + t1·work`` over the ``K`` decode steps the batch takes (every
+    running sequence advances once per step): ``longest`` when all fit the ``slots``; beyond, ``steps`` where the
+    caller has the list schedule's makespan (:func:`~tcocalc.rl.rollouts.list_makespan_tokens`), else Graham's
+    midpoint ``work/S + ½·longest``."""
+    beyond = work / slots + 0.5 * longest if steps is None else steps
+    return np.where(per_rep <= slots, longest, beyond) * gcap.t0 + gcap.t1 * work
 
 
 def batch_flow(ws: WorkloadStats, gcap: GeneratorCapacity, r: Rates, step, t_gen, n_disp: float,

@@ -18,7 +18,7 @@ from ...scenario import Scenario
 from ..capacity import GeneratorCapacity
 from ..phases import WorkloadStats
 from ..rates import Flow, Rates, sync_dispatched
-from ..rollouts import expected_max, group_quantile_z, sync_dispatch_groups
+from ..rollouts import expected_max, group_quantile_z, list_makespan_tokens, sync_dispatch_groups
 from .common import batch_decode_s, batch_flow
 
 __all__ = ["sync_step", "sync_generation", "sync_env_s", "clear_overlap_rows"]
@@ -135,7 +135,10 @@ def _sync_round_s(scn: Scenario, ws: WorkloadStats, gcap: GeneratorCapacity, r: 
     (:func:`_sandbox_round_s`)."""
     sb = scn.sandbox
     per_rep = n_disp / np.maximum(r.n_rep, 1)
-    t_dec = batch_decode_s(gcap, per_rep, r.slots, longest, per_rep * r.generated_per_dispatched)
+    steps = None  # with oversampling the round ends at its first needed groups: Graham's midpoint stays (§4.5)
+    if scn.orchestration.oversampling <= 0:
+        steps = list_makespan_tokens(per_rep, r.slots, ws.mu, ws.sigma, ws.cap, replicas=r.n_rep)
+    t_dec = batch_decode_s(gcap, per_rep, r.slots, longest, per_rep * r.generated_per_dispatched, steps)
     t_gen = (t_dec + per_rep * r.miss_s + sync_env_s(scn, ws, n_disp, r)
              - _tool_overlap_s(gcap, ws, per_rep, r.slots, longest))
     if ws.uses_sandbox and sb.max_concurrency > 0 and n_disp > sb.max_concurrency:
