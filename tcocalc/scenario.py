@@ -145,6 +145,10 @@ class GeneratorSection(_Section):
     tp: int | None = Field(None, ge=1, le=64, description="pin the serving instance to this tensor-parallel "
                                                           "degree (default: the best instance is searched)")
     multinode_nvlink: bool = Field(True, description=_MULTINODE_NVLINK)
+    expert_parallel: bool | None = Field(None, description="a pinned instance (generator.tp) of a mixture-of-experts "
+                                         "model spreads whole experts over its GPUs (vLLM enable_expert_parallel); "
+                                         "false shards every expert across the tensor-parallel group, vLLM's own "
+                                         "default (default: experts spread, where they divide evenly)")
     kv_retention: Literal["lru", "pinned"] | None = Field(None, description="a multi-turn trajectory's KV while it "
                                                          "waits on a tool: 'lru' (the engine's prefix cache, "
                                                          "evicted under memory pressure, then re-prefilled) or "
@@ -194,6 +198,14 @@ class GeneratorSection(_Section):
             raise ScenarioError("generator.prefill_gpus", f"{v} must leave decode GPUs out of generator.gpus ({gpus}); "
                                                           f"at most {gpus - 1}")
         return v
+
+    @model_validator(mode="after")
+    def _experts(self):
+        if self.expert_parallel is not None and self.tp is None:
+            raise ScenarioError("generator.expert_parallel", "applies to a pinned instance: give generator.tp too, "
+                                                             "or leave expert_parallel out (the searched instance "
+                                                             "chooses its own expert layout)")
+        return self
 
     @model_validator(mode="after")
     def _speculation(self):

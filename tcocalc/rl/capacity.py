@@ -262,21 +262,25 @@ def memory_calibration(acc, cal: Calibration, mem_util: float | None, rl_cal: RL
 
 @functools.lru_cache(maxsize=256)
 def _generator_capacity(setup: ServingSetup, pinned_tp: int | None = None,
-                        max_gpus: int | None = None) -> GeneratorCapacity:
+                        max_gpus: int | None = None, expert_parallel: bool = True) -> GeneratorCapacity:
     """The serving instance: the throughput-best one (highest steady-state output per GPU within KV memory;
     :func:`~tcocalc.roofline.serving.best_instance`, ``max_gpus`` the pool when it is smaller than that instance), or
     the pinned tensor-parallel degree ``pinned_tp`` (the scenario's ``generator.tp``, or the tensor/expert-parallel
-    alternative :func:`generator_capacities` tries). ``solve_split`` tries the wider tensor-parallel instances and says
-    when one pays. A disaggregated engine runs decode-only instances beside a prefill pool (:func:`_prefill_pool`). An
-    aggregated instance prefills each turn's new tokens whole, in as few steps as the engine's token budget allows
+    alternative :func:`generator_capacities` tries); a pinned instance of a mixture-of-experts model spreads whole
+    experts over its GPUs where they divide evenly, or with ``expert_parallel`` false (``generator.expert_parallel``,
+    vLLM's default without ``enable_expert_parallel``) shards every expert across the tensor-parallel group.
+    ``solve_split`` tries the wider tensor-parallel instances and says when one pays. A disaggregated engine runs
+    decode-only instances beside a prefill pool (:func:`_prefill_pool`). An aggregated instance prefills each turn's
+    new tokens whole, in as few steps as the engine's token budget allows
     (:func:`~tcocalc.roofline.serving.continuous_batching_step`); a trajectory holds whole KV blocks; speculative
     decoding as the engine says (:mod:`tcocalc.roofline.speculative`). The instance's step line is fitted
-    (:func:`_fit`) to its serving estimates with one and with ``b_max`` trajectories in flight and the decode floor at
-    both, made here once."""
+    (:func:`_fit`) to its serving estimates with one and with ``b_max`` trajectories in flight and the decode floor
+    at both, made here once."""
     m, eng = setup.m, setup.engine
     pool = _prefill_pool(setup) if eng.disaggregated else None
     if pinned_tp is not None:
-        par = Parallelism(tp=pinned_tp, ep=pinned_tp if m.is_moe and m.num_experts % pinned_tp == 0 else 1)
+        spread = expert_parallel and m.is_moe and m.num_experts % pinned_tp == 0
+        par = Parallelism(tp=pinned_tp, ep=pinned_tp if spread else 1)
         check_inputs(m, setup.acc, eng.precision, eng.kv_precision, par)  # ScenarioError naming parallel.tp
         est = serve(m, setup.acc, setup.cal, setup.shape.lengths, eng, gpus=pinned_tp, parallel=par)
     else:
@@ -337,7 +341,7 @@ def _steady_best(scn, setup: ServingSetup, max_gpus: int | None) -> GeneratorCap
     """The scenario's pinned instance (``generator.tp``) or the throughput-best one, searched again within
     ``max_gpus`` when the pool is smaller than it."""
     pinned = scn.generator.tp
-    cap = _generator_capacity(setup, pinned)
+    cap = _generator_capacity(setup, pinned, None, scn.generator.expert_parallel is not False)
     if max_gpus is not None and pinned is None and cap.instance_gpus > max_gpus:
         cap = _generator_capacity(setup, None, int(max_gpus))
     return cap
