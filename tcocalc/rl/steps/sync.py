@@ -1,11 +1,13 @@
 """The synchronous step model (``colocated``, ``sync``, ``one_step_off``; docs/rl-modeling.md §4.5, §5.1):
 generation of the whole batch, its tail included, then training and the weight push (overlapped one step off).
 
-The batch's tail: with ``N`` trajectories on ``S`` slots and ``t(b) = t0 + t1·b``, ``T_dec = E[max R]·t0 +
-t1·W/n_rep`` when all fit at once and ``W/S·t(b_max) + ½·E[max R]·t0`` beyond (Graham's list scheduling), less the
-tool time the other trajectories' decoding hides (:func:`_tool_overlap_s`), at least a sandbox limit's round, plus
-the expected refill round of a batch that falls short (:func:`_refill_s`); ``T = t_gen + t_train + t_sync``, or
-``max(t_gen, t_train) + t_sync`` one step off."""
+The batch's tail: with ``N`` trajectories on ``S`` slots and ``t(b) = t0 + t1·b``, ``T_dec = K·t0 + t1·W/n_rep``
+over the ``K`` decode steps the batch takes: ``E[max R]`` when all fit at once, beyond them the list schedule's
+makespan (:func:`~tcocalc.rl.rollouts.list_makespan_tokens`; Graham's midpoint ``W/S + ½·E[max R]`` with
+oversampling, whose round ends at its first needed groups), less the tool time the other trajectories' decoding
+hides (:func:`_tool_overlap_s`), at least a sandbox limit's round, plus the expected refill round of a batch that
+falls short (:func:`_refill_s`); ``T = t_gen + t_train + t_sync``, or ``max(t_gen, t_train) + t_sync`` one step
+off."""
 
 from __future__ import annotations
 
