@@ -149,7 +149,7 @@ def _renewal_table(mu: float, sigma: float, cap: float | None):
     """What :func:`list_makespan_tokens` needs of one length law, read-only: the renewal grid ``u`` [token] and the
     renewal function ``m(u)`` on it, the mean ``E[min(R, L)]``, the residual grid ``x`` and the survival matrix
     ``1 − F(a + x)`` over residuals ``x`` (rows) and age-bin midpoints ``a`` (columns), and the bins' edges."""
-    hi = cap if cap is not None else math.exp(mu + sigma * float(ndtri(1.0 - _MAKESPAN_TAIL)))
+    hi = _longest_length(mu, sigma, cap)
     h = hi / _MAKESPAN_NODES
     u = np.arange(_MAKESPAN_SPAN * _MAKESPAN_NODES + 1) * h
     F = _length_cdf(u, mu, sigma, cap)
@@ -185,9 +185,12 @@ def list_makespan_tokens(n, slots, mu: float, sigma: float, cap: float | None, r
     age ``a`` with residual law ``P(res > x) = 1 − F(T_q + x) + ∫ (1 − F(a + x)) dm(T_q − a)`` (renewal theory), and
     the batch ends at ``T_q + E[max res]`` over the ``replicas·S`` slots (each replica's ``T_q`` the same: the
     queue's end is a sum of many lengths), ``E[max res] = ∫ (1 − (1 − P(res > x))^{replicas·S}) dx``. At least the
-    batch's longest. Graham's midpoint ``W/S + ½·E[max R]`` (what §4.5 took before 2026-12-07) is 29-34% short of
-    a list-scheduling simulation at 1,280 trajectories on 1,024 slots with a 1,024-token cap: the longest ones
-    start late, and ``K ≥ max R``; this is within 5% (tests/unit/rl/test_list_makespan.py)."""
+    batch's longest and within Graham's bounds ``max(W/S, E[max R]) ≤ K ≤ W/S + E[max R]``. A law whose mean the
+    grid does not resolve (fewer than 8 nodes in it: a cap or a tail thousands of means long) takes the many-waves
+    limit instead (:func:`_stationary_makespan`). Graham's midpoint ``W/S + ½·E[max R]`` (what §4.5 took before
+    2026-12-07) is 29-34% short of a list-scheduling simulation at 1,280 trajectories on 1,024 slots with a
+    1,024-token cap: the longest ones start late, and ``K ≥ max R``; this is within 5%
+    (tests/unit/rl/test_list_makespan.py)."""
     n_arr, s_arr, r_arr = np.broadcast_arrays(np.asarray(n, dtype=float), np.asarray(slots, dtype=float),
                                               np.maximum(np.asarray(replicas, dtype=float), 1.0))
     longest = np.asarray(expected_max(n_arr * r_arr, mu, sigma, cap), dtype=float)
@@ -196,6 +199,14 @@ def list_makespan_tokens(n, slots, mu: float, sigma: float, cap: float | None, r
         return longest
     pairs, back = np.unique(np.stack([n_arr[beyond], s_arr[beyond], r_arr[beyond]]), axis=1, return_inverse=True)
     nn, ss, rr = pairs
+    out = longest.copy()
+    # Graham's bounds hold for any list schedule: max(W/S, max R) <= K <= W/S + max R (in expectation)
+    mean = capped_moment(1, mu, sigma, cap)
+    low = np.maximum(nn * mean / ss, expected_max(nn * rr, mu, sigma, cap))
+    high = nn * mean / ss + expected_max(nn * rr, mu, sigma, cap)
+    if not _resolved(mu, sigma, cap):  # a tail far beyond the mean: the stationary residuals, within the bounds
+        out[beyond] = np.clip(_stationary_makespan(nn, ss, rr, mu, sigma, cap), low, high)[back.ravel()]
+        return out
     table = _renewal_table(float(mu), float(sigma), None if cap is None else float(cap))
     u, m, _, x, survive, edges = table
     # T_q: S·m(T_q) = n − S on the table (m rises), or past it on the asymptote
@@ -209,9 +220,49 @@ def list_makespan_tokens(n, slots, mu: float, sigma: float, cap: float | None, r
     with np.errstate(divide="ignore"):
         below = np.exp((ss * rr)[None, :] * np.log1p(-np.minimum(residual, 1.0 - 1e-16)))
     tail = np.trapezoid(1.0 - below, x, axis=0)
-    out = longest.copy()
-    out[beyond] = np.maximum(longest[beyond], (tq + tail)[back.ravel()])
+    out[beyond] = np.clip(tq + tail, low, high)[back.ravel()]
     return out
+
+
+#: Grid nodes per mean length below which the renewal grid does not resolve the law (a cap or tail far beyond it).
+_MAKESPAN_NODES_PER_MEAN = 8
+
+
+def _longest_length(mu: float, sigma: float, cap: float | None) -> float:
+    """The grid's top: the cap, or the length only a share ``_MAKESPAN_TAIL`` exceeds [token]."""
+    return cap if cap is not None else math.exp(mu + sigma * float(ndtri(1.0 - _MAKESPAN_TAIL)))
+
+
+def _resolved(mu: float, sigma: float, cap: float | None) -> bool:
+    """Whether :func:`_renewal_table`'s grid (``_MAKESPAN_NODES`` nodes per longest length) puts at least
+    ``_MAKESPAN_NODES_PER_MEAN`` nodes in a mean length."""
+    mean = capped_moment(1, mu, sigma, cap)
+    return mean * _MAKESPAN_NODES >= _MAKESPAN_NODES_PER_MEAN * _longest_length(mu, sigma, cap)
+
+
+def _stationary_makespan(n, slots, replicas, mu: float, sigma: float, cap: float | None) -> np.ndarray:
+    """:func:`list_makespan_tokens` in its many-waves limit, for laws the renewal grid cannot resolve: the queue
+    empties at ``T_q = (n − S)/S·E[R]`` (the renewal function's slope) and each slot's residual follows the
+    equilibrium law ``P(res > x) = E[(min(R, L) − x)⁺]/E[min(R, L)]`` (renewal theory), closed form from the
+    lognormal's partial moments; the maximum over the ``replicas·S`` slots on a geometric grid of ``x`` [token]."""
+    mean = capped_moment(1, mu, sigma, cap)
+    top = _longest_length(mu, sigma, cap)
+    x = np.concatenate([[0.0], np.geomspace(mean * 1e-4, top, 600)])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = (np.log(np.maximum(x, 1e-300)) - mu) / sigma if sigma > 0 else np.where(x >= math.exp(mu), np.inf,
+                                                                                   -np.inf)
+    # E[min(R, x)] = E[R; R <= x] + x·P(R > x), and min with the cap: E[min(R, L, x)] at min(x, L)
+    lim = np.minimum(x, cap) if cap is not None else x
+    with np.errstate(divide="ignore", invalid="ignore"):
+        zl = (np.log(np.maximum(lim, 1e-300)) - mu) / sigma if sigma > 0 else z
+    below = (math.exp(mu + sigma * sigma / 2.0) * ndtr(zl - sigma) if sigma > 0 else
+             np.where(lim >= math.exp(mu), math.exp(mu), 0.0)) + lim * (1.0 - ndtr(zl))
+    survive = np.clip((mean - np.where(x > 0, below, 0.0)) / mean, 0.0, 1.0)
+    count = np.asarray(slots, dtype=float) * np.asarray(replicas, dtype=float)
+    with np.errstate(divide="ignore"):
+        none_left = np.exp(count[None, :] * np.log1p(-np.minimum(survive, 1.0 - 1e-16))[:, None])
+    tail = np.trapezoid(1.0 - none_left, x, axis=0)
+    return (np.asarray(n, dtype=float) - np.asarray(slots, dtype=float)) / np.asarray(slots, dtype=float) * mean + tail
 
 
 _CHAIN_POINTS = 1 << 13  # lattice nodes of :func:`refill_chain_window_tokens` (half of its FFT length)
