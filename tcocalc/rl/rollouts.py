@@ -201,9 +201,8 @@ def list_makespan_tokens(n, slots, mu: float, sigma: float, cap: float | None, r
     nn, ss, rr = pairs
     out = longest.copy()
     # Graham's bounds hold for any list schedule: max(W/S, max R) <= K <= W/S + max R (in expectation)
-    mean = capped_moment(1, mu, sigma, cap)
-    low = np.maximum(nn * mean / ss, expected_max(nn * rr, mu, sigma, cap))
-    high = nn * mean / ss + expected_max(nn * rr, mu, sigma, cap)
+    work, top = nn * capped_moment(1, mu, sigma, cap) / ss, expected_max(nn * rr, mu, sigma, cap)
+    low, high = np.maximum(work, top), work + top
     if not _resolved(mu, sigma, cap):  # a tail far beyond the mean: the stationary residuals, within the bounds
         out[beyond] = np.clip(_stationary_makespan(nn, ss, rr, mu, sigma, cap), low, high)[back.ravel()]
         return out
@@ -229,8 +228,10 @@ _MAKESPAN_NODES_PER_MEAN = 8
 
 
 def _longest_length(mu: float, sigma: float, cap: float | None) -> float:
-    """The grid's top: the cap, or the length only a share ``_MAKESPAN_TAIL`` exceeds [token]."""
-    return cap if cap is not None else math.exp(mu + sigma * float(ndtri(1.0 - _MAKESPAN_TAIL)))
+    """The grid's top: the length only a share ``_MAKESPAN_TAIL`` exceeds, at most the cap [token] (equal lengths:
+    the length itself, so a law without spread is always resolved)."""
+    top = math.exp(mu + sigma * float(ndtri(1.0 - _MAKESPAN_TAIL)))
+    return min(top, cap) if cap is not None else top
 
 
 def _resolved(mu: float, sigma: float, cap: float | None) -> bool:
@@ -241,22 +242,18 @@ def _resolved(mu: float, sigma: float, cap: float | None) -> bool:
 
 
 def _stationary_makespan(n, slots, replicas, mu: float, sigma: float, cap: float | None) -> np.ndarray:
-    """:func:`list_makespan_tokens` in its many-waves limit, for laws the renewal grid cannot resolve: the queue
-    empties at ``T_q = (n − S)/S·E[R]`` (the renewal function's slope) and each slot's residual follows the
-    equilibrium law ``P(res > x) = E[(min(R, L) − x)⁺]/E[min(R, L)]`` (renewal theory), closed form from the
-    lognormal's partial moments; the maximum over the ``replicas·S`` slots on a geometric grid of ``x`` [token]."""
+    """:func:`list_makespan_tokens` in its many-waves limit, for laws the renewal grid cannot resolve (``sigma > 0``:
+    a law without spread always is): the queue empties at ``T_q = (n − S)/S·E[R]`` (the renewal function's slope)
+    and each slot's residual follows the equilibrium law ``P(res > x) = E[(min(R, L) − x)⁺]/E[min(R, L)]`` (renewal
+    theory), closed form from the lognormal's partial moments; the maximum over the ``replicas·S`` slots on a
+    geometric grid of ``x`` [token]."""
     mean = capped_moment(1, mu, sigma, cap)
-    top = _longest_length(mu, sigma, cap)
-    x = np.concatenate([[0.0], np.geomspace(mean * 1e-4, top, 600)])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = (np.log(np.maximum(x, 1e-300)) - mu) / sigma if sigma > 0 else np.where(x >= math.exp(mu), np.inf,
-                                                                                   -np.inf)
-    # E[min(R, x)] = E[R; R <= x] + x·P(R > x), and min with the cap: E[min(R, L, x)] at min(x, L)
+    x = np.concatenate([[0.0], np.geomspace(mean * 1e-4, _longest_length(mu, sigma, cap), 600)])
+    # E[min(R, y)] = E[R; R <= y] + y·P(R > y) at y = min(x, L)
     lim = np.minimum(x, cap) if cap is not None else x
-    with np.errstate(divide="ignore", invalid="ignore"):
-        zl = (np.log(np.maximum(lim, 1e-300)) - mu) / sigma if sigma > 0 else z
-    below = (math.exp(mu + sigma * sigma / 2.0) * ndtr(zl - sigma) if sigma > 0 else
-             np.where(lim >= math.exp(mu), math.exp(mu), 0.0)) + lim * (1.0 - ndtr(zl))
+    with np.errstate(divide="ignore"):
+        z = (np.log(np.maximum(lim, 1e-300)) - mu) / sigma
+    below = math.exp(mu + sigma * sigma / 2.0) * ndtr(z - sigma) + lim * (1.0 - ndtr(z))
     survive = np.clip((mean - np.where(x > 0, below, 0.0)) / mean, 0.0, 1.0)
     count = np.asarray(slots, dtype=float) * np.asarray(replicas, dtype=float)
     with np.errstate(divide="ignore"):

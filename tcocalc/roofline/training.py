@@ -45,6 +45,7 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
+from scipy.special import ndtr
 
 from ..catalog.calibration import Calibration, calibration_of
 from ..errors import InfeasibleError, ScenarioError
@@ -303,7 +304,7 @@ def training_steps(m, acc, cal, lay: Layouts, *, seq: float, global_batch, preci
 
 
 _Z = np.linspace(-6.0, 9.0, 301)                   # standard-normal abscissae for dp_imbalance's expectation
-_PHI, _CDF = np.exp(-0.5 * _Z**2), 0.5 * (1.0 + np.vectorize(math.erf)(_Z / math.sqrt(2.0)))
+_PHI, _CDF = np.exp(-0.5 * _Z**2), ndtr(_Z)
 
 
 def dp_imbalance(n, ranks, cv):
