@@ -405,6 +405,11 @@ class CalibratedRun(_Section):
     trainer_gpus: int = Field(ge=1, le=1_000_000, description="trainer GPUs of the measured run [GPU]")
     generator_gpus: int = Field(ge=1, le=1_000_000, description="generator GPUs of the measured run [GPU]")
     weight_sync: Name = Field(description="weight-sync transport of the measured run")
+    response_tokens_mean: float | None = Field(None, gt=0, le=1e9, description="the mean response the measured "
+                                               "run's scenario assumed [token]: what the responses factor scales, "
+                                               "so it carries only to a plan that assumes the same")
+    response_tokens_max: float | None = Field(None, gt=0, le=1e9, description="the response cap of the measured "
+                                              "run's scenario [token] (none: uncapped)")
 
 
 class CalibrationFactors(_Section):
@@ -423,6 +428,9 @@ class CalibrationFactors(_Section):
                                                            "engine (sleep/wake, offload/onload) x this [1]")
     step_overhead_s: float = Field(0.0, ge=0, le=1e6, description="fixed per-step cost of the trainer loop that "
                                    "no stage holds (dispatch, data loading, rewards, logging) [s]")
+    responses: float = Field(1.0, gt=0, le=100, description="the assumed response lengths (mean and p99) x this: "
+                             "inferred from the measured run's times when its log gave no response length "
+                             "(tc.calibrate; docs/calibration.md) [1]")
 
 
 class CalibrationSection(_Section):

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from ..scenario import Scenario
 from . import rollouts as wl
+from .run_factors import response_scale
 
 __all__ = ["WorkloadStats", "workload_stats", "phase_list", "phase_scenario"]
 
@@ -89,7 +90,7 @@ def workload_stats(scn: Scenario, overrides: dict | None = None, name: str = "ru
     """Derive the statistics of one phase (``overrides`` from a ``[[phases]]`` entry)."""
     o = overrides or {}
     w, sb, orch = scn.workload, scn.sandbox, scn.orchestration
-    scale = o.get("response_scale", 1.0)
+    scale = o.get("response_scale", 1.0) * response_scale(scn)  # a phase's scale, a calibration's responses factor
     mean = w.response_tokens_mean * scale
     if w.response_tokens_sigma is not None:
         sigma = w.response_tokens_sigma
@@ -148,9 +149,12 @@ def workload_stats(scn: Scenario, overrides: dict | None = None, name: str = "ru
 
 
 def phase_scenario(scn: Scenario, overrides: dict) -> Scenario:
-    """The scenario as it runs during one ``[[phases]]`` entry: the overrides applied, no phases left."""
+    """The scenario as it runs during one ``[[phases]]`` entry: the overrides applied, no phases left. A
+    calibration's responses factor that carries (:func:`~tcocalc.rl.run_factors.response_scale`) is applied to the
+    lengths here and set to 1 in the copy's ``[calibration]``, so that it is applied once."""
     w, sb = scn.workload, scn.sandbox
-    scale = overrides.get("response_scale", 1.0)
+    carried = response_scale(scn)
+    scale = overrides.get("response_scale", 1.0) * carried
     upd = {"response_tokens_mean": w.response_tokens_mean * scale}
     if w.response_tokens_p99 is not None:
         upd["response_tokens_p99"] = w.response_tokens_p99 * scale
@@ -161,4 +165,8 @@ def phase_scenario(scn: Scenario, overrides: dict) -> Scenario:
         upd["solve_rate"] = w.solve_rate.model_copy(update={"always": always,
                                                             "never": min(w.solve_rate.never, 1.0 - always)})
     sandbox = sb.model_copy(update={"tool_call_s": overrides["tool_call_s"]}) if "tool_call_s" in overrides else sb
-    return scn.model_copy(update={"workload": w.model_copy(update=upd), "sandbox": sandbox, "phases": ()})
+    update = {"workload": w.model_copy(update=upd), "sandbox": sandbox, "phases": ()}
+    if carried != 1.0:
+        cal = scn.calibration
+        update["calibration"] = cal.model_copy(update={"factors": cal.factors.model_copy(update={"responses": 1.0})})
+    return scn.model_copy(update=update)

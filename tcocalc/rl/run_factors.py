@@ -18,7 +18,13 @@ logprob        model, trainer accelerator, trainer precision and framework
 weight_sync    model, trainer and generator accelerators, transport, and one pool or two as measured
 switching      model, accelerator and framework, in a colocated target (only one pool switches)
 step_overhead  framework and model
+responses      model, and the mean response and cap the measured run's scenario assumed (the factor corrects
+               those assumed lengths: fitted only when the log gave no response length)
 ============== ===========================================================================================
+
+The responses factor is not a stage's: it scales the workload's response lengths (mean and p99) wherever the
+workload's statistics are derived (:func:`response_scale`, applied by :func:`tcocalc.rl.phases.workload_stats`),
+so every stage that depends on them (generation, its tail, the update, the log-prob passes) follows.
 """
 
 from __future__ import annotations
@@ -28,9 +34,10 @@ from dataclasses import dataclass
 from ..modes import MODES
 from ..scenario import Scenario
 
-__all__ = ["RunFactors", "UNCALIBRATED", "run_factors", "FACTOR_NAMES", "TRANSFER_KEYS"]
+__all__ = ["RunFactors", "UNCALIBRATED", "run_factors", "response_scale", "FACTOR_NAMES", "TRANSFER_KEYS"]
 
-FACTOR_NAMES = ("generation", "tail", "training", "logprob", "weight_sync", "switching", "step_overhead_s")
+FACTOR_NAMES = ("generation", "tail", "training", "logprob", "weight_sync", "switching", "step_overhead_s",
+                "responses")
 
 #: What each factor needs to match between the measured run and the target (keys of :func:`stack_identity`).
 TRANSFER_KEYS: dict[str, tuple[str, ...]] = {
@@ -41,6 +48,7 @@ TRANSFER_KEYS: dict[str, tuple[str, ...]] = {
     "weight_sync": ("model", "trainer_hardware", "generator_hardware", "weight_sync", "pools"),
     "switching": ("model", "trainer_hardware", "framework", "pools"),
     "step_overhead_s": ("framework", "model"),
+    "responses": ("model", "workload"),
 }
 
 
@@ -59,6 +67,7 @@ class RunFactors:
     weight_sync: float = 1.0
     switching: float = 1.0
     step_overhead_s: float = 0.0
+    responses: float = 1.0
     source: str | None = None
     dropped: tuple[tuple[str, tuple[str, ...]], ...] = ()
     warnings: tuple[str, ...] = ()
@@ -90,7 +99,37 @@ def stack_identity(scn: Scenario, cluster, engine: str, weight_sync: str) -> dic
             "generator_hardware": cluster.generator.name, "trainer_precision": scn.model.precision,
             "generator_precision": g.precision, "kv_precision": kv, "engine": engine,
             "framework": scn.orchestration.framework, "weight_sync": weight_sync,
-            "pools": scn.orchestration.traits.pools, "batches": _batches(scn.orchestration.mode)}
+            "pools": scn.orchestration.traits.pools, "batches": _batches(scn.orchestration.mode),
+            "workload": _workload(scn.workload.response_tokens_mean, scn.workload.response_tokens_max)}
+
+
+def _workload(mean, cap) -> str:
+    """The assumed response lengths a responses factor corrects, in words (compared between runs)."""
+    if mean is None:
+        return "no assumed mean response recorded"
+    return f"mean response {mean:,.6g} tokens, " + ("uncapped" if cap is None else f"cap {cap:,.6g}")
+
+
+def response_scale(scn: Scenario) -> float:
+    """The calibration's responses factor where it carries to ``scn`` (module docstring: the same model and the same
+    assumed mean response and cap as the measured run's scenario, a fit that held), else 1. Needs no resolved
+    cluster, so that the workload's statistics (:func:`tcocalc.rl.phases.workload_stats`) can apply it; the
+    model is compared by its catalog name, as :func:`run_factors` does (an unknown model: 1, the resolver names
+    it)."""
+    cal = scn.calibration
+    if cal is None or cal.fit or cal.run is None or cal.factors.responses == 1.0:
+        return 1.0
+    from ..catalog.models import model
+    from ..errors import TcocalcError
+
+    try:
+        name = model(scn.model.name).name
+    except TcocalcError:
+        return 1.0
+    w = scn.workload
+    same = (name == cal.run.model and _workload(w.response_tokens_mean, w.response_tokens_max)
+            == _workload(cal.run.response_tokens_mean, cal.run.response_tokens_max))
+    return cal.factors.responses if same else 1.0
 
 
 def run_factors(scn: Scenario, cluster, engine: str, weight_sync: str) -> RunFactors:
@@ -107,11 +146,14 @@ def run_factors(scn: Scenario, cluster, engine: str, weight_sync: str) -> RunFac
                 "generator_hardware": run.generator_hardware, "trainer_precision": run.trainer_precision,
                 "generator_precision": run.generator_precision, "kv_precision": run.kv_precision,
                 "engine": run.engine, "framework": run.framework, "weight_sync": run.weight_sync,
-                "pools": MODES[run.mode].pools, "batches": _batches(run.mode)}
+                "pools": MODES[run.mode].pools, "batches": _batches(run.mode),
+                "workload": _workload(run.response_tokens_mean, run.response_tokens_max)}
     target = stack_identity(scn, cluster, engine, weight_sync)
     values, dropped, warnings = {}, [], []
     for name in FACTOR_NAMES:
         differ = tuple(k for k in TRANSFER_KEYS[name] if measured[k] != target[k])
+        if name == "responses" and not differ and response_scale(scn) == 1.0:  # what workload_stats applies
+            differ = ("model",)
         if name == "switching" and target["pools"] > 1:
             differ = differ or ("pools",)
         value = getattr(cal.factors, name)
@@ -123,6 +165,14 @@ def run_factors(scn: Scenario, cluster, engine: str, weight_sync: str) -> RunFac
                             f"trajectories) is dropped: this {scn.orchestration.mode} plan streams its generation, "
                             f"so no batch waits for its slowest trajectories; the engine's speed carries as the "
                             f"generation factor")
+        elif differ and name == "responses":
+            dropped.append((name, differ))
+            warnings.append(f"calibration: responses ({_show(name, value)}, the response lengths the measured run's "
+                            f"times imply against the lengths its scenario assumed) is dropped: "
+                            + ", ".join(f"the measured run's {k} {measured[k]} differs from this scenario's "
+                                        f"{target[k]}" for k in differ)
+                            + "; measure the response length (response_tokens_mean) or scale this plan's "
+                              "workload.response_tokens_mean yourself")
         elif differ:
             dropped.append((name, differ))
             warnings.append(f"calibration: {name} ({_show(name, value)}) is dropped: the measured run's "

@@ -8,12 +8,13 @@
    lognormal's mean before the cap is solved for, :func:`~tcocalc.rl.rollouts.uncapped_mean`);
 2. the model's stage times for that run are compared with the measured ones: the step, the generation, the
    trainer's update, its log-prob passes, the weight push and, colocated, the pool's switch;
-3. seven named factors (:data:`~tcocalc.rl.run_factors.FACTOR_NAMES`: multipliers of the generator engine's time,
+3. eight named factors (:data:`~tcocalc.rl.run_factors.FACTOR_NAMES`: multipliers of the generator engine's time,
    of a synchronous batch's wait for its slowest trajectories beyond it (the tail), of the update's, the log-prob
-   passes', the push's and the switch's times, and a fixed per-step cost of the trainer loop) are
+   passes', the push's and the switch's times, a fixed per-step cost of the trainer loop, and, when no response
+   length was measured, a multiplier of the assumed response lengths) are
    fitted by least squares in log space with a prior on each (a maximum a posteriori estimate, the prior widths
    in data/rl_calibration.toml ``calibrate_*``): a measured stage pins its factor, and a residual only the step
-   time shows is shared among the stages by prior variance x sensitivity (docs/calibration.md §2).
+   time shows is shared among the stages and the lengths by prior variance x sensitivity (docs/calibration.md §2).
 
 The result (:class:`RunCalibration`) says each factor and what moved it, the measured run's identity and, per
 measured stage, the model before and after. ``scenario.with_run_calibration(cal)`` carries the factors into any
@@ -31,7 +32,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ..errors import MeasurementError, ScenarioError
+from ..errors import MeasurementError, ScenarioError, TcocalcError
 from ..rl.capacity import extra_pass_units
 from ..rl.cluster import Cluster, resolve
 from ..rl.phases import phase_list, workload_stats
@@ -65,10 +66,12 @@ SCALES = {
     "weight_sync": "the weight push to the generator (colocated: the in-process refit) (x factor)",
     "switching": "colocated: the pool's switch between trainer and engine (x factor)",
     "step_overhead_s": "a fixed per-step cost of the trainer loop (+ seconds)",
+    "responses": "the assumed response lengths, mean and p99 (x factor; fitted only when no length was measured)",
 }
 #: Which measured times move each factor directly (the step time moves them all).
 _STAGE_OF = {"generation": "generation_s", "tail": "generation_s", "training": "training_s", "logprob": "logprob_s",
-             "weight_sync": "weight_sync_s", "switching": "switching_s", "step_overhead_s": "step_time_s"}
+             "weight_sync": "weight_sync_s", "switching": "switching_s", "step_overhead_s": "step_time_s",
+             "responses": None}  # the response lengths move every stage: every measured time moves it
 
 
 @dataclass(frozen=True)
@@ -188,6 +191,12 @@ class RunCalibration:
             value = f"{f.value:,.3g} s" if f.unit == "s" else f"x{f.value:.3g}"
             lines.append(f"  {f.name:<16}{value:>10}  {f.scales}; from "
                          f"{', '.join(f.fitted_from) or 'no measurement (neutral)'}")
+        k = self.factor("responses")
+        if k != 1.0 and self.run.response_tokens_mean is not None:
+            lines.append(f"responses: the measured times imply a mean response of about "
+                         f"{k * self.run.response_tokens_mean:,.0f} tokens before the cap, where the scenario assumes "
+                         f"{self.run.response_tokens_mean:,.0f} (inferred, not measured: a logged response length, "
+                         f"response_tokens_mean, replaces the inference)")
         if self.generation_parts:
             lines.append("generation phase (model, calibrated): " + " + ".join(f"{name} {sec:,.3g} s"
                                                                          for name, sec in self.generation_parts)
@@ -333,8 +342,11 @@ class _RunModel:
     switch_s: float
 
     @classmethod
-    def of(cls, scn: Scenario, cluster: Cluster) -> _RunModel:
+    def of(cls, scn: Scenario, cluster: Cluster, responses: float = 1.0) -> _RunModel:
+        """The model of the run, its response lengths (mean and p99) x ``responses`` (the responses factor)."""
         name, start, steps, over = phase_list(scn)[0]
+        if responses != 1.0:
+            over = {**over, "response_scale": over.get("response_scale", 1.0) * responses}
         ws = workload_stats(scn, over, name, start, steps)
         model = cls(scn, cluster, ws, extra_pass_units(scn, cluster, ws), 0.0)
         if scn.orchestration.traits.shared_pool:  # t_sync = S·k_switch + W·k_sync: S from two evaluations
@@ -378,7 +390,9 @@ def stage_times(scn: Scenario, res: PhaseResult, f: RunFactors, extra: float, sw
 def _free(model: _RunModel, meas: dict[str, float]) -> list[str]:
     """The factors the fit moves: those whose stage the measured run has (no log-prob factor without extra passes,
     no switch factor with two pools, no tail factor in a run that streams its generation, where no batch waits for
-    its slowest trajectories); the fixed per-step cost only when the step was measured."""
+    its slowest trajectories); the fixed per-step cost only when the step was measured; the responses factor (the
+    assumed response lengths) only when no response length was measured, since a measured one replaces the
+    assumed one (module docstring, step 1)."""
     out = ["generation", "training", "weight_sync"]
     if not model.scn.orchestration.traits.streaming:
         out.insert(1, "tail")
@@ -388,6 +402,8 @@ def _free(model: _RunModel, meas: dict[str, float]) -> list[str]:
         out.append("switching")
     if "step_time_s" in meas:
         out.append("step_overhead_s")
+    if "response_tokens_mean" not in meas:
+        out.append("responses")
     return out
 
 
@@ -397,12 +413,31 @@ def _factors(free: list[str], x) -> RunFactors:
     return RunFactors(**values)
 
 
+class _Models:
+    """The run's model at each trial responses factor, built once per value (the workload's statistics depend on
+    the lengths; the other factors only scale stage times)."""
+
+    def __init__(self, model: _RunModel):
+        self.base, self.cache = model, {1.0: model}
+
+    def at(self, responses: float) -> _RunModel:
+        if responses not in self.cache:
+            self.cache[responses] = _RunModel.of(self.base.scn, self.base.cluster, responses)
+        return self.cache[responses]
+
+
+#: The step of the responses factor's finite difference [log units]: the workload's statistics move the model in
+#: small discrete ways (slots, waves, layouts) that a step of 1e-8 does not see, and 1% does.
+_RESPONSES_STEP = 0.01
+
+
 def _fit(model: _RunModel, meas: dict[str, float], exposed: set[str], free: list[str],
          floors: dict[str, float]) -> tuple[RunFactors | None, str]:
     """(the MAP factors, "") or (None, why the solver stopped): least squares over log factors (and the fixed cost in
     units of its prior scale) of the measured stages' log errors over the measurement's log-sd, plus each factor's
     prior term, started strictly inside the bounds; a factor may not go below its physical floor (``floors``,
-    :func:`_floors`)."""
+    :func:`_floors`). The responses factor, where free, re-derives the workload (:class:`_Models`) and takes its
+    derivative over a 1% step."""
     from scipy.optimize import least_squares
 
     cal = model.cluster.rl_cal
@@ -410,23 +445,43 @@ def _fit(model: _RunModel, meas: dict[str, float], exposed: set[str], free: list
     prior = {name: cal[f"calibrate_prior_{name}"] for name in free}
     keys = [k for k in TIME_KEYS if k in meas]
     scale = np.array([prior[n] if n == "step_overhead_s" else 1.0 for n in free])
+    models = _Models(model)
 
     def residuals(u):
         f = _factors(free, u * scale)
-        m = model.stages(f, exposed)
+        try:
+            m = models.at(f.responses).stages(f, exposed)
+        except TcocalcError:  # lengths the run's hardware cannot hold: as far from the measurement as can be
+            return np.full(len(keys) + len(free), 1e6)
         fit = [(math.log(max(m[k], 1e-12)) - math.log(meas[k])) / sigma_m for k in keys]
         return np.array(fit + [v / prior[n] for n, v in zip(free, u * scale, strict=True)])
 
-    lo = np.array([0.0 if n == "step_overhead_s" else math.log(max(0.02, floors.get(n, 0.0))) for n in free]) / scale
-    hi = np.array([min(meas["step_time_s"], _OVERHEAD_MAX) if n == "step_overhead_s" else math.log(50.0)
+    lo = np.array([0.0 if n == "step_overhead_s" else math.log(cal["calibrate_responses_low"]) if n == "responses"
+                   else math.log(max(0.02, floors.get(n, 0.0))) for n in free]) / scale
+    hi = np.array([min(meas["step_time_s"], _OVERHEAD_MAX) if n == "step_overhead_s" else
+                   math.log(cal["calibrate_responses_high"]) if n == "responses" else math.log(50.0)
                    for n in free]) / scale
     # start strictly inside the bounds: on a bound (the fixed cost at 0 s) the trust-region step is clipped to nothing
     # and the solver stops at once with every factor at 1 (issue 37)
     x0 = np.clip(np.zeros(len(free)), lo + _INSIDE * (hi - lo), hi - _INSIDE * (hi - lo))
+    jac = "2-point"
+    if "responses" in free:
+        j = free.index("responses")
+
+        def jac(u):  # forward differences: 1e-4 (relative) for the stage factors, 1% for the responses factor
+            f0 = residuals(u)
+            out = np.empty((f0.size, u.size))
+            for i in range(u.size):
+                h = _RESPONSES_STEP if i == j else 1e-4 * max(1.0, abs(u[i]))
+                h = h if u[i] + h <= hi[i] else -h
+                v = u.copy()
+                v[i] += h
+                out[:, i] = (residuals(v) - f0) / h
+            return out
     try:
         with np.errstate(all="ignore"), _warnings.catch_warnings():  # extreme figures: the check below names them
             _warnings.simplefilter("ignore", RuntimeWarning)
-            res = least_squares(residuals, x0, bounds=(lo, hi), method="trf", diff_step=1e-4, xtol=1e-10,
+            res = least_squares(residuals, x0, jac=jac, bounds=(lo, hi), method="trf", diff_step=1e-4, xtol=1e-10,
                                 ftol=1e-10, gtol=1e-10, max_nfev=_MAX_EVALUATIONS)
     except (ValueError, FloatingPointError, ArithmeticError, np.linalg.LinAlgError) as exc:  # never a solver's text
         return None, f"the least-squares solver stopped ({type(exc).__name__})"
@@ -591,8 +646,9 @@ def calibrate(scenario: Scenario, measurements, *, source: str | None = None, ca
     floors = _floors(model, float(plain.metrics["trainer_mfu_busy"]), cal)
     fitted, stopped = _fit(model, meas, exposed, free, floors)
     before = model.stages(RunFactors(), exposed)
-    after = model.stages(fitted, exposed) if fitted is not None else before
     fitted = fitted or RunFactors()
+    model_after = _RunModel.of(scn, cluster, fitted.responses) if fitted.responses != 1.0 else model
+    after = model_after.stages(fitted, exposed)
     stages = tuple(StageFit(k, meas[k], before[k], after[k], k in exposed) for k in TIME_KEYS if k in meas)
     misfit = (f"the fit did not converge ({stopped})" if stopped else "") or _misfit(stages, cal)
     if misfit and fitted is not None:  # say which factors the physics held back
@@ -609,15 +665,17 @@ def calibrate(scenario: Scenario, measurements, *, source: str | None = None, ca
                         generator_precision=g.precision,
                         kv_precision=g.kv_precision or ("fp8" if g.precision == "fp4" else g.precision),
                         engine=st.engine, framework=scn.orchestration.framework, mode=scn.orchestration.mode,
-                        trainer_gpus=scn.trainer.gpus, generator_gpus=scn.generator.gpus, weight_sync=st.weight_sync)
+                        trainer_gpus=scn.trainer.gpus, generator_gpus=scn.generator.gpus, weight_sync=st.weight_sync,
+                        response_tokens_mean=scn.workload.response_tokens_mean,
+                        response_tokens_max=scn.workload.response_tokens_max)
     out = RunCalibration(factors=factors, stages=stages, run=run, measured=tuple(sorted(meas.items())),
                          workload=tuple(sorted(workload.items())), scenario=scn, source=source or _source(measurements),
                          date=dt.date.today().isoformat(), warnings=tuple(warnings), misfit=misfit,
-                         generation_parts=_generation_parts(model, fitted, after))
+                         generation_parts=_generation_parts(model_after, fitted, after))
     if not misfit:  # the fit holds on its stages: does the calibrated run still obey the physics?
         mfu = evaluate(scn.with_run_calibration(out), calibration=calibration, advice=False).metrics
         misfit = (_unphysical(float(mfu["trainer_mfu_busy"]), fitted.training, cal)
-                  or _faster_than_hbm(model, fitted.generation))
+                  or _faster_than_hbm(model_after, fitted.generation))
         out = replace(out, misfit=misfit)
     if misfit:
         out = replace(out, warnings=(f"not calibrated: {misfit}",) + out.warnings)
@@ -641,7 +699,8 @@ def _applicable(model: _RunModel, meas: dict[str, float], warnings: list[str]) -
 
 def _factor(name: str, f: RunFactors, free: list[str], meas: dict[str, float]) -> Factor:
     stage = _STAGE_OF[name]
-    moved = [k for k in TIME_KEYS if k in meas and (k == stage or k == "step_time_s")] if name in free else []
+    moved = [k for k in TIME_KEYS if k in meas and (stage is None or k == stage or k == "step_time_s")] \
+        if name in free else []
     return Factor(name=name, value=float(getattr(f, name)), unit="s" if name == "step_overhead_s" else "1",
                   scales=SCALES[name], fitted_from=tuple(moved), applies=name in free or name == "step_overhead_s")
 
@@ -703,7 +762,7 @@ def _edited(cal: RunCalibration, original: str) -> str:
     changed = {k: v for k, v in cal.scenario.workload.model_dump(mode="json", exclude_none=True).items()
                if not isinstance(v, dict) and v != old_w.get(k)}
     out = _set_in_table(out, "workload", changed)
-    section = cal.scenario.calibration.model_dump(mode="json", exclude_defaults=False)
+    section = cal.scenario.calibration.model_dump(mode="json", exclude_defaults=False, exclude_none=True)
     block = tomli_w.dumps({"calibration": section}).rstrip("\n")
     status = cal.status
     note = [f"{_NOTE[0]}{cal.date}: {status}", f"{_NOTE[1]} above and this table were written by tcocalc "

@@ -24,13 +24,15 @@ def _colocated():
 
 
 def _truth(scn, **factors):
-    """The stage times the model gives under known factors: a synthetic measured run."""
+    """The stage times the model gives under known factors, and the mean response a log gives beside them (the
+    capped mean: the response lengths are then measured, not a factor to fit): a synthetic measured run."""
     from tcocalc.rl.cluster import resolve
     from tcocalc.rl.run_factors import RunFactors
     from tcocalc.studies.calibrate import _RunModel
 
     model = _RunModel.of(scn, resolve(scn))
-    return {k: v for k, v in model.stages(RunFactors(**factors)).items() if v > 0}  # a log has no empty stage
+    out = {k: v for k, v in model.stages(RunFactors(**factors)).items() if v > 0}  # a log has no empty stage
+    return {**out, "response_tokens_mean": model.ws.response_mean}
 
 
 def test_recovers_known_factors_from_every_phase():
