@@ -268,8 +268,36 @@ def _stage_rows(case: dict) -> list[dict]:
     except TcocalcError as exc:  # published times the model's step cannot hold: shown with the reason
         return [{**base, "stage": names[k], "published [s]": v, "predicted [s]": math.nan, "note": str(exc)}
                 for k, v in meas.items() if k != "step_time_s"]
-    return [{**base, "stage": names[s.stage], "published [s]": s.measured_s, "predicted [s]": s.before_s, "note": ""}
+    implied, note = _implied_mfu(scn, fitted.stages)
+    return [{**base, "stage": names[s.stage], "published [s]": s.measured_s, "predicted [s]": s.before_s,
+             "implied busy MFU": implied if s.stage == "training_s" else math.nan,
+             "note": note if s.stage in _TOKEN_STAGES else ""}
             for s in fitted.stages if s.stage != "step_time_s"]
+
+
+#: The stages whose time scales with the tokens a step generates and trains (not the switch or the push).
+_TOKEN_STAGES = ("generation_s", "training_s", "logprob_s")
+
+
+def _implied_mfu(scn, stages) -> tuple[float, str]:
+    """The trainer's busy MFU the published update time implies under the scenario's workload (the model's busy MFU
+    x its update time / the published one: the update's FLOPs are the model's, so MFU is inversely proportional to
+    the time), NaN without a published update; and, where it is above the highest a calibrated trainer may show
+    (data/rl_calibration.toml ``calibrate_mfu_ceiling``), why every stage of the run is off: the published update
+    cannot be run on these GPUs at the workload's token count, so the assumed workload (response lengths, samples
+    per step) is larger than the run's, and every stage scales with it ("" otherwise)."""
+    upd = next((s for s in stages if s.stage == "training_s"), None)
+    if upd is None or not upd.before_s > 0:
+        return math.nan, ""
+    mfu = float(evaluate(scn, advice=False).metrics["trainer_mfu_busy"])
+    implied = mfu * upd.before_s / upd.measured_s
+    ceiling = shipped_calibration().rl["calibrate_mfu_ceiling"]
+    if not implied > ceiling:
+        return implied, ""
+    return implied, (f"input-limited: the published update needs a busy MFU of {implied:.0%} under the assumed "
+                     f"workload (the model's {mfu:.0%} x {upd.before_s:,.0f} s / {upd.measured_s:,.0f} s), above the "
+                     f"{ceiling:.0%} ceiling (calibrate_mfu_ceiling): the run trained fewer tokens per step than the "
+                     f"scenario assumes, and its generation, update and log-prob times scale with them")
 
 
 def stage_table(frameworks=None):
@@ -367,11 +395,27 @@ def group_table(v: dict):
                                              f"{int(g['within'].sum())} of {len(g)} within" for label, g in parts)))
     out = st[~st["in-sample"]]
     off = out[(out["ratio"] >= 2.0) | (out["ratio"] <= 0.5)]
+    limited = off["note"].fillna("").str.startswith("input-limited")
+    runs = off[limited].drop_duplicates("id")
+    rest = out.loc[~out["note"].fillna("").str.startswith("input-limited"), "error [%]"].astype(float).abs()
+
+    def listed(rows):
+        return ", ".join(f"{r['id']} {r['stage']} {r['ratio']:.2f}x" for _, r in rows.iterrows())
     lines.append(_summary(GROUPS[3], "published stage times (in-sample rows shown, not counted)", out["error [%]"],
                           out["id"] + " " + out["stage"],
-                          note=f"{len(off)} stage rows off by 2x or more: "
-                               + ", ".join(f"{r['id']} {r['stage']} {r['ratio']:.2f}x" for _, r in off.iterrows())))
+                          note=f"{len(off)} stage rows off by 2x or more; {int(limited.sum())} of them input-limited "
+                               f"(the run's published update needs a busy MFU above the ceiling under the assumed "
+                               f"workload: " + ", ".join(f"{r['id']} {_implied_of(st, r['id']):.0%}"
+                                                         for _, r in runs.iterrows())
+                               + f"): {listed(off[limited])}; not explained: {listed(off[~limited])}; the rows of "
+                                 f"runs not input-limited: median {rest.median():.0f}%, {int((rest <= 25).sum())} "
+                                 f"of {len(rest)} within"))
     return pd.DataFrame(sorted(lines, key=lambda line: GROUPS.index(line["group"])))
+
+
+def _implied_of(st, case_id: str) -> float:
+    """The busy MFU a stage case's published update implies (:func:`_implied_mfu`)."""
+    return float(st.loc[(st["id"] == case_id) & st["implied busy MFU"].notna(), "implied busy MFU"].iloc[0])
 
 
 def validate() -> Validation:
@@ -466,5 +510,6 @@ def groups_report(v: Validation | None = None) -> str:
            "\n### Stages\n", _md(v.stages, {"id": "id", "framework": "framework", "stage": "stage",
                                             "published [s]": "published [s]", "predicted [s]": "predicted [s]",
                                             "error [%]": "error %", "ratio": "predicted / published",
+                                            "implied busy MFU": "implied busy MFU",
                                             "in-sample": "fitted a constant", "case": "case"})]
     return "".join(out)

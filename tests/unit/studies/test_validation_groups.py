@@ -119,6 +119,31 @@ def test_stage_rows_are_the_models_uncalibrated_stage_times(v):
     assert st.loc[st["id"] == "REFIT-07", "in-sample"].all()  # a row that fitted a constant is marked
 
 
+def test_a_run_whose_published_update_needs_more_than_the_mfu_ceiling_is_input_limited(v):
+    """The busy MFU a published update implies under the scenario's workload is the model's busy MFU x its update
+    time / the published one (the update's FLOPs are the model's) [hand-derived]: ST-01's colocated verl run
+    (volcengine/verl recipe/one_step_off_policy/README.md: update 286 s on 16 H20 for 512 x 12 responses of the
+    assumed 3,000 tokens) needs about 136%, above the 75% ceiling, so its generation, update and log-prob rows are
+    marked input-limited (the run trained fewer tokens than assumed) and the summary says so; its switch, which
+    does not scale with the tokens, is not; ST-03's update (about 28%) is not input-limited."""
+    st = v.stages
+    row = st[(st["id"] == "ST-01") & (st["stage"] == "training")].iloc[0]
+    mfu = tc.evaluate(fc.case_scenario("verl-onestep-7b-coloc"), advice=False).metrics["trainer_mfu_busy"]
+    assert row["implied busy MFU"] == pytest.approx(mfu * row["predicted [s]"] / 286.0, rel=1e-9)
+    assert 1.2 < row["implied busy MFU"] < 1.5
+    ceiling = tc.shipped_calibration().rl["calibrate_mfu_ceiling"]
+    marked = st["note"].fillna("").str.startswith("input-limited")
+    for case_id, rows in st[st["id"].str.startswith("ST-")].groupby("id"):
+        implied = rows["implied busy MFU"].dropna()
+        over = len(implied) and float(implied.iloc[0]) > ceiling
+        for _, r in rows.iterrows():
+            assert marked[r.name] == bool(over and r["stage"] in ("generation", "training", "log-prob")), (case_id,
+                                                                                                        r["stage"])
+    assert not marked[(st["id"] == "ST-03")].any()
+    note = v.groups.set_index("group").loc["stages", "note"]
+    assert "input-limited" in note and "ST-01 136%" in note and "not explained: " in note
+
+
 def test_every_fitted_rl_constant_is_attributed_to_its_frameworks():
     """data/validation/fitted_constants.csv names every constant of data/rl_calibration.toml of kind "fitted",
     and the refit rows it names exist with role fit."""
