@@ -508,17 +508,19 @@ with st.expander("Calibrate from a run", expanded="_calibration" in ss):
                 cal = ui.calibrate(scn, cal_log, None if cal_fw == "(guess)" else cal_fw, cal_steps.strip() or None,
                                    {k: v for k, v in typed.items() if v > 0})
             ss["_calibration"], ss["_calibration_view"] = cal.section().model_dump(), (
-                cal.to_frame(), cal.factors_frame(), cal.warnings, dict(cal.workload))
+                cal.to_frame(), cal.factors_frame(), cal.warnings, dict(cal.workload), cal.inferred_response_line)
         except (tc.TcocalcError, ValueError, OSError) as exc:
             ui.show_error(exc, {})
     if "_calibration" in ss and b2.button("Remove the calibration", key="cal_clear"):
         ss.pop("_calibration", None)
         ss.pop("_calibration_view", None)
     if "_calibration_view" in ss:
-        stages, factors, warned, workload = ss["_calibration_view"]
+        stages, factors, warned, workload, inferred = ss["_calibration_view"]
         st.markdown("**Measured against the model, before and after**")
         st.dataframe(display_table(stages), hide_index=True)
         st.dataframe(display_table(factors), hide_index=True)
+        if inferred:
+            st.caption(inferred[0].upper() + inferred[1:])
         if workload:
             st.caption("Measured workload (inputs, not factors; set the inputs above to plan this run): "
                        + ", ".join(f"{k.split('.')[-1]} {v:,.4g}" for k, v in workload.items()))

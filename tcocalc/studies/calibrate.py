@@ -152,6 +152,17 @@ class RunCalibration:
                 return f.value
         raise ScenarioError("factor", f"no factor {name!r}; factors: {', '.join(FACTOR_NAMES)}")
 
+    @property
+    def inferred_response_line(self) -> str:
+        """One sentence on the mean response the measured times imply (the responses factor x the scenario's
+        assumed mean), "" when the lengths were measured or left as assumed."""
+        k, assumed = self.factor("responses"), self.run.response_tokens_mean
+        if k == 1.0 or assumed is None:
+            return ""
+        return (f"responses: the measured times imply a mean response of about {k * assumed:,.0f} tokens before "
+                f"the cap, where the scenario assumes {assumed:,.0f} (inferred, not measured: a logged response "
+                f"length, response_tokens_mean, replaces the inference)")
+
     def section(self) -> CalibrationSection:
         """The ``[calibration]`` table a scenario carries (:meth:`Scenario.with_run_calibration`)."""
         return CalibrationSection(source=self.source, date=self.date, run=self.run,
@@ -191,12 +202,8 @@ class RunCalibration:
             value = f"{f.value:,.3g} s" if f.unit == "s" else f"x{f.value:.3g}"
             lines.append(f"  {f.name:<16}{value:>10}  {f.scales}; from "
                          f"{', '.join(f.fitted_from) or 'no measurement (neutral)'}")
-        k = self.factor("responses")
-        if k != 1.0 and self.run.response_tokens_mean is not None:
-            lines.append(f"responses: the measured times imply a mean response of about "
-                         f"{k * self.run.response_tokens_mean:,.0f} tokens before the cap, where the scenario assumes "
-                         f"{self.run.response_tokens_mean:,.0f} (inferred, not measured: a logged response length, "
-                         f"response_tokens_mean, replaces the inference)")
+        if self.inferred_response_line:
+            lines.append(self.inferred_response_line)
         if self.generation_parts:
             lines.append("generation phase (model, calibrated): " + " + ".join(f"{name} {sec:,.3g} s"
                                                                          for name, sec in self.generation_parts)

@@ -492,6 +492,9 @@ def test_plan_calibrates_from_typed_times_and_labels_the_plan():
     expected = tc.evaluate(tc.load_scenario("default").with_run_calibration(cal)).metrics["useful_samples_per_s"]
     assert float(metric(at, "Useful samples/s").split()[0]) == pytest.approx(expected, rel=0.01)  # 3 digits shown
     assert metric(at, "Useful samples/s") != before
+    # no length typed: the responses factor is fitted and the page says what mean the times imply
+    assert cal.factor("responses") != 1.0
+    assert any(c.value == cal.inferred_response_line[0].upper() + cal.inferred_response_line[1:] for c in at.caption)
     at.button(key="cal_clear").click().run()
     assert metric(at, "Useful samples/s") == before and not at.subheader[0].value.endswith(", calibrated")
 
