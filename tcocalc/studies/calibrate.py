@@ -421,21 +421,42 @@ def _factors(free: list[str], x) -> RunFactors:
 
 
 class _Models:
-    """The run's model at each trial responses factor, built once per value (the workload's statistics depend on
-    the lengths; the other factors only scale stage times)."""
+    """The run's model as a smooth function of the responses factor: built once per point of a grid of
+    :data:`_RESPONSES_GRID` in log space (the workload's statistics depend on the lengths, and each new value
+    re-runs the serving search; the other factors only scale stage times), each stage's log time interpolated
+    linearly between the two grid points around the trial value, so the fit sees a continuous function of the
+    factor instead of the model's small discrete steps (slots, waves, layouts)."""
 
     def __init__(self, model: _RunModel):
-        self.base, self.cache = model, {1.0: model}
+        self.base, self.cache = model, {0: model}
 
-    def at(self, responses: float) -> _RunModel:
-        if responses not in self.cache:
-            self.cache[responses] = _RunModel.of(self.base.scn, self.base.cluster, responses)
-        return self.cache[responses]
+    def _at(self, key: int) -> _RunModel:
+        if key not in self.cache:
+            self.cache[key] = _RunModel.of(self.base.scn, self.base.cluster, math.exp(key * _RESPONSES_GRID))
+        return self.cache[key]
+
+    def stages(self, f: RunFactors, exposed, nearest: bool = False) -> dict[str, float]:
+        """The model's stage times under ``f`` (its responses factor interpolated on the grid; ``nearest``: the
+        nearest grid point's, for a derivative along another factor, which the lengths barely change within a
+        cell)."""
+        pos = math.log(f.responses) / _RESPONSES_GRID
+        if nearest:
+            return self._at(round(pos)).stages(f, exposed)
+        low = math.floor(pos)
+        t = pos - low
+        a = self._at(low).stages(f, exposed)
+        if t < 1e-9:
+            return a
+        b = self._at(low + 1).stages(f, exposed)
+        return {k: math.exp((1 - t) * math.log(max(a[k], 1e-12)) + t * math.log(max(b[k], 1e-12))) if a[k] > 0
+                and b[k] > 0 else (1 - t) * a[k] + t * b[k] for k in a}
 
 
-#: The step of the responses factor's finite difference [log units]: the workload's statistics move the model in
-#: small discrete ways (slots, waves, layouts) that a step of 1e-8 does not see, and 1% does.
-_RESPONSES_STEP = 0.01
+#: The responses factor's grid [log units] (:class:`_Models`): 2% of the lengths.
+_RESPONSES_GRID = 0.02
+#: The step of the responses factor's finite difference [log units]: half a grid cell (the interpolated model is
+#: linear in the log factor within a cell).
+_RESPONSES_STEP = _RESPONSES_GRID / 2
 
 
 def _fit(model: _RunModel, meas: dict[str, float], exposed: set[str], free: list[str],
@@ -454,10 +475,10 @@ def _fit(model: _RunModel, meas: dict[str, float], exposed: set[str], free: list
     scale = np.array([prior[n] if n == "step_overhead_s" else 1.0 for n in free])
     models = _Models(model)
 
-    def residuals(u):
+    def residuals(u, nearest=False):
         f = _factors(free, u * scale)
         try:
-            m = models.at(f.responses).stages(f, exposed)
+            m = models.stages(f, exposed, nearest)
         except TcocalcError:  # lengths the run's hardware cannot hold: as far from the measurement as can be
             return np.full(len(keys) + len(free), 1e6)
         fit = [(math.log(max(m[k], 1e-12)) - math.log(meas[k])) / sigma_m for k in keys]
@@ -475,15 +496,16 @@ def _fit(model: _RunModel, meas: dict[str, float], exposed: set[str], free: list
     if "responses" in free:
         j = free.index("responses")
 
-        def jac(u):  # forward differences: 1e-4 (relative) for the stage factors, 1% for the responses factor
-            f0 = residuals(u)
+        def jac(u):  # forward differences: 1e-4 (relative) for the stage factors at the nearest grid point's
+            #         lengths, half a grid cell for the responses factor on the interpolated model (_Models)
+            f0, near = residuals(u), residuals(u, nearest=True)
             out = np.empty((f0.size, u.size))
             for i in range(u.size):
                 h = _RESPONSES_STEP if i == j else 1e-4 * max(1.0, abs(u[i]))
                 h = h if u[i] + h <= hi[i] else -h
                 v = u.copy()
                 v[i] += h
-                out[:, i] = (residuals(v) - f0) / h
+                out[:, i] = (residuals(v) - f0) / h if i == j else (residuals(v, nearest=True) - near) / h
             return out
     try:
         with np.errstate(all="ignore"), _warnings.catch_warnings():  # extreme figures: the check below names them

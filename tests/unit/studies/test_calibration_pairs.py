@@ -10,7 +10,7 @@ paid the pilot's tail as a slower engine.
 
 What the pairs say (2026-12-07; before the responses factor in brackets, 2026-12-06): scaling a synchronous run out
 (C-06, C-07) carries within ±25%: -21% (-16%), -16% (-15%). A colocated or synchronous pilot carried to a plan whose
-step is built otherwise: C-01 +36% (+58%), C-02 +129% (+84%), C-03 +23% (+66%), C-04 +55% (+12%), C-05 +10% (+47%);
+step is built otherwise: C-01 +36% (+58%), C-02 +129% (+84%), C-03 +23% (+66%), C-04 +55% (+12%), C-05 +13% (+47%);
 median 36% (58%), two of five within ±25% (one). None of the seven pilots gives its response lengths, so the fit
 also corrects the lengths its scenario assumed (the responses factor, prior calibrate_prior_responses): C-01, C-03
 and C-05 come out with shorter responses (x0.46, x0.68, x0.59) and trainers below the MFU ceiling where they sat at
@@ -111,7 +111,7 @@ def test_pilots_without_lengths_correct_the_assumed_responses_and_keep_their_tra
         assert report.details["calibration"]["factors"]["responses"] == pytest.approx(cal.factor("responses"))
         pilot = tc.evaluate(cal.scenario, advice=False).metrics["trainer_mfu_busy"]
         assert pilot < 0.9 * ceiling, pid
-        assert report.metrics["trainer_mfu_busy"] == pytest.approx(pilot, rel=0.02), pid  # C-05: 0.539, 0.543
+        assert report.metrics["trainer_mfu_busy"] == pytest.approx(pilot, rel=0.02), pid  # C-05: 0.550, 0.554
         assert abs(err) < bound, (pid, err)
 
 
