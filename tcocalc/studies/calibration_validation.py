@@ -1,7 +1,9 @@
 """Leave-one-out check of :func:`~tcocalc.calibrate` on NeMo RL's published step times (docs/calibration.md §5).
 
-Each published row in turn is the "pilot": the model is calibrated on its step time alone (the one number a
-performance table gives; its workload is already the row's published mean length), then predicts every sibling row,
+Each published row in turn is the "pilot": the model is calibrated on its step time (the one time a performance
+table gives) and, where the table gives it (NeMo RL's), its mean generated length, which its scenario already
+assumes (so the lengths are measured, not a factor to fit; verl's study gives none, so there the fit also corrects
+the assumed lengths, the responses factor), then predicts every sibling row,
 the same model on the same hardware, precision and NeMo RL version in the other mode or at another GPU count (and,
 for verl's rows, the same scenario file at another GPU count or staleness bound). Three predictions of each sibling
 are compared with its published step time: the uncalibrated model, the calibrated one, and the baseline a
@@ -71,8 +73,10 @@ def calibration_pairs_table():
         for pilot in group:
             if not math.isfinite(plain[pilot["id"]]):
                 continue
-            cal = calibrate(scenarios[pilot["id"]], {"step_time_s": pilot["step_time_s"]},
-                            source=f"{pilot['id']} (published step time)")
+            figures = {"step_time_s": pilot["step_time_s"]}
+            if pilot.get("generated_mean_tokens"):  # NeMo RL's table gives the mean generated length beside the step
+                figures["response_tokens_mean"] = float(pilot["generated_mean_tokens"])
+            cal = calibrate(scenarios[pilot["id"]], figures, source=f"{pilot['id']} (published step time)")
             scale = pilot["step_time_s"] / plain[pilot["id"]]
             for target in group:
                 if target is pilot or not math.isfinite(plain[target["id"]]):
