@@ -152,12 +152,35 @@ def framework_table(calibration=None):
     regime, published and predicted value, error [%], pass band and whether inside it (DataFrame)."""
     rows = []
     for case in framework_cases():
+        implied = math.nan
         try:
             pred, note = _predict(case, calibration), ""
+            if case["kind"] == "step":
+                implied, note = _implied_step_mfu(case, calibration)
         except TcocalcError as exc:  # a valid scenario the model cannot run: a miss with its reason, never dropped
             pred, note = math.nan, f"{type(exc).__name__}: {exc}"
-        rows.append(_case_row(case, pred, note))
+        rows.append({**_case_row(case, pred, note), "implied busy MFU >=": implied})
     return _frame(rows)
+
+
+def _implied_step_mfu(case: dict, calibration) -> tuple[float, str]:
+    """The least busy MFU the trainer needs to fit its work for the assumed workload into the published step (the
+    model's busy MFU x its trainer time per step / the published step: in every mode the trainer's busy time is at
+    most the step, and its FLOPs are the model's), and, where that is above the highest a calibrated trainer may
+    show (data/rl_calibration.toml ``calibrate_mfu_ceiling``), why the row misses: the run trained fewer tokens per
+    step than the scenario assumes ("" otherwise)."""
+    scn = case_scenario(case["scenario"], case["id"])
+    rep = evaluate(scn, calibration=calibration, advice=False)
+    mfu = float(rep.metrics["trainer_mfu_busy"])
+    t_train = float(rep.phase_results[0].rates.t_train[0])
+    implied = mfu * t_train / case["published"]
+    ceiling = shipped_calibration().rl["calibrate_mfu_ceiling"]
+    if not implied > ceiling:
+        return implied, ""
+    return implied, (f"input-limited: the trainer's work for the assumed workload ({t_train:,.0f} s per step at "
+                     f"the model's {mfu:.0%} busy MFU) fits the published {case['published']:,.0f} s step only at "
+                     f"{implied:.0%}, above the {ceiling:.0%} ceiling (calibrate_mfu_ceiling): the run trained fewer "
+                     f"tokens per step than the scenario assumes")
 
 
 # ---------------------------------------------------------------- leave one framework out
@@ -385,11 +408,15 @@ def group_table(v: dict):
                            f"side of 1 ({int(pairs['on-policy'].str.startswith('NEMO').sum())} NeMo RL, the rest "
                            f"verl's study)"),
              _summary(GROUPS[1], "in-sample", verl["error [%]"], verl["id"])]
+    limited = set(fw.loc[fw["note"].fillna("").str.startswith("input-limited"), "id"])
     for name, t, basis in ((GROUPS[2], fw, "development set, shipped constants"),
                            (GROUPS[4], lofo, "out of sample: nothing fitted on the row's frameworks")):
         sp = t[t["kind"] == "speedup"]
         parts = [(f"set {s}", g) for s, g in t.groupby("set", sort=False)]
         parts.append(("sets 2 and 3 (the 19 rows measured before)", t[t["set"].isin(["2", "3"])]))
+        rest = t[~t["id"].isin(limited)]
+        parts.append((f"without the {len(limited)} input-limited step rows ({', '.join(sorted(limited))}: the "
+                      f"published step is shorter than the assumed workload's update at the MFU ceiling)", rest))
         lines.append(_summary(name, basis, t["error [%]"], t["id"], t["within"], sp,
                               note="; ".join(f"{label}: median {g['error [%]'].astype(float).abs().median():.0f}%, "
                                              f"{int(g['within'].sum())} of {len(g)} within" for label, g in parts)))
@@ -494,7 +521,7 @@ def groups_report(v: Validation | None = None) -> str:
                                      "worst": "worst rows", "speed-ups": "speed-ups", "note": "note"}),
            "\n### Other frameworks (development set), shipped constants\n",
            "Step and weight-sync times in seconds, speed-ups as useful samples/s of the first run over the second.\n\n",
-           _md(v.frameworks, row),
+           _md(v.frameworks, {**row, "implied busy MFU >=": "implied busy MFU ≥"}),
            "\n### What is fitted on which framework's rows\n", _md(v.fitted, {c: c for c in v.fitted.columns}),
            "\nThe roofline factors of data/calibration.toml are fitted on serving and training benchmarks "
            "(data/validation_cases.toml), none of them an RL framework's run.\n",

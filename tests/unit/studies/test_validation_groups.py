@@ -144,6 +144,29 @@ def test_a_run_whose_published_update_needs_more_than_the_mfu_ceiling_is_input_l
     assert "input-limited" in note and "ST-01 136%" in note and "not explained: " in note
 
 
+def test_a_step_shorter_than_the_assumed_update_at_the_mfu_ceiling_is_input_limited(v):
+    """A development-set step row's least implied busy MFU is the model's busy MFU x its trainer time per step / the
+    published step (the trainer's busy time is at most the step in every mode) [hand-derived]. AReaL v0.3's 7B
+    asynchronous run (91.4 s on 48 trainer H800; inclusionAI/AReaL blog/AReaL_v0_3.md Table 2) needs about 103%
+    under the assumed 8,000-token mean responses, so the row is named input-limited; verl's colocated ReTool run
+    (about 11%) is not; the group's note gives the figures without them."""
+    fw = v.frameworks.set_index("id")
+    scn = fc.case_scenario("areal-7b-h800-async-48x144")
+    rep = tc.evaluate(scn, advice=False)
+    expected = rep.metrics["trainer_mfu_busy"] * float(rep.phase_results[0].rates.t_train[0]) / 91.4
+    assert fw.loc["AR-01", "implied busy MFU >="] == pytest.approx(expected, rel=1e-9)
+    ceiling = tc.shipped_calibration().rl["calibrate_mfu_ceiling"]
+    for rid, r in fw.iterrows():
+        limited = str(r["note"]).startswith("input-limited")
+        if r["kind"] != "step":
+            assert not limited and r["implied busy MFU >="] != r["implied busy MFU >="], rid  # NA off step rows
+        else:
+            assert limited == bool(r["implied busy MFU >="] > ceiling), rid
+    assert str(fw.loc["AR-01", "note"]).startswith("input-limited") and not str(fw.loc["VE-01", "note"])
+    note = v.groups.set_index("group").loc["other frameworks (development set)", "note"]
+    assert "input-limited step rows (AR-01, S1-11, S1-12, S1-5" in note
+
+
 def test_every_fitted_rl_constant_is_attributed_to_its_frameworks():
     """data/validation/fitted_constants.csv names every constant of data/rl_calibration.toml of kind "fitted",
     and the refit rows it names exist with role fit."""
