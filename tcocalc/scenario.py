@@ -406,8 +406,8 @@ class CalibratedRun(_Section):
     generator_gpus: int = Field(ge=1, le=1_000_000, description="generator GPUs of the measured run [GPU]")
     weight_sync: Name = Field(description="weight-sync transport of the measured run")
     response_tokens_mean: float | None = Field(None, gt=0, le=1e9, description="the mean response the measured "
-                                               "run's scenario assumed [token]: what the responses factor scales, "
-                                               "so it carries only to a plan that assumes the same")
+                                               "run's scenario assumed [token]: what the responses factor corrects "
+                                               "(a plan that assumes another is told so)")
     response_tokens_max: float | None = Field(None, gt=0, le=1e9, description="the response cap of the measured "
                                               "run's scenario [token] (none: uncapped)")
 

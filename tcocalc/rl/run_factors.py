@@ -18,8 +18,9 @@ logprob        model, trainer accelerator, trainer precision and framework
 weight_sync    model, trainer and generator accelerators, transport, and one pool or two as measured
 switching      model, accelerator and framework, in a colocated target (only one pool switches)
 step_overhead  framework and model
-responses      model, and the mean response and cap the measured run's scenario assumed (the factor corrects
-               those assumed lengths: fitted only when the log gave no response length)
+responses      model (the factor corrects the lengths a scenario assumes for it, fitted only when the log gave no
+               response length; a plan that assumes other lengths than the measured run's scenario gets them
+               scaled alike, with a warning naming both, so that a sweep over lengths stays monotonic)
 ============== ===========================================================================================
 
 The responses factor is not a stage's: it scales the workload's response lengths (mean and p99) wherever the
@@ -48,7 +49,7 @@ TRANSFER_KEYS: dict[str, tuple[str, ...]] = {
     "weight_sync": ("model", "trainer_hardware", "generator_hardware", "weight_sync", "pools"),
     "switching": ("model", "trainer_hardware", "framework", "pools"),
     "step_overhead_s": ("framework", "model"),
-    "responses": ("model", "workload"),
+    "responses": ("model",),
 }
 
 
@@ -111,11 +112,10 @@ def _workload(mean, cap) -> str:
 
 
 def response_scale(scn: Scenario) -> float:
-    """The calibration's responses factor where it carries to ``scn`` (module docstring: the same model and the same
-    assumed mean response and cap as the measured run's scenario, a fit that held), else 1. Needs no resolved
-    cluster, so that the workload's statistics (:func:`tcocalc.rl.phases.workload_stats`) can apply it; the
-    model is compared by its catalog name, as :func:`run_factors` does (an unknown model: 1, the resolver names
-    it)."""
+    """The calibration's responses factor where it carries to ``scn`` (module docstring: the same model, a fit that
+    held), else 1. Needs no resolved cluster, so that the workload's statistics
+    (:func:`tcocalc.rl.phases.workload_stats`) can apply it; the model is compared by its catalog name, as
+    :func:`run_factors` does (an unknown model: 1, the resolver names it)."""
     cal = scn.calibration
     if cal is None or cal.fit or cal.run is None or cal.factors.responses == 1.0:
         return 1.0
@@ -126,10 +126,7 @@ def response_scale(scn: Scenario) -> float:
         name = model(scn.model.name).name
     except TcocalcError:
         return 1.0
-    w = scn.workload
-    same = (name == cal.run.model and _workload(w.response_tokens_mean, w.response_tokens_max)
-            == _workload(cal.run.response_tokens_mean, cal.run.response_tokens_max))
-    return cal.factors.responses if same else 1.0
+    return cal.factors.responses if name == cal.run.model else 1.0
 
 
 def run_factors(scn: Scenario, cluster, engine: str, weight_sync: str) -> RunFactors:
@@ -165,14 +162,6 @@ def run_factors(scn: Scenario, cluster, engine: str, weight_sync: str) -> RunFac
                             f"trajectories) is dropped: this {scn.orchestration.mode} plan streams its generation, "
                             f"so no batch waits for its slowest trajectories; the engine's speed carries as the "
                             f"generation factor")
-        elif differ and name == "responses":
-            dropped.append((name, differ))
-            warnings.append(f"calibration: responses ({_show(name, value)}, the response lengths the measured run's "
-                            f"times imply against the lengths its scenario assumed) is dropped: "
-                            + ", ".join(f"the measured run's {k} {measured[k]} differs from this scenario's "
-                                        f"{target[k]}" for k in differ)
-                            + "; measure the response length (response_tokens_mean) or scale this plan's "
-                              "workload.response_tokens_mean yourself")
         elif differ:
             dropped.append((name, differ))
             warnings.append(f"calibration: {name} ({_show(name, value)}) is dropped: the measured run's "
@@ -180,6 +169,12 @@ def run_factors(scn: Scenario, cluster, engine: str, weight_sync: str) -> RunFac
                                         for k in differ))
         else:
             values[name] = value
+            if name == "responses" and measured["workload"] != target["workload"]:
+                warnings.append(f"calibration: responses ({_show(name, value)}: the measured run's times imply "
+                                f"responses {_show(name, value)} the lengths its scenario assumed, "
+                                f"{measured['workload']}) scales this plan's assumed lengths alike "
+                                f"({target['workload']}); if this plan's lengths are measured, not assumed, "
+                                f"calibrate with the measured length (response_tokens_mean) instead")
     across = _across_modes(run.mode, scn.orchestration.mode) if values else ""
     if across:
         warnings.append(f"calibration: {across}")

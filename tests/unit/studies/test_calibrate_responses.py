@@ -91,10 +91,12 @@ def test_a_logged_length_replaces_the_inference():
     assert "imply a mean response" not in str(cal)
 
 
-def test_the_lengths_carry_to_the_same_workload_only_and_are_applied_once():
-    """A responses factor carries to another split and mode of the same model and assumed lengths (the report names
-    it and the workload's mean follows it), is dropped with a warning naming the workload where the plan assumes
-    another mean, and a ``[[phases]]`` entry's own scale multiplies it once: the phase's scenario carries the lengths
+def test_the_lengths_carry_to_the_same_model_and_are_applied_once():
+    """A responses factor carries to another split and mode of the same model (the report names it and the
+    workload's lognormal moves by ln k); to a plan that assumes other lengths it applies alike, with a warning that
+    names both, so a sweep over the mean response (its shape, sigma, kept) stays monotonic through the pilot's own
+    value; it is dropped for
+    another model; and a ``[[phases]]`` entry's own scale multiplies it once: the phase's scenario carries the lengths
     already scaled and a neutral factor (tcocalc.rl.phases.phase_scenario)."""
     scn = _colocated()
     step = _RunModel.of(scn, resolve(scn)).stages(RunFactors())["step_time_s"]
@@ -108,9 +110,15 @@ def test_the_lengths_carry_to_the_same_workload_only_and_are_applied_once():
     assert workload_stats(moved).mu == pytest.approx(plain.mu + math.log(k), rel=1e-12)
     other = moved.with_values({"workload.response_tokens_mean": 2.0 * scn.workload.response_tokens_mean})
     rep = tc.evaluate(other)
-    assert rep.details["calibration"]["dropped"]["responses"] == ["workload"]
+    assert rep.details["calibration"]["factors"]["responses"] == pytest.approx(k)
     said = [w["message"] for w in rep.details["warnings"] if "responses (" in w["message"]]
-    assert said and "mean response" in said[0] and "response_tokens_mean" in said[0]
+    assert said and "scales this plan's assumed lengths alike" in said[0] and "response_tokens_mean" in said[0]
+    shaped = moved.with_values({"workload.response_tokens_p99": None, "workload.response_tokens_sigma": 0.6})
+    means = [m * scn.workload.response_tokens_mean for m in (0.5, 0.8, 1.0, 1.25, 2.0)]  # the lognormal's shape kept
+    steps = tc.sweep(shaped, {"workload.response_tokens_mean": means})["step_time_s"].tolist()
+    assert steps == sorted(steps)
+    stranger = moved.with_values({"model.name": "Qwen3-32B"})
+    assert tc.evaluate(stranger).details["calibration"]["dropped"]["responses"] == ["model"]
     phase = phase_scenario(cal.scenario, {"response_scale": 2.0})
     assert phase.workload.response_tokens_mean == pytest.approx(2.0 * k * scn.workload.response_tokens_mean)
     assert phase.calibration.factors.responses == 1.0
