@@ -306,9 +306,10 @@ def _implied_mfu(scn, stages) -> tuple[float, str]:
     """The trainer's busy MFU the published update time implies under the scenario's workload (the model's busy MFU
     x its update time / the published one: the update's FLOPs are the model's, so MFU is inversely proportional to
     the time), NaN without a published update; and, where it is above the highest a calibrated trainer may show
-    (data/rl_calibration.toml ``calibrate_mfu_ceiling``), why every stage of the run is off: the published update
-    cannot be run on these GPUs at the workload's token count, so the assumed workload (response lengths, samples
-    per step) is larger than the run's, and every stage scales with it ("" otherwise)."""
+    (data/rl_calibration.toml ``calibrate_mfu_ceiling``), why the run's token-bound stages are off: the published
+    update cannot be run on these GPUs at the workload's token count, so the assumed workload (response lengths,
+    samples per step) is larger than the run's, and its generation, update and log-prob scale with it ("" otherwise;
+    the switch and the push do not scale with the tokens)."""
     upd = next((s for s in stages if s.stage == "training_s"), None)
     if upd is None or not upd.before_s > 0:
         return math.nan, ""
@@ -408,14 +409,14 @@ def group_table(v: dict):
                            f"side of 1 ({int(pairs['on-policy'].str.startswith('NEMO').sum())} NeMo RL, the rest "
                            f"verl's study)"),
              _summary(GROUPS[1], "in-sample", verl["error [%]"], verl["id"])]
-    limited = set(fw.loc[fw["note"].fillna("").str.startswith("input-limited"), "id"])
+    limited_ids = set(fw.loc[fw["note"].fillna("").str.startswith("input-limited"), "id"])
     for name, t, basis in ((GROUPS[2], fw, "development set, shipped constants"),
                            (GROUPS[4], lofo, "out of sample: nothing fitted on the row's frameworks")):
         sp = t[t["kind"] == "speedup"]
         parts = [(f"set {s}", g) for s, g in t.groupby("set", sort=False)]
         parts.append(("sets 2 and 3 (the 19 rows measured before)", t[t["set"].isin(["2", "3"])]))
-        rest = t[~t["id"].isin(limited)]
-        parts.append((f"without the {len(limited)} input-limited step rows ({', '.join(sorted(limited))}: the "
+        rest = t[~t["id"].isin(limited_ids)]
+        parts.append((f"without the {len(limited_ids)} input-limited step rows ({', '.join(sorted(limited_ids))}: the "
                       f"published step is shorter than the assumed workload's update at the MFU ceiling)", rest))
         lines.append(_summary(name, basis, t["error [%]"], t["id"], t["within"], sp,
                               note="; ".join(f"{label}: median {g['error [%]'].astype(float).abs().median():.0f}%, "
