@@ -405,8 +405,11 @@ def mfu_warnings(scn: Scenario, cluster: Cluster, metrics: dict,
 
 
 def calibration_warnings(cluster: Cluster) -> list[ReportWarning]:
-    """The run calibration's factors that do not carry over to this scenario (:mod:`tcocalc.rl.run_factors`)."""
-    return [ReportWarning("calibration_dropped", w) for w in cluster.run.warnings]
+    """What the run calibration says about this scenario (:mod:`tcocalc.rl.run_factors`): each factor that does not
+    carry over (kind ``calibration_dropped``), and the rest (carried across modes, lengths scaled alike, a fit that
+    did not hold: kind ``calibration``)."""
+    return [ReportWarning("calibration_dropped" if " is dropped" in w else "calibration", w)
+            for w in cluster.run.warnings]
 
 
 def serving_alternative(scn: Scenario, cluster: Cluster, metrics: dict) -> Arrangement | None:
