@@ -22,6 +22,7 @@ from .phases import WorkloadStats, phase_list, workload_stats
 from .rates import Flow, Rates, interruptible, pool_rates
 from .report import contract_metrics
 from .results import PhaseResult
+from .rollouts import clear_makespan_memo
 from .sandboxes import sandbox_load
 from .staleness import Staleness, staleness
 from .steps.registry import STEP_MODELS
@@ -180,7 +181,9 @@ def _ceiling(rates: Rates, gcap: GeneratorCapacity) -> np.ndarray:
 
 
 def clear_caches() -> None:
-    """Forget everything the staged model caches: generator and trainer rates (:mod:`.capacity`) and the tail
-    rule's tables (:mod:`.steps.tail`) - what a cold start measures, and what a trial calibration must drop."""
+    """Forget everything the staged model caches: generator and trainer rates (:mod:`.capacity`), the tail
+    rule's tables (:mod:`.steps.tail`) and the list-schedule makespans (:mod:`.rollouts`) - what a cold start
+    measures, and what a trial calibration must drop."""
     capacity.clear_caches()
     clear_tail_tables()
+    clear_makespan_memo()

@@ -6,6 +6,7 @@ below) and is reproduced by a test (tests/unit/rl/test_rollouts.py, validation I
 
 from __future__ import annotations
 
+import collections
 import functools
 import math
 
@@ -173,6 +174,17 @@ def _renewals(table, t) -> np.ndarray:
     return np.where(t <= 0.0, 0.0, np.where(t <= u[-1], np.interp(t, u, m), m[-1] + (t - u[-1]) / mean))
 
 
+#: Results of :func:`list_makespan_tokens` kept for a repeated call (a sizing search or sweep that meets the same
+#: splits again), least recently used first out; :func:`clear_makespan_memo` forgets them.
+_MAKESPAN_MEMO: collections.OrderedDict = collections.OrderedDict()
+_MAKESPAN_MEMO_SIZE = 4096
+
+
+def clear_makespan_memo() -> None:
+    """Forget the results :func:`list_makespan_tokens` keeps (a cold start measures without them)."""
+    _MAKESPAN_MEMO.clear()
+
+
 def list_makespan_tokens(n, slots, mu: float, sigma: float, cap: float | None, replicas=1) -> np.ndarray:
     """Expected decode steps until ``n`` trajectories put on ``slots`` at once have all finished, each freed slot
     taking the next waiting one (list scheduling; docs/rl-modeling.md §4.5) [token]; lengths ``min(R, L)``,
@@ -193,6 +205,21 @@ def list_makespan_tokens(n, slots, mu: float, sigma: float, cap: float | None, r
     (tests/unit/rl/test_list_makespan.py)."""
     n_arr, s_arr, r_arr = np.broadcast_arrays(np.asarray(n, dtype=float), np.asarray(slots, dtype=float),
                                               np.maximum(np.asarray(replicas, dtype=float), 1.0))
+    key = (n_arr.shape, n_arr.tobytes(), s_arr.tobytes(), r_arr.tobytes(), float(mu), float(sigma),
+           None if cap is None else float(cap))
+    hit = _MAKESPAN_MEMO.get(key)
+    if hit is not None:
+        _MAKESPAN_MEMO.move_to_end(key)
+        return hit.copy()
+    out = _list_makespan(n_arr, s_arr, r_arr, mu, sigma, cap)
+    _MAKESPAN_MEMO[key] = out.copy()
+    if len(_MAKESPAN_MEMO) > _MAKESPAN_MEMO_SIZE:
+        _MAKESPAN_MEMO.popitem(last=False)
+    return out
+
+
+def _list_makespan(n_arr, s_arr, r_arr, mu: float, sigma: float, cap: float | None) -> np.ndarray:
+    """:func:`list_makespan_tokens` on broadcast arrays, without its memo."""
     longest = np.asarray(expected_max(n_arr * r_arr, mu, sigma, cap), dtype=float)
     beyond = n_arr > s_arr
     if not beyond.any():

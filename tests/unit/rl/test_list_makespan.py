@@ -144,3 +144,25 @@ def test_extreme_laws_stay_finite_and_within_graham_s_bounds(n, slots, mu, sigma
     longest = float(expected_max(n, mu, sigma, cap))
     assert math.isfinite(got)
     assert max(work, longest) * (1 - 1e-9) <= got <= (work + longest) * (1 + 1e-9)
+
+
+def test_repeated_call_is_remembered_and_never_shared():
+    """A repeated call returns what the first computed (the memo a sizing search meets its splits again with), as a
+    copy the caller may change; ``clear_caches`` forgets it, and the recomputation agrees to the last bit."""
+    from tcocalc.rl import pipeline, rollouts
+
+    mu, sigma = _law(300.0, 1200.0)
+    n, slots = np.array([1280.0, 2560.0, 640.0]), np.array([1024.0, 1024.0, 512.0])
+    pipeline.clear_caches()
+    assert len(rollouts._MAKESPAN_MEMO) == 0
+    first = list_makespan_tokens(n, slots, mu, sigma, 1024.0, replicas=2)
+    assert len(rollouts._MAKESPAN_MEMO) == 1
+    first_copy = first.copy()
+    first[:] = -1.0                      # the caller's array, not the memo's
+    again = list_makespan_tokens(n, slots, mu, sigma, 1024.0, replicas=2)
+    np.testing.assert_array_equal(again, first_copy)
+    other = list_makespan_tokens(n, slots, mu, sigma, 2048.0, replicas=2)   # another cap: another entry
+    assert len(rollouts._MAKESPAN_MEMO) == 2 and np.all(other >= again)
+    pipeline.clear_caches()
+    assert len(rollouts._MAKESPAN_MEMO) == 0
+    np.testing.assert_array_equal(list_makespan_tokens(n, slots, mu, sigma, 1024.0, replicas=2), first_copy)
