@@ -129,3 +129,29 @@ def test_training_model_at_the_logs_micro_batches(name, layout, sequences, recom
     steps = job.steps(Layouts.of([Parallelism(**layout)]), offload=False, recompute=recompute)
     tokens_per_s = float(job.global_batch(Layouts.of([Parallelism(**layout)]))[0] * job.seq / steps["step_s"][0])
     assert ws.samples_per_step * ws.traj_tokens / tokens_per_s == pytest.approx(update_s, rel=0.02)
+
+
+def test_the_fsdp_switch_follows_its_engines_regime():
+    """verl logs ``generate_sequences`` and ``reshard`` as means over ranks and ``gen`` as the slowest rank's wall
+    time (§3.10 "What the two timers average"): in the FSDP log the rest of ``gen`` moves with the engine's two
+    regimes (correlation 0.80 to 0.02; at the steps whose engine ran under 52 s switch 11.12 s and rest 6.54 s, at
+    the others 17.45 and 12.81 s, each median to 0.01 s); in the Megatron log, whose engine runs steady, it does not
+    (|correlation| below 0.2)."""
+    import numpy as np
+
+    def split(rows):
+        engine = np.array([float(r["generate_sequences"]) for r in rows])
+        switch = np.array([float(r["gen"]) for r in rows]) - engine
+        rest = switch - np.array([float(r["reshard"]) for r in rows])
+        return engine, switch, rest
+
+    engine, switch, rest = split(_steady("fsdp"))
+    assert np.corrcoef(rest, engine)[0, 1] == pytest.approx(0.80, abs=0.02)
+    quick = engine < 52.0
+    assert quick.sum() == 51 and (~quick).sum() == 115
+    assert float(np.median(switch[quick])) == pytest.approx(11.12, abs=0.01)
+    assert float(np.median(rest[quick])) == pytest.approx(6.54, abs=0.01)
+    assert float(np.median(switch[~quick])) == pytest.approx(17.45, abs=0.01)
+    assert float(np.median(rest[~quick])) == pytest.approx(12.81, abs=0.01)
+    engine, _, rest = split(_steady("megatron"))
+    assert abs(np.corrcoef(rest, engine)[0, 1]) < 0.2
