@@ -38,6 +38,12 @@ EXPECTED = {
     "verl_console.log": ("verl", "verl-console", (2, 5), 1, {
         "step_time_s": 75.0, "generation_s": 45.0, "training_s": 18.0, "logprob_s": 6.0 + 5.0, "weight_sync_s": 3.0,
         "response_tokens_mean": 1810.5, "response_tokens_longest": 4096.0, "prompt_tokens": 212.4}),
+    # verl since 2025-08-12 (volcengine/verl@45b4ce910): generate_sequences is the mean over ranks, generation_timing/
+    # max the slowest rank's, which is the generation; steps 1..5, 1 dropped; max 46, 47, 48, 50 -> 47.5; switching =
+    # gen - max = 6, 6, 7, 8 -> 6.5 (the rank mean's 10, 12, 12, 14 would give 12); step 82..88 -> 85
+    "verl_console_longtail.log": ("verl", "verl-console", (2, 5), 1, {
+        "step_time_s": 85.0, "generation_s": 47.5, "training_s": 21.5, "logprob_s": 6.0, "switching_s": 6.5,
+        "response_tokens_mean": 512.0, "response_tokens_longest": 1024.0, "prompt_tokens": 100.0}),
     # steps 1..3 of 10, 20, 30 s; 1 dropped
     "verl_file.jsonl": ("verl", "jsonl", (2, 3), 1, {
         "step_time_s": 25.0, "generation_s": 12.5, "response_tokens_mean": 1002.5}),
