@@ -55,20 +55,25 @@ def parse_stage_cases(text: str, file: str = "data/validation/stage_cases.csv") 
     ``generation_exposed``: the generation figure is the trainer's wait for rollouts, not the generation;
     ``scenario``: a development-set file, or ``shipped/<name>`` for a shipped scenario, at the split
     ``trainer_gpus``:``generator_gpus`` where given; ``in_sample``: the run belongs to a study the model was
-    developed on (shown, not counted)."""
+    developed on (shown, not counted); ``generation_rank_mean``: the generation is the mean of the engines' own
+    times and the switch is the rest of a wall time that ends with the slowest engine (verl's
+    ``generate_sequences`` and ``gen``, docs/rl-modeling.md §3.10)."""
     out = []
     for _line, row in parse_csv(text, file):
         rid = row.get("id", "?")
         nums = check_entry(file, rid, row, require=("id", "framework", "scenario", "source"),
                            value_fields=("step_time_s",), optional_values=STAGE_KEYS, date_fields=("date",),
                            optional_wholes=("trainer_gpus", "generator_gpus"), positive=("step_time_s",))
-        for flag in ("generation_exposed", "in_sample"):
+        for flag in ("generation_exposed", "in_sample", "generation_rank_mean"):
             if row.get(flag) not in _BOOL:
                 raise DataFileError(file, rid, flag, "true or false")
         if (nums["trainer_gpus"] is None) != (nums["generator_gpus"] is None):
             raise DataFileError(file, rid, "generator_gpus", "give both trainer_gpus and generator_gpus, or neither")
+        if _BOOL[row["generation_rank_mean"]] and nums["switching_s"] is None:
+            raise DataFileError(file, rid, "generation_rank_mean", "true only with a switching_s (the rest of the "
+                                                                   "wall time it holds)")
         out.append({**row, **nums, "generation_exposed": _BOOL[row["generation_exposed"]],
-                    "in_sample": _BOOL[row["in_sample"]]})
+                    "in_sample": _BOOL[row["in_sample"]], "generation_rank_mean": _BOOL[row["generation_rank_mean"]]})
     return tuple(out)
 
 

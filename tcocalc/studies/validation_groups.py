@@ -292,10 +292,66 @@ def _stage_rows(case: dict) -> list[dict]:
         return [{**base, "stage": names[k], "published [s]": v, "predicted [s]": math.nan, "note": str(exc)}
                 for k, v in meas.items() if k != "step_time_s"]
     implied, note = _implied_mfu(scn, fitted.stages)
-    return [{**base, "stage": names[s.stage], "published [s]": s.measured_s, "predicted [s]": s.before_s,
+    rows = [{**base, "stage": names[s.stage], "published [s]": s.measured_s, "predicted [s]": s.before_s,
              "implied busy MFU": implied if s.stage == "training_s" else math.nan,
              "note": note if s.stage in _TOKEN_STAGES else ""}
             for s in fitted.stages if s.stage != "step_time_s"]
+    if case["generation_rank_mean"]:
+        _rank_mean_rows(scn, rows, names, fitted.factor("responses"), limited=bool(note))
+    return rows
+
+
+def _engine_spread(scn, responses: float = 1.0) -> tuple[float, float] | None:
+    """(the batch's generation over all the generator's engines, one engine's own) [s per step] of a colocated or
+    synchronous scenario, its response lengths x ``responses``: the model's generation stage ends with the last
+    of the engines (``list_makespan_tokens(..., replicas)``, docs/rl-modeling.md §4.5), and one engine with its
+    share of the batch is the same model on ``tp`` GPUs with ``1/replicas`` of the prompts (its slots, lengths and
+    step times the same). None where the engine's TP is not pinned or the prompts do not divide over the engines."""
+    from ..rl.run_factors import RunFactors
+    from .calibrate import _RunModel
+
+    tp = scn.generator.tp
+    if tp is None or scn.generator.gpus % tp:
+        return None
+    engines = scn.generator.gpus // tp
+    prompts = scn.workload.prompts_per_step
+    if engines < 2 or prompts % engines:
+        return None
+    one = scn.with_values({"generator.gpus": tp, "trainer.gpus": tp, "trainer.tp": None, "trainer.pp": None,
+                           "trainer.cp": None, "trainer.ep": None, "workload.prompts_per_step": prompts // engines})
+    gen = [_RunModel.of(s, resolve(s), responses).stages(RunFactors())["generation_s"] for s in (scn, one)]
+    return float(gen[0]), float(gen[1])
+
+
+def _rank_mean_rows(scn, rows: list[dict], names: dict, responses: float, limited: bool) -> None:
+    """The rows of a run whose logged generation is the engines' mean and whose switch is the rest of a wall
+    time that ends with the slowest engine (verl: ``generate_sequences`` all-reduced with ``ReduceOp.AVG``,
+    ``gen`` the driver's wall time; docs/rl-modeling.md §3.10), compared like with like: the predicted generation
+    becomes one engine's own, the predicted switch gains the last engine's excess over it. The excess grows with
+    the response lengths' spread; where the run is input-limited its size under the lengths the run's published
+    times imply (``responses``, the run's own calibration) is the evidence: within 2x of the published switch,
+    the row is named input-limited (explained), else it stays unexplained with the figures in its note."""
+    spread = _engine_spread(scn)
+    if spread is None:
+        return
+    last, mean = spread
+    by_stage = {r["stage"]: r for r in rows}
+    by_stage[names["generation_s"]]["predicted [s]"] = mean
+    sw = by_stage.get(names["switching_s"])
+    if sw is None or not sw["predicted [s]"] == sw["predicted [s]"]:
+        return
+    switch = sw["predicted [s]"]
+    sw["predicted [s]"] = switch + (last - mean)
+    text = (f"the published switch is verl's gen less the engines' mean generate_sequences: the switch and the last "
+            f"engine's excess over the mean; the model's excess {last - mean:,.1f} s under the assumed lengths")
+    implied = _engine_spread(scn, responses) if limited and responses != 1.0 else None
+    if implied is not None:
+        at = switch + implied[0] - implied[1]
+        text += (f", {implied[0] - implied[1]:,.1f} s at the lengths the run's published times imply (responses "
+                 f"x{responses:.2f}): switch + excess {at:,.1f} s")
+        if 0.5 < at / sw["published [s]"] < 2.0:
+            text = "input-limited: " + text
+    sw["note"] = text
 
 
 #: The stages whose time scales with the tokens a step generates and trains (not the switch or the push).

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 
 import pytest
 
@@ -124,8 +125,10 @@ def test_a_run_whose_published_update_needs_more_than_the_mfu_ceiling_is_input_l
     time / the published one (the update's FLOPs are the model's) [hand-derived]: ST-01's colocated verl run
     (volcengine/verl recipe/one_step_off_policy/README.md: update 286 s on 16 H20 for 512 x 12 responses of the
     assumed 3,000 tokens) needs about 136%, above the 75% ceiling, so its generation, update and log-prob rows are
-    marked input-limited (the run trained fewer tokens than assumed) and the summary says so; its switch, which
-    does not scale with the tokens, is not; ST-03's update (about 28%) is not input-limited."""
+    marked input-limited (the run trained fewer tokens than assumed) and the summary says so; a switch only where
+    its published figure holds the slowest engine's excess and the model's switch and excess at the lengths the
+    run's times imply come within 2x of it (test_a_rank_mean_switch_holds_the_last_engines_excess); ST-03's update
+    (about 28%) is not input-limited."""
     st = v.stages
     row = st[(st["id"] == "ST-01") & (st["stage"] == "training")].iloc[0]
     mfu = tc.evaluate(fc.case_scenario("verl-onestep-7b-coloc"), advice=False).metrics["trainer_mfu_busy"]
@@ -137,11 +140,50 @@ def test_a_run_whose_published_update_needs_more_than_the_mfu_ceiling_is_input_l
         implied = rows["implied busy MFU"].dropna()
         over = len(implied) and float(implied.iloc[0]) > ceiling
         for _, r in rows.iterrows():
-            assert marked[r.name] == bool(over and r["stage"] in ("generation", "training", "log-prob")), (case_id,
-                                                                                                        r["stage"])
+            evidence = r["stage"] == "switching (colocated)" and "at the lengths the run's" in str(r["note"])
+            assert marked[r.name] == bool(over and (r["stage"] in ("generation", "training", "log-prob")
+                                                    or (evidence and 0.5 < _at(r) / r["published [s]"] < 2.0))), (
+                case_id, r["stage"])
     assert not marked[(st["id"] == "ST-03")].any()
     note = v.groups.set_index("group").loc["stages", "note"]
     assert "input-limited" in note and "ST-01 136%" in note and "not explained: " in note
+
+
+def _at(row) -> float:
+    """The switch + excess a rank-mean switching row's note gives at the implied lengths [s]."""
+    return float(re.search(r"switch \+ excess ([0-9.,]+) s", row["note"]).group(1).replace(",", ""))
+
+
+def test_a_rank_mean_switch_holds_the_last_engines_excess(v):
+    """verl logs ``generate_sequences`` as the mean over its ranks (``reduce_timing``, ``ReduceOp.AVG``) and ``gen``
+    as the driver's wall time, which ends with the slowest engine (volcengine/verl@e55d1431:verl/workers/
+    fsdp_workers.py and megatron_workers.py ``generate_sequences``; docs/rl-modeling.md §3.10): the stage table
+    compares one engine's own generation with the published generation and the switch plus the last engine's
+    excess over it with the rest of ``gen``. Hand-derived checks: one engine with 1/engines of the prompts is
+    the model on ``tp`` GPUs (its generation at most the whole batch's, within 1.5% on the GPG logs, where every
+    engine's 1,280 responses reach the 1,024 cap); the assumed 3,000-token mean puts every one-step-off engine's
+    longest at the 20,480 cap, so no excess; at the lengths ST-01's published times imply the slowest of its 8
+    engines ends about 50 s after the mean, against the README's 74 s of gen less generate_sequences (within 2x,
+    so named input-limited); ST-07's 17 s against 45 s is not (left unexplained)."""
+    st = v.stages
+    for cid, name in (("ST-05", "verl-gpg-qwen2-7b-fsdp-8"), ("ST-06", "verl-gpg-qwen2-7b-megatron-8")):
+        scn = fc.case_scenario(name)
+        last, mean = vg._engine_spread(scn)
+        assert 0.985 * last < mean <= last
+        rows = st[st["id"] == cid].set_index("stage")
+        assert rows.loc["generation", "predicted [s]"] == pytest.approx(mean, rel=1e-9)
+        case = next(c for c in fc.stage_cases() if c["id"] == cid)
+        fit = tc.calibrate(scn, {k: case[k] for k in ("step_time_s", "generation_s", "training_s", "logprob_s",
+                                                       "switching_s")})
+        switch = next(s.before_s for s in fit.stages if s.stage == "switching_s")
+        assert rows.loc["switching (colocated)", "predicted [s]"] == pytest.approx(switch + last - mean, rel=1e-6)
+    last, mean = vg._engine_spread(fc.case_scenario("verl-onestep-7b-coloc"))
+    assert last - mean == pytest.approx(0.0, abs=1e-6 * last)
+    sw = st[(st["stage"] == "switching (colocated)")].set_index("id")
+    assert sw.loc["ST-01", "note"].startswith("input-limited") and 37.0 < _at(sw.loc["ST-01"]) < 74.0 * 2
+    assert not str(sw.loc["ST-07", "note"]).startswith("input-limited") and _at(sw.loc["ST-07"]) < 45.0 / 2
+    unpinned = fc.case_scenario("verl-onestep-7b-coloc").with_values({"generator.tp": None})
+    assert vg._engine_spread(unpinned) is None  # the engines are the model's choice: not split
 
 
 def test_a_step_shorter_than_the_assumed_update_at_the_mfu_ceiling_is_input_limited(v):
