@@ -69,9 +69,11 @@ def parse_stage_cases(text: str, file: str = "data/validation/stage_cases.csv") 
                 raise DataFileError(file, rid, flag, "true or false")
         if (nums["trainer_gpus"] is None) != (nums["generator_gpus"] is None):
             raise DataFileError(file, rid, "generator_gpus", "give both trainer_gpus and generator_gpus, or neither")
-        if _BOOL[row["generation_rank_mean"]] and nums["switching_s"] is None:
-            raise DataFileError(file, rid, "generation_rank_mean", "true only with a switching_s (the rest of the "
-                                                                   "wall time it holds)")
+        if _BOOL[row["generation_rank_mean"]] and (nums["switching_s"] is None or nums["generation_s"] is None
+                                                   or _BOOL[row["generation_exposed"]]):
+            raise DataFileError(file, rid, "generation_rank_mean", "true only with a generation_s that is the "
+                                                                   "engines' own (generation_exposed false) and a "
+                                                                   "switching_s (the rest of the wall time)")
         out.append({**row, **nums, "generation_exposed": _BOOL[row["generation_exposed"]],
                     "in_sample": _BOOL[row["in_sample"]], "generation_rank_mean": _BOOL[row["generation_rank_mean"]]})
     return tuple(out)

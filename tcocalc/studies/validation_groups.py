@@ -336,9 +336,10 @@ def _rank_mean_rows(scn, rows: list[dict], names: dict, responses: float, limite
         return
     last, mean = spread
     by_stage = {r["stage"]: r for r in rows}
-    by_stage[names["generation_s"]]["predicted [s]"] = mean
+    if names["generation_s"] in by_stage:
+        by_stage[names["generation_s"]]["predicted [s]"] = mean
     sw = by_stage.get(names["switching_s"])
-    if sw is None or not sw["predicted [s]"] == sw["predicted [s]"]:
+    if sw is None or math.isnan(sw["predicted [s]"]):
         return
     switch = sw["predicted [s]"]
     sw["predicted [s]"] = switch + (last - mean)

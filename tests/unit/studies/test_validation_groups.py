@@ -63,6 +63,27 @@ def test_a_bad_case_row_names_the_field():
         fc.parse_framework_cases(out.getvalue())
 
 
+def test_a_rank_mean_stage_row_needs_the_engines_generation_and_a_switch():
+    """``generation_rank_mean`` compares the engines' own generation and the rest of the wall time: a row without a
+    switching_s, or whose generation is the trainer's wait, is refused naming the field."""
+    text = (ROOT / "data" / "validation" / "stage_cases.csv").read_text()
+    rows = list(csv.reader(io.StringIO(text)))
+    head = rows[0]
+    st03 = next(r for r in rows if r[0] == "ST-03")  # no switching_s published
+    st03[head.index("generation_rank_mean")] = "true"
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    with pytest.raises(tc.DataFileError, match="ST-03.*generation_rank_mean"):
+        fc.parse_stage_cases(out.getvalue())
+    rows = list(csv.reader(io.StringIO(text)))
+    st01 = next(r for r in rows if r[0] == "ST-01")
+    st01[head.index("generation_exposed")] = "true"
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    with pytest.raises(tc.DataFileError, match="ST-01.*generation_rank_mean"):
+        fc.parse_stage_cases(out.getvalue())
+
+
 def test_the_development_set_is_every_published_figure(v):
     """Sets 1-3 and the two real verl logs: 20 step times, 1 weight-sync time, 12 speed-ups; the published
     figures as the sources give them (spot checks against the cited tables)."""
