@@ -43,7 +43,7 @@ from ..rl.solve import evaluate
 from ..scenario import CalibratedRun, CalibrationFactors, CalibrationSection, Scenario
 
 __all__ = ["calibrate", "RunCalibration", "Factor", "StageFit", "TIME_KEYS", "WORKLOAD_KEYS", "MEASUREMENT_KEYS",
-           "EXPOSED_KEY", "EXPOSABLE", "stage_times", "calibrated_toml"]
+           "EXPOSED_KEY", "EXPOSABLE", "stage_times", "run_stage_times", "calibrated_toml"]
 
 TIME_KEYS = ("step_time_s", "generation_s", "training_s", "logprob_s", "weight_sync_s", "switching_s")
 """Measured times :func:`calibrate` fits [s per optimizer step, steady state]."""
@@ -369,6 +369,13 @@ class _RunModel:
     def stages(self, f: RunFactors, exposed: set[str] = frozenset()) -> dict[str, float]:
         """The model's time per step of every stage the calibration can compare (module docstring)."""
         return stage_times(self.scn, self.result(f), f, self.extra, self.switch_s, exposed)
+
+
+def run_stage_times(scn: Scenario, responses: float = 1.0, calibration=None) -> dict[str, float]:
+    """The model's uncalibrated time per step [s] of every stage a calibration compares (:func:`stage_times`: the
+    step, generation, update, log-prob passes, push and colocated switch) for ``scn`` as it stands, its response
+    lengths (mean and p99) x ``responses``; ``calibration``: a roofline CalibrationSet (default the shipped one)."""
+    return _RunModel.of(scn, resolve(scn, calibration), responses).stages(RunFactors())
 
 
 def stage_times(scn: Scenario, res: PhaseResult, f: RunFactors, extra: float, switch_s: float,

@@ -307,8 +307,7 @@ def _engine_spread(scn, responses: float = 1.0) -> tuple[float, float] | None:
     of the engines (``list_makespan_tokens(..., replicas)``, docs/rl-modeling.md §4.5), and one engine with its
     share of the batch is the same model on ``tp`` GPUs with ``1/replicas`` of the prompts (its slots, lengths and
     step times the same). None where the engine's TP is not pinned or the prompts do not divide over the engines."""
-    from ..rl.run_factors import RunFactors
-    from .calibrate import _RunModel
+    from .calibrate import run_stage_times
 
     tp = scn.generator.tp
     if tp is None or scn.generator.gpus % tp:
@@ -319,7 +318,7 @@ def _engine_spread(scn, responses: float = 1.0) -> tuple[float, float] | None:
         return None
     one = scn.with_values({"generator.gpus": tp, "trainer.gpus": tp, "trainer.tp": None, "trainer.pp": None,
                            "trainer.cp": None, "trainer.ep": None, "workload.prompts_per_step": prompts // engines})
-    gen = [_RunModel.of(s, resolve(s), responses).stages(RunFactors())["generation_s"] for s in (scn, one)]
+    gen = [run_stage_times(s, responses)["generation_s"] for s in (scn, one)]
     return float(gen[0]), float(gen[1])
 
 

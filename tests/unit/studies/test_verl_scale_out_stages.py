@@ -46,8 +46,8 @@ def _predicted(stages, case_id: str, stage: str) -> float:
 def test_published_gpu_seconds_of_the_two_scale_outs():
     """Hand-derived from the rows (to 1 GPU-s): Qwen2.5-Math-7B FSDP2 colocated, update_actor 32 x 313.81 = 10,042
     (the experiments' author's cell, volcengine/verl@6f0b21c53; b178a3cd has it swapped with the 16:16 row's 269.80,
-    stage_cases.csv VS-01), 64 x 133.41 = 8,538, 128 x 113.81 = 14,568 (128 over 32: 1.45x); old_log_prob 32 x 107.71 = 3,447, 128 x 53.92 =
-    6,902 (2.00x). Qwen3-30B-A3B Megatron: Update Actor 32 x 206.63 = 6,612 (fully async 96:32) against
+    stage_cases.csv VS-01), 64 x 133.41 = 8,538, 128 x 113.81 = 14,568 (128 over 32: 1.45x); old_log_prob
+    32 x 107.71 = 3,447, 128 x 53.92 = 6,902 (2.00x). Qwen3-30B-A3B Megatron: Update Actor 32 x 206.63 = 6,612 (fully async 96:32) against
     128 x 86.27 = 11,043 (colocated, 1.67x); the reference pass 32 x 50.05 = 1,602 against 128 x 20.86 = 2,670
     (1.67x), ST-09's log-prob being old_log_prob 28.73 + ref 20.86 = 49.59 s."""
     assert [_trainer_gpus(i) for i in ("VS-01", "VS-02", "VS-03", "ST-10", "ST-09")] == [32, 64, 128, 32, 128]
