@@ -44,12 +44,12 @@ def _predicted(stages, case_id: str, stage: str) -> float:
 
 
 def test_published_gpu_seconds_of_the_two_scale_outs():
-    """Hand-derived from the rows (to 1 GPU-s): Qwen2.5-Math-7B FSDP2 colocated, update_actor 32 x 313.81 = 10,042
-    (the experiments' author's cell, volcengine/verl@6f0b21c53; b178a3cd has it swapped with the 16:16 row's 269.80,
-    stage_cases.csv VS-01), 64 x 133.41 = 8,538, 128 x 113.81 = 14,568 (128 over 32: 1.45x); old_log_prob
-    32 x 107.71 = 3,447, 128 x 53.92 = 6,902 (2.00x). Qwen3-30B-A3B Megatron: Update Actor 32 x 206.63 = 6,612 (fully async 96:32) against
-    128 x 86.27 = 11,043 (colocated, 1.67x); the reference pass 32 x 50.05 = 1,602 against 128 x 20.86 = 2,670
-    (1.67x), ST-09's log-prob being old_log_prob 28.73 + ref 20.86 = 49.59 s."""
+    """Hand-derived from the rows (to 1 GPU-s): Qwen2.5-Math-7B FSDP2 colocated, update_actor 32 x 313.81 = 10,042 (the
+    experiments' author's cell, volcengine/verl@6f0b21c53; b178a3cd has it swapped with the 16:16 row's 269.80,
+    stage_cases.csv VS-01), 64 x 133.41 = 8,538, 128 x 113.81 = 14,568 (128 over 32: 1.45x); old_log_prob 32 x
+    107.71 = 3,447, 128 x 53.92 = 6,902 (2.00x). Qwen3-30B-A3B Megatron: Update Actor 32 x 206.63 = 6,612 (fully
+    async 96:32) against 128 x 86.27 = 11,043 (colocated, 1.67x); the reference pass 32 x 50.05 = 1,602 against 128
+    x 20.86 = 2,670 (1.67x), ST-09's log-prob being old_log_prob 28.73 + ref 20.86 = 49.59 s."""
     assert [_trainer_gpus(i) for i in ("VS-01", "VS-02", "VS-03", "ST-10", "ST-09")] == [32, 64, 128, 32, 128]
     assert [_gpu_s(i, "training_s") for i in ("VS-01", "VS-02", "VS-03")] == [
         pytest.approx(10042, abs=1), pytest.approx(8538, abs=1), pytest.approx(14568, abs=1)]
@@ -75,7 +75,8 @@ def test_the_colocated_30b_trainer_on_128_h20_within_25_percent(stages):
 
 
 @pytest.mark.xfail(strict=True, reason="known miss (issue 36): the model's trainer scales out perfectly, GPU-seconds "
-                                       "flat within 4% from 32 to 128 H20, where the published tables lose 1.45x (7B) and 1.67x (30B)")
+                                       "flat within 4% from 32 to 128 H20, where the published tables lose 1.45x (7B) "
+                                       "and 1.67x (30B)")
 def test_the_models_trainer_loses_what_the_tables_lose_from_32_to_128_gpus(stages):
     """The model's update GPU-seconds at 128 over 32 H20 within ±25% of the published ratio, in both studies
     (7B FSDP2: VS-03 over VS-01, 1.45x; 30B Megatron: ST-09 over ST-10, 1.67x). Today 1.00x and 0.97x."""
