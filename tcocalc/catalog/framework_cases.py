@@ -22,7 +22,8 @@ from ..errors import DataFileError, TcocalcError
 from ..scenario import Scenario, loads_scenario
 from .provenance import check_entry, parse_csv
 
-__all__ = ["framework_cases", "stage_cases", "fitted_constants", "case_scenario", "parse_framework_cases",
+__all__ = ["framework_cases", "stage_cases", "fitted_constants", "disk_reloads", "case_scenario",
+           "parse_disk_reloads", "parse_framework_cases",
            "parse_stage_cases", "parse_fitted_constants", "CASE_KINDS", "STAGE_KEYS"]
 
 CASE_KINDS = ("step", "weight_sync", "speedup")
@@ -79,6 +80,18 @@ def parse_stage_cases(text: str, file: str = "data/validation/stage_cases.csv") 
     return tuple(out)
 
 
+def parse_disk_reloads(text: str, file: str = "data/validation/disk_reloads.csv") -> tuple[dict, ...]:
+    """Published engine reloads of weights from storage: bytes each engine GPU loads [B] and the published reload
+    [s], each with the framework and the source (the rows ``weight_sync_disk_fixed_s`` and
+    ``engine_disk_load_bytes_per_s`` are fitted on, data/rl_calibration.toml)."""
+    out = []
+    for _line, row in parse_csv(text, file):
+        nums = check_entry(file, row.get("id", "?"), row, require=("id", "framework", "source"),
+                           value_fields=("bytes_per_gpu", "published_s"), positive=("bytes_per_gpu", "published_s"))
+        out.append({**row, **nums})
+    return tuple(out)
+
+
 def parse_fitted_constants(text: str, file: str = "data/validation/fitted_constants.csv") -> tuple[dict, ...]:
     """Each fitted RL constant with the frameworks and the rows it was fitted on (``;``-separated: ids of
     data/rl_cases_refit.csv where the rows are there) and the weight-sync transport whose time it sets."""
@@ -101,6 +114,12 @@ def framework_cases() -> tuple[dict, ...]:
 def stage_cases() -> tuple[dict, ...]:
     """data/validation/stage_cases.csv (read once)."""
     return parse_shipped("validation/stage_cases.csv", parse_stage_cases)
+
+
+@functools.cache
+def disk_reloads() -> tuple[dict, ...]:
+    """data/validation/disk_reloads.csv (read once)."""
+    return parse_shipped("validation/disk_reloads.csv", parse_disk_reloads)
 
 
 @functools.cache

@@ -116,16 +116,25 @@ def disk_reload_seconds(bytes_per_gpu, calibration: RLCalibration | None = None)
 
 
 def disk_sync_seconds(nbytes: float, trainer_gpus, generator_gpus, *, instance_gpus: int, store: Storage,
-                      calibration: RLCalibration | None = None):
+                      calibration: RLCalibration | None = None, server_gpus: int | None = None):
     """Seconds of a weight sync through shared storage (docs/rl-modeling.md §3.8): the trainer's save
     (:func:`checkpoint_save_seconds`), then every engine GPU's reload of its share ``bytes / instance_gpus``
-    (:func:`disk_reload_seconds`), the replicas' reads together at most at the storage's read rate:
-    ``t_save + t_fixed,disk + max(bytes/g / r_load, n_rep·bytes / R_storage)``. Arrays of splits broadcast."""
+    (:func:`disk_reload_seconds`), the servers' reads together at most at the storage's read rate:
+    ``t_save + t_fixed,disk + max(bytes/g / r_load, S·bytes·min(1, s/g) / R_storage)``, ``S = ⌈N_g/s⌉`` servers of
+    ``s = server_gpus`` GPUs. The engines of one server read the checkpoint through that server's page cache (the
+    loaders map the safetensors files, and a page a process has read is served to every other process of the host
+    from memory: https://docs.kernel.org/admin-guide/mm/concepts.html "Page Cache"), so storage serves each byte once
+    per server, and a server holding part of an instance only that part. ``server_gpus`` None: every replica reads
+    its own copy (``n_rep·bytes``, the bound before 2026-12-07). Arrays of splits broadcast."""
     cal = rl_calibration() if calibration is None else calibration
     inst = max(int(instance_gpus), 1)
-    replicas = np.maximum(np.asarray(generator_gpus) // inst, 1)
-    load = np.maximum(nbytes / inst / _factor(cal, "engine_disk_load_bytes_per_s"),
-                      replicas * nbytes / store.read_bytes_per_s)
+    n_g = np.asarray(generator_gpus)
+    if server_gpus is None:
+        read = np.maximum(n_g // inst, 1) * nbytes
+    else:
+        s = max(int(server_gpus), 1)
+        read = np.maximum(np.ceil(n_g / s), 1) * nbytes * min(1.0, s / inst)
+    load = np.maximum(nbytes / inst / _factor(cal, "engine_disk_load_bytes_per_s"), read / store.read_bytes_per_s)
     return checkpoint_save_seconds(nbytes, trainer_gpus, store, cal) + cal["weight_sync_disk_fixed_s"] + load
 
 
@@ -180,7 +189,8 @@ def weight_sync_seconds(params_total: float, trainer_acc, generator_acc, trainer
     inst = max(int(instance_gpus), 1)
     if transport == "disk":
         out = disk_sync_seconds(nbytes, trainer_gpus, generator_gpus, instance_gpus=inst,
-                                store=storage(cal) if store is None else store, calibration=cal)
+                                store=storage(cal) if store is None else store, calibration=cal,
+                                server_gpus=generator_acc.server_gpus or generator_acc.scaleup_domain_gpus)
         return float(out) if np.ndim(out) == 0 else out
     if transport == "host":
         out = host_sync_seconds(nbytes, trainer_acc, generator_acc, trainer_gpus, generator_gpus,

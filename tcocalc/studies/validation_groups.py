@@ -34,7 +34,14 @@ from dataclasses import dataclass
 
 from ..catalog.accelerators import hardware
 from ..catalog.calibration import shipped_calibration
-from ..catalog.framework_cases import STAGE_KEYS, case_scenario, fitted_constants, framework_cases, stage_cases
+from ..catalog.framework_cases import (
+    STAGE_KEYS,
+    case_scenario,
+    disk_reloads,
+    fitted_constants,
+    framework_cases,
+    stage_cases,
+)
 from ..catalog.models import model
 from ..catalog.regimes import regime_of
 from ..catalog.rl_cases import refit_cases
@@ -215,6 +222,24 @@ def _refit_broadcast(frameworks: frozenset):
     return float(1.0 / x), float(fixed), tuple(ids)
 
 
+def _refit_disk(frameworks: frozenset):
+    """``(weight_sync_disk_fixed_s, engine_disk_load_bytes_per_s, row ids)`` refitted on the published engine
+    reloads of data/validation/disk_reloads.csv not of ``frameworks``, as data/rl_calibration.toml fits them
+    (``t = fixed + bytes per GPU / rate``, least squares on the relative error); None with fewer than two rows or a
+    fit without a positive rate and a non-negative floor."""
+    import numpy as np
+
+    rows = [r for r in disk_reloads() if r["framework"] not in frameworks]
+    if len(rows) < 2:
+        return None
+    t = np.array([r["published_s"] for r in rows])
+    b = np.array([r["bytes_per_gpu"] for r in rows])
+    (fixed, x), *_ = np.linalg.lstsq(np.stack([1.0 / t, b / t], axis=1), np.ones_like(t), rcond=None)
+    if not (x > 0 and fixed >= 0):
+        return None
+    return float(fixed), float(1.0 / x), tuple(r["id"] for r in rows)
+
+
 @functools.cache
 def lofo_calibration(frameworks: frozenset):
     """The shipped constants with every one fitted on a framework in ``frameworks`` refitted without it:
@@ -223,9 +248,14 @@ def lofo_calibration(frameworks: frozenset):
     transports = {c["transport"] for c in fitted}
     changes, refitted, lost = {}, {}, set()
     for transport in sorted(transports):
-        fit = _refit_broadcast(frameworks) if transport == "nccl-broadcast" else None
+        fit = {"nccl-broadcast": _refit_broadcast, "disk": _refit_disk}.get(transport, lambda _f: None)(frameworks)
         if fit is None:
             lost.add(transport)
+            continue
+        if transport == "disk":
+            fixed, rate, ids = fit
+            changes.update(weight_sync_disk_fixed_s=fixed, engine_disk_load_bytes_per_s=rate)
+            refitted.update(weight_sync_disk_fixed_s=(fixed, ids), engine_disk_load_bytes_per_s=(rate, ids))
             continue
         eta, fixed, ids = fit
         changes.update(weight_sync_efficiency=eta, weight_sync_fixed_s=fixed)
@@ -237,9 +267,11 @@ def lofo_calibration(frameworks: frozenset):
 
 def lofo_table(shipped=None):
     """The development set with no constant fitted on the row's frameworks (module docstring); ``shipped``: the
-    :func:`framework_table` already computed, reused where nothing is fitted on the row's frameworks (DataFrame)."""
+    :func:`framework_table` already computed, reused where none of the constants the row's weight-sync transport
+    reads is fitted on the row's frameworks (DataFrame)."""
     shipped = framework_table() if shipped is None else shipped
     by_id = shipped.set_index("id")
+    transport_of = {c["constant"]: c["transport"] for c in fitted_constants()}
     rows = []
     for case in framework_cases():
         fws = _case_frameworks(case)
@@ -248,12 +280,12 @@ def lofo_table(shipped=None):
         uses = resolve(scn).settings.weight_sync
         if uses in lost:
             pred, note = math.nan, f"no leave-out prediction: its {uses} constants are fitted on {', '.join(fws)}"
-        elif not refitted:
+        elif not (reads := {k: v for k, v in refitted.items() if transport_of[k] == uses}):
             pred = by_id.loc[case["id"], "predicted"]
             pred, note = (math.nan if _na(pred) else float(pred)), "no constant it reads is fitted on its frameworks"
         else:
-            names = ", ".join(f"{k} {v:.3g}" for k, (v, _ids) in refitted.items())
-            names += f" (from {', '.join(sorted({i for _v, ids in refitted.values() for i in ids}))})"
+            names = ", ".join(f"{k} {v:.3g}" for k, (v, _ids) in reads.items())
+            names += f" (from {', '.join(sorted({i for _v, ids in reads.values() for i in ids}))})"
             try:
                 pred, note = _predict(case, cal), f"refitted without {', '.join(sorted(fws))}: {names}"
             except TcocalcError as exc:

@@ -13,6 +13,7 @@ import tcocalc as tc
 from tcocalc._data import data_dir
 from tcocalc.catalog.accelerators import hardware
 from tcocalc.catalog.calibration import calibration_for, parse_rl_calibration, rl_calibration
+from tcocalc.catalog.framework_cases import disk_reloads
 from tcocalc.catalog.models import model
 from tcocalc.errors import DataFileError, ScenarioError
 from tcocalc.rl.cluster import resolve
@@ -44,15 +45,8 @@ def _scn(**over):
 
 
 # ---------------------------------------------------------------- weight sync through disk (§3.8)
-# (bytes per engine GPU [B], published reload [s], source): docs/sources.md §M.6
-RELOADS = [
-    (0.494e9 * 2, 4.0, "prime-rl PR 651: Qwen2.5-0.5B, vLLM one GPU, mmap loader"),
-    (2.0 * 30.532e9 / 4, 30.0, "AReaL PR 324: Qwen3-30B-A3B, SGLang TP4, fast loader"),
-    (27.2e9, 27.15, "stitch: GLM-4.5-Air FP8 TP4 H200, disk destination"),
-    (189.4e9, 239.6, "stitch: GLM-5.2 FP8 TP4 B300"),
-    (151.0e9, 165.1, "stitch: Kimi K2.6 NVFP4 TP4 B300"),
-    (207.5e9, 300.4, "stitch: Kimi K3 MXFP4 TP8"),
-]
+# (bytes per engine GPU [B], published reload [s], source): data/validation/disk_reloads.csv (docs/sources.md §M.6)
+RELOADS = [(r["bytes_per_gpu"], r["published_s"], f"{r['id']} {r['framework']}") for r in disk_reloads()]
 
 
 def test_the_shipped_disk_reload_constants_are_the_fit_of_the_six_published_reloads():
@@ -102,6 +96,35 @@ def test_many_replicas_wait_on_the_storage_and_the_bound_follows_the_scenario_ke
     scn = _scn(**{"orchestration.weight_sync": "disk", "orchestration.storage_read_gb_per_s": 0.5})
     assert tc.evaluate(scn).metrics["step_time_s"] > tc.evaluate(_scn(**{"orchestration.weight_sync": "disk"})
                                                                  ).metrics["step_time_s"]
+
+
+def test_the_six_published_reloads_are_the_data_file():
+    """The reloads the disk constants are fitted on live in data/validation/disk_reloads.csv with their sources
+    (moved out of this file 2026-12-07, values unchanged): prime-rl 0.988 GB 4.0 s, AReaL 15.266 GB 30 s, stitch
+    27.2 / 189.4 / 151.0 / 207.5 GB in 27.15 / 239.6 / 165.1 / 300.4 s."""
+    assert [(r[0], r[1]) for r in RELOADS] == [(0.494e9 * 2, 4.0), (2.0 * 30.532e9 / 4, 30.0), (27.2e9, 27.15),
+                                               (189.4e9, 239.6), (151.0e9, 165.1), (207.5e9, 300.4)]
+    assert {r["framework"] for r in disk_reloads()} == {"prime-rl", "AReaL", "stitch"}
+
+
+def test_the_engines_of_one_server_read_the_checkpoint_once():
+    """docs/rl-modeling.md §3.8: engines on one server load the checkpoint through its page cache, so the storage
+    serves each byte once per server. Hand-derived, Qwen3-8B (16.4 GB) on 64 one-GPU engines, 8-GPU servers, a
+    store of 5 GB/s: 8 servers x 16.4 GB / 5 GB/s = 26.2 s of reads (64 x 16.4 / 5 = 210 s if every engine read its
+    own copy); TP16 engines over two 8-GPU servers read half the checkpoint per server: 4 servers x 8.2 GB / 5."""
+    nbytes = 2.0 * model("Qwen3-8B").params_total
+    slow = storage(read_gb_per_s=5.0)
+    save = float(checkpoint_save_seconds(nbytes, 8, slow))
+    own = disk_sync_seconds(nbytes, 8, 64, instance_gpus=1, store=slow)
+    cached = disk_sync_seconds(nbytes, 8, 64, instance_gpus=1, store=slow, server_gpus=8)
+    assert float(own) == pytest.approx(save + 2.86 + 64 * nbytes / 5e9, rel=1e-3)
+    assert float(cached) == pytest.approx(save + 2.86 + 8 * nbytes / 5e9, rel=1e-3)
+    wide = disk_sync_seconds(nbytes, 8, 32, instance_gpus=16, store=slow, server_gpus=8)
+    assert float(wide) == pytest.approx(save + 2.86 + max(nbytes / 16 / 0.861e9, 4 * nbytes / 2 / 5e9), rel=1e-3)
+    # the step model passes the generator's server size (H100 SXM: 8 GPUs)
+    p = model("Qwen3-8B").params_total
+    t = weight_sync_seconds(p, H100, H100, 8, 64, transport="disk", store=slow)
+    assert t == pytest.approx(float(cached), rel=1e-9)
 
 
 def test_disk_and_host_do_not_take_the_scale_up_shortcut():

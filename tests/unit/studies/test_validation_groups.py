@@ -258,6 +258,24 @@ def test_leave_one_framework_out_refits_without_the_framework():
     assert none == {} and shipped == tc.catalog.calibration.shipped_calibration()
 
 
+def test_leave_one_framework_out_refits_the_disk_constants_without_the_framework():
+    """The disk-reload constants (data/rl_calibration.toml) are the least-squares fit on the relative error of
+    data/validation/disk_reloads.csv's six reloads (2.86 s, 0.861 GB/s); without AReaL's reload (DR-02) the five
+    others give 2.79 s and 0.90 GB/s [recomputed], and a row whose transport is not disk keeps its shipped
+    prediction with a note that says so."""
+    fixed, rate, ids = vg._refit_disk(frozenset())
+    cal = tc.catalog.calibration.shipped_calibration().rl
+    assert (fixed, rate) == (pytest.approx(cal["weight_sync_disk_fixed_s"], rel=0.01),
+                             pytest.approx(cal["engine_disk_load_bytes_per_s"], rel=0.01))
+    fixed, rate, ids = vg._refit_disk(frozenset({"AReaL"}))
+    assert "DR-02" not in ids and len(ids) == 5
+    assert (fixed, rate) == (pytest.approx(2.79, abs=0.01), pytest.approx(0.900e9, rel=0.01))
+    lofo_cal, refitted, lost = vg.lofo_calibration(frozenset({"AReaL"}))
+    assert "disk" not in lost and refitted["engine_disk_load_bytes_per_s"][0] == pytest.approx(rate)
+    assert lofo_cal.rl["weight_sync_disk_fixed_s"] == pytest.approx(fixed)
+    assert vg._refit_disk(frozenset({"prime-rl", "AReaL", "stitch"})) is None
+
+
 def test_no_stated_error_is_below_the_measured_out_of_sample_error(v):
     """The figures every uncalibrated report states (data/prediction_errors.toml [regimes]) are each at least the
     leave-one-framework-out median of their regime as recomputed now; no regime without evidence states a figure,
