@@ -118,9 +118,11 @@ class RunCalibration:
     hardware and precision, engine, framework, mode, split, transport), ``stages`` (per measured stage, the model
     before and after), ``measured`` and ``workload`` (the measured figures, and the scenario keys they replaced),
     ``scenario`` (the measured run with its measured workload and this calibration applied), ``source``, ``date``,
-    ``warnings``, ``misfit`` (why it is not calibrated; "" when it is) and, for a run that generates in synchronous
+    ``warnings``, ``misfit`` (why it is not calibrated; "" when it is), for a run that generates in synchronous
     batches, ``generation_parts``: the calibrated model's generation per step split into what it is made of
-    (:func:`_generation_parts`) [s]."""
+    (:func:`_generation_parts`) [s], and ``spread``: each fitted factor's posterior standard deviation (log units for
+    a multiplier, seconds for the fixed cost; :func:`_posterior_sd`), so a factor the measured times hardly
+    determine (a spread near its prior width, data/rl_calibration.toml ``calibrate_prior_*``) reads as such."""
 
     factors: tuple[Factor, ...]
     stages: tuple[StageFit, ...]
@@ -133,6 +135,7 @@ class RunCalibration:
     warnings: tuple[str, ...] = ()
     misfit: str = ""
     generation_parts: tuple[tuple[str, float], ...] = ()
+    spread: tuple[tuple[str, float], ...] = ()
 
     @property
     def calibrated(self) -> bool:
@@ -159,9 +162,12 @@ class RunCalibration:
         k, assumed = self.factor("responses"), self.run.response_tokens_mean
         if k == 1.0 or assumed is None:
             return ""
+        sd = dict(self.spread).get("responses")
+        band = (f" (one standard deviation {k * assumed * math.exp(-sd):,.0f}-{k * assumed * math.exp(sd):,.0f}, "
+                f"the fit's linearised posterior)" if sd is not None and math.isfinite(sd) else "")
         return (f"responses: the measured times imply a mean response of about {k * assumed:,.0f} tokens before "
-                f"the cap, where the scenario assumes {assumed:,.0f} (inferred, not measured: a logged response "
-                f"length, response_tokens_mean, replaces the inference)")
+                f"the cap{band}, where the scenario assumes {assumed:,.0f} (inferred, not measured: a logged "
+                f"response length, response_tokens_mean, replaces the inference)")
 
     def section(self) -> CalibrationSection:
         """The ``[calibration]`` table a scenario carries (:meth:`Scenario.with_run_calibration`)."""
@@ -178,12 +184,24 @@ class RunCalibration:
                               "error after [%]": 100.0 * s.error_after, "exposed only": s.exposed}
                              for s in self.stages])
 
+    def _one_sd(self, f: Factor) -> str:
+        """A fitted factor's range of one posterior standard deviation (``spread``), "" for one no measurement
+        moved."""
+        sd = dict(self.spread).get(f.name)
+        if sd is None or not math.isfinite(sd) or not f.fitted_from:
+            return ""
+        if f.unit == "s":
+            return f"{max(f.value - sd, 0.0):,.3g}-{f.value + sd:,.3g} s"
+        return f"x{f.value * math.exp(-sd):.3g}-x{f.value * math.exp(sd):.3g}"
+
     def factors_frame(self):
-        """Every factor: value, unit, what it scales and the measurements it came from (DataFrame)."""
+        """Every factor: value, unit, what it scales, the measurements it came from and, for a fitted one, its range
+        of one posterior standard deviation (``spread``) (DataFrame)."""
         import pandas as pd
 
         return pd.DataFrame([{"factor": f.name, "value": f.value, "unit": f.unit, "scales": f.scales,
                               "fitted from": ", ".join(f.fitted_from) or "(no measurement: neutral)",
+                              "one standard deviation": self._one_sd(f),
                               "applies to the measured run": f.applies} for f in self.factors])
 
     def __str__(self) -> str:
@@ -200,8 +218,10 @@ class RunCalibration:
         lines.append("factors:")
         for f in self.factors:
             value = f"{f.value:,.3g} s" if f.unit == "s" else f"x{f.value:.3g}"
+            band = self._one_sd(f)
             lines.append(f"  {f.name:<16}{value:>10}  {f.scales}; from "
-                         f"{', '.join(f.fitted_from) or 'no measurement (neutral)'}")
+                         f"{', '.join(f.fitted_from) or 'no measurement (neutral)'}"
+                         + (f" (one standard deviation {band})" if band else ""))
         if self.inferred_response_line:
             lines.append(self.inferred_response_line)
         if self.generation_parts:
@@ -467,8 +487,9 @@ _RESPONSES_STEP = _RESPONSES_GRID / 2
 
 
 def _fit(model: _RunModel, meas: dict[str, float], exposed: set[str], free: list[str],
-         floors: dict[str, float]) -> tuple[RunFactors | None, str]:
-    """(the MAP factors, "") or (None, why the solver stopped): least squares over log factors (and the fixed cost in
+         floors: dict[str, float]) -> tuple[RunFactors | None, str, dict[str, float]]:
+    """(the MAP factors, "", each free factor's posterior spread) or (None, why the solver stopped, {}): least squares
+    over log factors (and the fixed cost in
     units of its prior scale) of the measured stages' log errors over the measurement's log-sd, plus each factor's
     prior term, started strictly inside the bounds; a factor may not go below its physical floor (``floors``,
     :func:`_floors`). The responses factor, where free, re-derives the workload (:class:`_Models`) and takes its
@@ -520,13 +541,25 @@ def _fit(model: _RunModel, meas: dict[str, float], exposed: set[str], free: list
             res = least_squares(residuals, x0, jac=jac, bounds=(lo, hi), method="trf", diff_step=1e-4, xtol=1e-10,
                                 ftol=1e-10, gtol=1e-10, max_nfev=_MAX_EVALUATIONS)
     except (ValueError, FloatingPointError, ArithmeticError, np.linalg.LinAlgError) as exc:  # never a solver's text
-        return None, f"the least-squares solver stopped ({type(exc).__name__})"
+        return None, f"the least-squares solver stopped ({type(exc).__name__})", {}
     x = res.x * scale
     if "step_overhead_s" in free and x[free.index("step_overhead_s")] < 1e-6:  # at its bound: no fixed cost
         x[free.index("step_overhead_s")] = 0.0
     if not np.all(np.isfinite(x)):
-        return None, "the least-squares solver returned no finite factors"
-    return _factors(free, x), ""
+        return None, "the least-squares solver returned no finite factors", {}
+    return _factors(free, x), "", _posterior_sd(res.jac, free, scale)
+
+
+def _posterior_sd(jac, free: list[str], scale) -> dict[str, float]:
+    """Each free factor's posterior standard deviation in the units it is fitted in (log of a multiplier; seconds
+    for the fixed cost), from the residuals' Jacobian at the estimate: the residuals are the measurements' and the
+    priors' log errors over their standard deviations, so ``(JᵀJ)⁻¹`` is the linearised posterior covariance (the
+    Laplace approximation, Bishop 2006, §4.4). Empty where the Jacobian is not finite."""
+    j = np.asarray(jac, dtype=float)
+    if j.ndim != 2 or not np.all(np.isfinite(j)):
+        return {}
+    cov = np.linalg.pinv(j.T @ j)
+    return {n: float(math.sqrt(max(cov[i, i], 0.0)) * scale[i]) for i, n in enumerate(free)}
 
 
 #: The largest fixed per-step cost a [calibration] table holds (CalibrationFactors.step_overhead_s) [s].
@@ -680,7 +713,7 @@ def calibrate(scenario: Scenario, measurements, *, source: str | None = None, ca
                                                f"least one of step_time_s, generation_s, training_s, weight_sync_s")
     free = _free(model, meas)
     floors = _floors(model, float(plain.metrics["trainer_mfu_busy"]), cal)
-    fitted, stopped = _fit(model, meas, exposed, free, floors)
+    fitted, stopped, spread = _fit(model, meas, exposed, free, floors)
     before = model.stages(RunFactors(), exposed)
     fitted = fitted or RunFactors()
     model_after = _RunModel.of(scn, cluster, fitted.responses) if fitted.responses != 1.0 else model
@@ -707,7 +740,8 @@ def calibrate(scenario: Scenario, measurements, *, source: str | None = None, ca
     out = RunCalibration(factors=factors, stages=stages, run=run, measured=tuple(sorted(meas.items())),
                          workload=tuple(sorted(workload.items())), scenario=scn, source=source or _source(measurements),
                          date=dt.date.today().isoformat(), warnings=tuple(warnings), misfit=misfit,
-                         generation_parts=_generation_parts(model_after, fitted, after))
+                         generation_parts=_generation_parts(model_after, fitted, after),
+                         spread=tuple(sorted(spread.items())))
     if not misfit:  # the fit holds on its stages: does the calibrated run still obey the physics?
         mfu = evaluate(scn.with_run_calibration(out), calibration=calibration, advice=False).metrics
         misfit = (_unphysical(float(mfu["trainer_mfu_busy"]), fitted.training, cal)
