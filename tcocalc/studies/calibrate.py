@@ -199,9 +199,9 @@ class RunCalibration:
         of one posterior standard deviation (``spread``) (DataFrame)."""
         import pandas as pd
 
-        return pd.DataFrame([{"factor": f.name, "value": f.value, "unit": f.unit, "scales": f.scales,
+        return pd.DataFrame([{"factor": f.name, "value": f.value, "unit": f.unit,
+                              "one standard deviation": self._one_sd(f), "scales": f.scales,
                               "fitted from": ", ".join(f.fitted_from) or "(no measurement: neutral)",
-                              "one standard deviation": self._one_sd(f),
                               "applies to the measured run": f.applies} for f in self.factors])
 
     def __str__(self) -> str:

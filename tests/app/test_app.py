@@ -495,6 +495,14 @@ def test_plan_calibrates_from_typed_times_and_labels_the_plan():
     # no length typed: the responses factor is fitted and the page says what mean the times imply
     assert cal.factor("responses") != 1.0
     assert any(c.value == cal.inferred_response_line[0].upper() + cal.inferred_response_line[1:] for c in at.caption)
+    assert "one standard deviation" in cal.inferred_response_line
+    # each fitted factor shows how well the times determine it (RunCalibration.spread)
+    shown = [d.value for d in at.dataframe if "one standard deviation" in d.value.columns]
+    assert shown, [list(d.value.columns) for d in at.dataframe]
+    want = cal.factors_frame().set_index("factor")["one standard deviation"]
+    table = shown[0]
+    got = table.set_index(table.columns[0])["one standard deviation"]
+    assert list(got) == list(want) and got.iloc[-1].startswith("x")
     at.button(key="cal_clear").click().run()
     assert metric(at, "Useful samples/s") == before and not at.subheader[0].value.endswith(", calibrated")
 
