@@ -162,9 +162,9 @@ class RunCalibration:
         k, assumed = self.factor("responses"), self.run.response_tokens_mean
         if k == 1.0 or assumed is None:
             return ""
-        sd = dict(self.spread).get("responses")
-        band = (f" (one standard deviation {k * assumed * math.exp(-sd):,.0f}-{k * assumed * math.exp(sd):,.0f}, "
-                f"the fit's linearised posterior)" if sd is not None and math.isfinite(sd) else "")
+        low_high = self._one_sd_range("responses")
+        band = (f" (one standard deviation {low_high[0] * assumed:,.0f}-{low_high[1] * assumed:,.0f}, the fit's "
+                f"linearised posterior)" if low_high else "")
         return (f"responses: the measured times imply a mean response of about {k * assumed:,.0f} tokens before "
                 f"the cap{band}, where the scenario assumes {assumed:,.0f} (inferred, not measured: a logged "
                 f"response length, response_tokens_mean, replaces the inference)")
@@ -184,15 +184,26 @@ class RunCalibration:
                               "error after [%]": 100.0 * s.error_after, "exposed only": s.exposed}
                              for s in self.stages])
 
+    def _one_sd_range(self, name: str) -> tuple[float, float] | None:
+        """Factor ``name``'s range of one posterior standard deviation (``spread``): ``value·exp(∓sd)`` for a
+        multiplier (fitted in log units), ``value ∓ sd`` (not below 0) for the fixed cost; None without a finite
+        spread."""
+        sd = dict(self.spread).get(name)
+        if sd is None or not math.isfinite(sd):
+            return None
+        f = next(f for f in self.factors if f.name == name)
+        if f.unit == "s":
+            return max(f.value - sd, 0.0), f.value + sd
+        return f.value * math.exp(-sd), f.value * math.exp(sd)
+
     def _one_sd(self, f: Factor) -> str:
-        """A fitted factor's range of one posterior standard deviation (``spread``), "" for one no measurement
-        moved."""
-        sd = dict(self.spread).get(f.name)
-        if sd is None or not math.isfinite(sd) or not f.fitted_from:
+        """A fitted factor's range of one posterior standard deviation as text, "" for one no measurement moved."""
+        low_high = self._one_sd_range(f.name) if f.fitted_from else None
+        if low_high is None:
             return ""
         if f.unit == "s":
-            return f"{max(f.value - sd, 0.0):,.3g}-{f.value + sd:,.3g} s"
-        return f"x{f.value * math.exp(-sd):.3g}-x{f.value * math.exp(sd):.3g}"
+            return f"{low_high[0]:,.3g}-{low_high[1]:,.3g} s"
+        return f"x{low_high[0]:.3g}-x{low_high[1]:.3g}"
 
     def factors_frame(self):
         """Every factor: value, unit, what it scales, the measurements it came from and, for a fitted one, its range

@@ -240,6 +240,12 @@ def _refit_disk(frameworks: frozenset):
     return float(fixed), float(1.0 / x), tuple(r["id"] for r in rows)
 
 
+#: Each weight-sync transport whose constants can be refitted without a framework: the refit (returning the values
+#: in the order named, then the rows used) and the constants it sets.
+_REFITS = {"nccl-broadcast": (_refit_broadcast, ("weight_sync_efficiency", "weight_sync_fixed_s")),
+           "disk": (_refit_disk, ("weight_sync_disk_fixed_s", "engine_disk_load_bytes_per_s"))}
+
+
 @functools.cache
 def lofo_calibration(frameworks: frozenset):
     """The shipped constants with every one fitted on a framework in ``frameworks`` refitted without it:
@@ -248,18 +254,14 @@ def lofo_calibration(frameworks: frozenset):
     transports = {c["transport"] for c in fitted}
     changes, refitted, lost = {}, {}, set()
     for transport in sorted(transports):
-        fit = {"nccl-broadcast": _refit_broadcast, "disk": _refit_disk}.get(transport, lambda _f: None)(frameworks)
+        refit, names = _REFITS.get(transport, (None, ()))
+        fit = refit(frameworks) if refit is not None else None
         if fit is None:
             lost.add(transport)
             continue
-        if transport == "disk":
-            fixed, rate, ids = fit
-            changes.update(weight_sync_disk_fixed_s=fixed, engine_disk_load_bytes_per_s=rate)
-            refitted.update(weight_sync_disk_fixed_s=(fixed, ids), engine_disk_load_bytes_per_s=(rate, ids))
-            continue
-        eta, fixed, ids = fit
-        changes.update(weight_sync_efficiency=eta, weight_sync_fixed_s=fixed)
-        refitted.update(weight_sync_efficiency=(eta, ids), weight_sync_fixed_s=(fixed, ids))
+        *values, ids = fit
+        changes.update(zip(names, values, strict=True))
+        refitted.update({name: (value, ids) for name, value in zip(names, values, strict=True)})
     label = "without " + ", ".join(sorted(frameworks))
     cal = shipped_calibration().with_rl(label, **changes) if changes else shipped_calibration()
     return cal, refitted, frozenset(lost)
@@ -338,7 +340,8 @@ def _engine_spread(scn, responses: float = 1.0) -> tuple[float, float] | None:
     synchronous scenario, its response lengths x ``responses``: the model's generation stage ends with the last
     of the engines (``list_makespan_tokens(..., replicas)``, docs/rl-modeling.md §4.5), and one engine with its
     share of the batch is the same model on ``tp`` GPUs with ``1/replicas`` of the prompts (its slots, lengths and
-    step times the same). None where the engine's TP is not pinned or the prompts do not divide over the engines."""
+    step times the same). None where the engine's TP is not pinned, the prompts do not divide over the engines or
+    the model cannot run either (a TcocalcError: the rows then keep the batch's figures)."""
     from .calibrate import run_stage_times
 
     tp = scn.generator.tp
@@ -348,9 +351,13 @@ def _engine_spread(scn, responses: float = 1.0) -> tuple[float, float] | None:
     prompts = scn.workload.prompts_per_step
     if engines < 2 or prompts % engines:
         return None
-    one = scn.with_values({"generator.gpus": tp, "trainer.gpus": tp, "trainer.tp": None, "trainer.pp": None,
-                           "trainer.cp": None, "trainer.ep": None, "workload.prompts_per_step": prompts // engines})
-    gen = [run_stage_times(s, responses)["generation_s"] for s in (scn, one)]
+    try:
+        one = scn.with_values({"generator.gpus": tp, "trainer.gpus": tp, "trainer.tp": None, "trainer.pp": None,
+                               "trainer.cp": None, "trainer.ep": None,
+                               "workload.prompts_per_step": prompts // engines})
+        gen = [run_stage_times(s, responses)["generation_s"] for s in (scn, one)]
+    except TcocalcError:  # one engine's share, or these lengths, the hardware cannot hold: no like-for-like split
+        return None
     return float(gen[0]), float(gen[1])
 
 
