@@ -122,6 +122,45 @@ def disk_reloads() -> tuple[dict, ...]:
     return parse_shipped("validation/disk_reloads.csv", parse_disk_reloads)
 
 
+def _duration_s(text: str) -> float:
+    """``"1d 3h 43m"`` (days, hours, minutes as published tables write them) in seconds; ValueError otherwise."""
+    units = {"d": 86400.0, "h": 3600.0, "m": 60.0}
+    parts = text.split()
+    if not parts or any(len(p) < 2 or p[-1] not in units or not p[:-1].isdigit() for p in parts):
+        raise ValueError(f"{text!r} is not a duration like '1d 3h 43m'")
+    return sum(int(p[:-1]) * units[p[-1]] for p in parts)
+
+
+def parse_study_windows(text: str, file: str = "data/validation/verl_study_windows.csv") -> tuple[dict, ...]:
+    """Published cumulative wall times of whole runs (``total`` at ``steps``, ``;``-separated, as the tables write
+    them, e.g. ``13h 44m;1d 3h 43m``) and each window's mean step [s]: ``windows`` is a tuple of ``(first step,
+    last step, mean step [s])``, the time between two published totals over the steps between them. DataFileError
+    naming the row where the counts differ, a total does not parse or the totals do not grow with the steps."""
+    out = []
+    for _line, row in parse_csv(text, file):
+        run = row.get("run", "?")
+        check_entry(file, run, row, require=("run", "case", "steps", "total", "source"))
+        try:
+            steps = [int(x) for x in row["steps"].split(";")]
+            totals = [_duration_s(x.strip()) for x in row["total"].split(";")]
+        except ValueError as exc:
+            raise DataFileError(file, run, "steps/total", str(exc)) from None
+        if len(steps) != len(totals):
+            raise DataFileError(file, run, "total", f"{len(totals)} totals for {len(steps)} step counts")
+        marks = list(zip([0, *steps], [0.0, *totals], strict=True))
+        if any(b[0] <= a[0] or b[1] <= a[1] for a, b in zip(marks, marks[1:], strict=False)):
+            raise DataFileError(file, run, "total", "the steps and their totals must both increase")
+        windows = tuple((a[0] + 1, b[0], (b[1] - a[1]) / (b[0] - a[0])) for a, b in zip(marks, marks[1:], strict=False))
+        out.append({**row, "steps": tuple(steps), "windows": windows})
+    return tuple(out)
+
+
+@functools.cache
+def study_windows() -> tuple[dict, ...]:
+    """data/validation/verl_study_windows.csv (read once)."""
+    return parse_shipped("validation/verl_study_windows.csv", parse_study_windows)
+
+
 @functools.cache
 def fitted_constants() -> tuple[dict, ...]:
     """data/validation/fitted_constants.csv (read once)."""

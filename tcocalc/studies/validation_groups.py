@@ -41,6 +41,7 @@ from ..catalog.framework_cases import (
     fitted_constants,
     framework_cases,
     stage_cases,
+    study_windows,
 )
 from ..catalog.models import model
 from ..catalog.regimes import regime_of
@@ -53,7 +54,7 @@ from ..rl.weight_sync import weight_sync_seconds
 from .rl_validation import RL_TOLERANCE, rl_refit_table, rl_speedup_pairs, rl_validation_table
 
 __all__ = ["Validation", "validate", "framework_table", "stage_table", "lofo_table", "lofo_calibration",
-           "regime_table", "fitted_table", "group_table", "GROUPS"]
+           "regime_table", "fitted_table", "group_table", "window_table", "GROUPS"]
 
 GROUPS = ("NeMo RL (in-sample)", "verl fully-async study (in-sample)", "other frameworks (development set)",
           "stages", "leave-one-framework-out")
@@ -75,6 +76,7 @@ class Validation:
     fitted: object
     regimes: object
     groups: object
+    windows: object = None
 
 
 def _na(v) -> bool:
@@ -469,6 +471,37 @@ def regime_table(lofo):
     return pd.DataFrame(rows, columns=["regime", "rows", "median_abs_error", "within_25pct", "frameworks", "ids"])
 
 
+def window_table():
+    """Each verl study run's mean step [s] in every window between two published cumulative wall times
+    (data/validation/verl_study_windows.csv: 100-step windows), and the largest window over the smallest: how much
+    a run's own step changes over its course, which a scenario's one workload cannot follow (DataFrame)."""
+    import pandas as pd
+
+    rows = []
+    for r in study_windows():
+        means = [w[2] for w in r["windows"]]
+        rows.append({"run": r["run"], "case": r["case"],
+                     "windows": ", ".join(f"{a}-{b}: {m:,.0f}" for a, b, m in r["windows"]),
+                     "largest / smallest": max(means) / min(means), "source": r["source"]})
+    return pd.DataFrame(rows, columns=["run", "case", "windows", "largest / smallest", "source"])
+
+
+def _study_limited(st) -> dict[str, float]:
+    """The verl study rows (data/rl_cases_verl.csv) whose run's published update needs a busy MFU above the
+    ceiling under the study's assumed workload (their stage rows of data/validation/stage_cases.csv, matched by
+    scenario and split, are noted input-limited by :func:`_implied_mfu`): id -> that MFU."""
+    from ..catalog.rl_cases import verl_rl_cases
+
+    limited = st[st["note"].fillna("").str.startswith("input-limited") & st["implied busy MFU"].notna()]
+    by_split = {}
+    for c in stage_cases():
+        if c["id"] in set(limited["id"]) and c["trainer_gpus"] is not None:
+            key = (c["scenario"].removeprefix("shipped/"), c["trainer_gpus"], c["generator_gpus"])
+            by_split[key] = _implied_of(st, c["id"])
+    return {c["id"]: by_split[k] for c in verl_rl_cases()
+            if (k := (c["scenario"], c["trainer_gpus"], c["generator_gpus"])) in by_split}
+
+
 def _summary(group: str, basis: str, err, ids, within=None, speedups=None, note: str = "") -> dict:
     """One group's line: median |error|, share within its band, the three worst rows, speed-ups."""
     import pandas as pd
@@ -503,7 +536,7 @@ def group_table(v: dict):
                       note=f"{int(pairs['right side'].sum())} of {len(pairs)} on/off-policy pairs on the published "
                            f"side of 1 ({int(pairs['on-policy'].str.startswith('NEMO').sum())} NeMo RL, the rest "
                            f"verl's study)"),
-             _summary(GROUPS[1], "in-sample", verl["error [%]"], verl["id"])]
+             _summary(GROUPS[1], "in-sample", verl["error [%]"], verl["id"], note=_study_note(v))]
     limited_ids = set(fw.loc[fw["note"].fillna("").str.startswith("input-limited"), "id"])
     for name, t, basis in ((GROUPS[2], fw, "development set, shipped constants"),
                            (GROUPS[4], lofo, "out of sample: nothing fitted on the row's frameworks")):
@@ -536,6 +569,29 @@ def group_table(v: dict):
     return pd.DataFrame(sorted(lines, key=lambda line: GROUPS.index(line["group"])))
 
 
+def _study_note(v: dict) -> str:
+    """The verl study group's note: its input-limited rows and the group without them, and how much its runs'
+    own steps change between 100-step windows (:func:`window_table`)."""
+    verl, st, win = v["verl_study"], v["stages"], v["windows"]
+    limited = _study_limited(st)
+    rest = verl[~verl["id"].isin(limited)]
+    err = rest["error [%]"].astype(float).abs()
+    text = ""
+    if limited:
+        text = ("input-limited (the run's published update needs a busy MFU above the ceiling under the study's "
+                "assumed workload): " + ", ".join(f"{k} {m:.0%}" for k, m in limited.items())
+                + f"; without them: median {err.median():.1f}%, {int((err <= 100 * RL_TOLERANCE).sum())} of "
+                  f"{len(rest)} within; ")
+    if win is not None and len(win):
+        top = win.sort_values("largest / smallest", ascending=False).iloc[0]
+        low = win.sort_values("largest / smallest").iloc[0]
+        text += (f"a run's own mean step differs between its 100-step windows by up to "
+                 f"{top['largest / smallest']:.2f}x ({top['run']}: {top['windows']} s) and by as little as "
+                 f"{low['largest / smallest']:.2f}x ({low['run']}), so the tables' per-step means compare runs of "
+                 f"different response-length histories, which one assumed workload per run cannot follow")
+    return text
+
+
 def _implied_of(st, case_id: str) -> float:
     """The busy MFU a stage case's published update implies (:func:`_implied_mfu`)."""
     return float(st.loc[(st["id"] == case_id) & st["implied busy MFU"].notna(), "implied busy MFU"].iloc[0])
@@ -550,7 +606,8 @@ def validate() -> Validation:
     fw = framework_table()
     lofo = lofo_table(fw)
     st = stage_table(fw)
-    v = {"nemo": nemo, "nemo_pairs": pairs, "verl_study": verl, "frameworks": fw, "stages": st, "lofo": lofo}
+    v = {"nemo": nemo, "nemo_pairs": pairs, "verl_study": verl, "frameworks": fw, "stages": st, "lofo": lofo,
+         "windows": window_table()}
     return Validation(**v, fitted=fitted_table(), regimes=regime_table(lofo), groups=group_table(v))
 
 
@@ -630,6 +687,10 @@ def groups_report(v: Validation | None = None) -> str:
                {"regime": "regime", "rows": "rows", "median_abs_error": "median \\|error\\| %",
                 "within_25pct": "within ±25%", "frameworks": "frameworks", "ids": "runs"}),
            "\nA regime not listed has no out-of-sample evidence; its reports say so.\n",
+           "\n### verl's fully-async document: each run's mean step by 100-step window\n",
+           "From the published cumulative wall times (validation every 20 steps included); seconds per step.\n\n",
+           _md(v.windows, {"run": "run", "case": "case", "windows": "steps: mean step [s]",
+                           "largest / smallest": "largest / smallest"}),
            "\n### Stages\n", _md(v.stages, {"id": "id", "framework": "framework", "stage": "stage",
                                             "published [s]": "published [s]", "predicted [s]": "predicted [s]",
                                             "error [%]": "error %", "ratio": "predicted / published",

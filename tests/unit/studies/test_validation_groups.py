@@ -322,3 +322,41 @@ def test_cli_prints_every_group(capsys):
     for group in vg.GROUPS:
         assert group in out
     assert "Out-of-sample step-time error by regime" in out and "| S1-2 |" in out
+
+
+def test_a_runs_windows_are_the_steps_between_its_published_totals():
+    """verl's fully-async document gives each run's total wall time at 100, 200, 300 and 400 steps
+    (volcengine/verl@b178a3cd:docs/advance/fully_async.md): the colocated 32-GPU 7B run's 13h 44m, 1d 3h 43m,
+    2d 9h 22m and 3d 17h 5m are 49,440, 99,780, 206,520 and 320,700 s, so its windows average 494.4, 503.4, 1,067.4
+    and 1,141.8 s per step [hand-derived]: its steps more than double after step 200, while the 64-GPU run's stay
+    at 372.6-375.6 s. The table's per-step means (790.10 s and 365.28 s) average different length histories."""
+    rows = {r["run"]: r for r in fc.study_windows()}
+    assert [w[:2] for w in rows["VERL-01"]["windows"]] == [(1, 100), (101, 200), (201, 300), (301, 400)]
+    assert [w[2] for w in rows["VERL-01"]["windows"]] == pytest.approx([494.4, 503.4, 1067.4, 1141.8], abs=0.01)
+    assert [w[2] for w in rows["VERL-02"]["windows"]] == pytest.approx([373.2, 373.8, 372.6, 375.6], abs=0.01)
+    table = vg.window_table().set_index("run")
+    assert table.loc["VERL-01", "largest / smallest"] == pytest.approx(1141.8 / 494.4, rel=1e-4)
+
+
+@pytest.mark.parametrize("total, field", [("13h 44m;1d 3x", "steps/total"), ("13h 44m;10h 0m", "total"),
+                                          ("13h 44m", "total")])
+def test_a_bad_window_row_names_the_field(total, field):
+    text = f'run,case,steps,total,source\nX-01,a run,100;200,{total},"a source"\n'
+    with pytest.raises(tc.DataFileError, match=re.escape(field)):
+        fc.parse_study_windows(text)
+
+
+def test_the_verl_study_names_its_input_limited_rows(v):
+    """The study's fully-async 16:16 and 32:32 updates (269.80 s and 156.98 s, VS-04 and VS-05) need a busy MFU
+    above the 75% ceiling under the study's assumed workload (106% and 91%): the group's note names VERL-04 and
+    VERL-05 with those figures and gives the group without them; no other study row is named."""
+    ceiling = tc.shipped_calibration().rl["calibrate_mfu_ceiling"]
+    limited = vg._study_limited(v.stages)
+    assert set(limited) == {"VERL-04", "VERL-05"}
+    assert all(m > ceiling for m in limited.values())
+    st = v.stages.set_index(["id", "stage"])
+    assert limited["VERL-04"] == pytest.approx(float(st.loc[("VS-04", "training"), "implied busy MFU"]), rel=1e-9)
+    note = v.groups.set_index("group").loc[vg.GROUPS[1], "note"]
+    rest = v.verl_study[~v.verl_study["id"].isin(limited)]["error [%]"].astype(float).abs()
+    assert f"without them: median {rest.median():.1f}%" in note and "VERL-04 106%" in note
+    assert "100-step windows by up to" in note
