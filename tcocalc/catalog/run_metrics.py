@@ -45,8 +45,8 @@ UNIT_SCALES: Mapping[str, tuple[str, float]] = MappingProxyType({
 })
 _OPS = ("sum", "product", "step_period")
 _MERGES = ("last", "window_sum")
-_VARIANT_FIELDS = {"keys", "minus", "op", "unit", "merge", "rows_with", "when", "exposed", "allow_zero", "caveat",
-                   "kind", "source"}
+_VARIANT_FIELDS = {"keys", "minus", "op", "unit", "merge", "rows_with", "when", "exposed", "rank_mean", "allow_zero",
+                   "caveat", "kind", "source"}
 _FRAMEWORK_FIELDS = {"label", "source", "date", "step_column", "contains", "measure", "validation_keys"}
 FILE = "data/run_metrics.toml"
 LIMITS_FILE = "data/log_limits.toml"
@@ -62,7 +62,9 @@ class MetricVariant:
     measurement's unit). ``when`` keys (a name ending in "/" is a prefix) must be in the log for the variant to
     apply; ``rows_with`` takes the keys only from rows that also carry that key; ``merge`` says how values of one
     key at one step combine (``"last"``, or ``"window_sum"``: summed, then divided by the optimizer steps to the
-    next logged step).
+    next logged step). ``rank_mean``: the value is, or is taken less, a timer averaged over the engines' ranks
+    while the phase ends with the slowest engine (a generation compared with one engine's own; a switch taken as
+    the wall time less that mean also holds the last engine's excess over it; docs/rl-modeling.md section 3.10).
     """
 
     measurement: str
@@ -77,6 +79,7 @@ class MetricVariant:
     rows_with: str | None = None
     when: tuple[str, ...] = ()
     exposed: bool = False
+    rank_mean: bool = False
     allow_zero: bool = False
     caveat: str | None = None
 
@@ -180,7 +183,7 @@ def _variant(file: str, entry: str, measurement: str, raw) -> MetricVariant:
         source=raw["source"], kind=raw["kind"], minus=minus, op=op,
         merge=_choice(file, entry, raw, "merge", _MERGES, "last"), rows_with=rows_with,
         when=_strings(file, entry, "when", raw.get("when")), exposed=_flag(file, entry, raw, "exposed"),
-        allow_zero=_flag(file, entry, raw, "allow_zero"), caveat=caveat)
+        rank_mean=_flag(file, entry, raw, "rank_mean"), allow_zero=_flag(file, entry, raw, "allow_zero"), caveat=caveat)
 
 
 def _inside(contains: Mapping[str, tuple[str, ...]], outer: str) -> set[str]:
@@ -366,8 +369,9 @@ def _path(v: MetricVariant) -> str:
 
 
 def _notes(v: MetricVariant) -> str:
-    flags = [s for s, on in (("**exposed**", v.exposed), ("0 allowed", v.allow_zero),
-                             ("summed per window", v.merge == "window_sum"), (f"kind: {v.kind}", v.kind != "published"))
+    flags = [s for s, on in (("**exposed**", v.exposed), ("**engines' mean**", v.rank_mean),
+                             ("0 allowed", v.allow_zero), ("summed per window", v.merge == "window_sum"),
+                             (f"kind: {v.kind}", v.kind != "published"))
              if on]
     return "; ".join([*flags, *([v.caveat] if v.caveat else [])]).replace("|", "\\|")
 

@@ -67,6 +67,10 @@ class Measurements(Mapping[str, float]):
     exposed
         Measurements whose key times only the part of the phase the trainer waits for (an asynchronous run's
         exposed generation), not the whole phase.
+    rank_mean
+        Measurements read from a timer averaged over the engines' ranks while the phase ends with the slowest
+        engine (verl's ``generate_sequences``; a switch taken as the wall time less it): calibrate compares them
+        with one engine's own generation, and the switch with the switch plus the last engine's excess.
     ignored_keys
         Logged keys the framework's mapping does not name, sorted (at most ``max_unmapped_keys`` of
         data/log_limits.toml; the warnings count the rest).
@@ -98,6 +102,7 @@ class Measurements(Mapping[str, float]):
     warnings: tuple[str, ...]
     validation_steps: tuple[int, ...] = ()
     skipped_steps: tuple[int, ...] = ()
+    rank_mean: tuple[str, ...] = ()
 
     def __getitem__(self, name: str) -> float:
         return self.summary[name]
@@ -123,7 +128,8 @@ class Measurements(Mapping[str, float]):
         for name, value in self.summary.items():
             unit = MEASUREMENT_UNITS[name]
             shown = f"{value:,.3f}" if unit == "s" else f"{value:,.1f}"
-            rows.append((name, f"{shown} {unit}", "exposed" if name in self.exposed else "",
+            rows.append((name, f"{shown} {unit}", "exposed" if name in self.exposed else
+                         "mean" if name in self.rank_mean else "",
                          f"{int(self.per_step[name].count())} steps", self.formulas.get(name, "")))
         return rows
 
@@ -527,6 +533,7 @@ def _measure(raw: RawLog, fw: FrameworkMetrics, steps, keep_validation: bool = F
         keys_used=MappingProxyType({n: tuple(k for k in by.chosen[n].logged_keys if k in logged) for n in table}),
         formulas=MappingProxyType({n: by.chosen[n].formula(logged) for n in table}),
         exposed=tuple(n for n in table if by.chosen[n].exposed),
+        rank_mean=tuple(n for n in table if by.chosen[n].rank_mean),
         ignored_keys=tuple(sorted(raw.keys - fw.read_keys - {raw.step_column, fw.step_column or ""})),
         warnings=tuple(warnings), validation_steps=tuple(int(s) for s in validation),
         skipped_steps=tuple(sorted(unsound.why)))

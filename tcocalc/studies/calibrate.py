@@ -91,13 +91,16 @@ class Factor:
 @dataclass(frozen=True)
 class StageFit:
     """One measured stage: the measured time and the model's before and after calibration [s per step];
-    ``exposed``: the log times only the part the trainer waits for (compared with the model's trainer wait)."""
+    ``exposed``: the log times only the part the trainer waits for (compared with the model's trainer wait);
+    ``rank_mean``: the log's timer is the engines' mean (compared with one engine's generation, a switch with the
+    switch plus the last engine's excess: :func:`one_engine_scenario`)."""
 
     stage: str
     measured_s: float
     before_s: float
     after_s: float
     exposed: bool = False
+    rank_mean: bool = False
 
     @property
     def error_before(self) -> float:
@@ -181,7 +184,8 @@ class RunCalibration:
 
         return pd.DataFrame([{"stage": s.stage, "measured [s]": s.measured_s, "model before [s]": s.before_s,
                               "model after [s]": s.after_s, "error before [%]": 100.0 * s.error_before,
-                              "error after [%]": 100.0 * s.error_after, "exposed only": s.exposed}
+                              "error after [%]": 100.0 * s.error_after, "exposed only": s.exposed,
+                              "engines' mean": s.rank_mean}
                              for s in self.stages])
 
     def _one_sd_range(self, name: str) -> tuple[float, float] | None:
@@ -221,10 +225,13 @@ class RunCalibration:
                  f"trainer ({r.trainer_precision}), {r.generator_gpus} x {r.generator_hardware} generator "
                  f"({r.generator_precision}, KV {r.kv_precision}, {r.engine}), {r.framework}, {r.mode}",
                  self.status[:1].upper() + self.status[1:] + ("" if self.calibrated else
-                                                              ": the factors below apply to no plan"),
-                 f"{'stage':<16}{'measured [s]':>14}{'before [s]':>12}{'after [s]':>12}{'before':>9}{'after':>9}"]
+                                                              ": the factors below apply to no plan")]
+        label = {s.stage: s.stage + (" (exposed)" if s.exposed else " (engines' mean)" if s.rank_mean else "")
+                 for s in self.stages}
+        w = max([16, *(len(v) + 1 for v in label.values())])
+        lines.append(f"{'stage':<{w}}{'measured [s]':>14}{'before [s]':>12}{'after [s]':>12}{'before':>9}{'after':>9}")
         for s in self.stages:
-            lines.append(f"{s.stage + (' (exposed)' if s.exposed else ''):<16}{s.measured_s:>14,.2f}"
+            lines.append(f"{label[s.stage]:<{w}}{s.measured_s:>14,.2f}"
                          f"{s.before_s:>12,.2f}{s.after_s:>12,.2f}{s.error_before:>+9.0%}{s.error_after:>+9.0%}")
         lines.append("factors:")
         for f in self.factors:
@@ -253,8 +260,9 @@ class RunCalibration:
 
 
 # ---------------------------------------------------------------- checking what was measured
-def _measured(measurements, extra_exposed=()) -> tuple[dict[str, float], set[str], list[str]]:
-    """(figures by key, keys logged as exposed time only, warnings) of a measurements mapping; MeasurementError
+def _measured(measurements, extra_exposed=()) -> tuple[dict[str, float], set[str], set[str], list[str]]:
+    """(figures by key, keys logged as exposed time only, keys logged as the engines' mean, warnings) of a
+    measurements mapping (the engines' mean: the Measurements' ``rank_mean`` keys); MeasurementError
     naming the key for a value that is not a finite number above zero, or when no time is given. Exposed time: the
     Measurements' ``exposed`` keys, :data:`EXPOSED_KEY` (the trainer's wait, typed under its own key) and
     ``extra_exposed`` (keys the caller marks, e.g. ``--exposed generation_s``)."""
@@ -310,7 +318,8 @@ def _measured(measurements, extra_exposed=()) -> tuple[dict[str, float], set[str
             raise MeasurementError("exposed", f"{key} is marked as exposed time but not measured")
         exposed.add(key)
     warnings += [str(w) for w in getattr(measurements, "warnings", ())]
-    return out, exposed, warnings
+    rank_mean = {k for k in getattr(measurements, "rank_mean", ()) if k in out and k not in exposed}
+    return out, exposed, rank_mean, warnings
 
 
 def _with_workload(scn: Scenario, meas: dict[str, float], warnings: list[str]) -> tuple[Scenario, dict]:
@@ -378,10 +387,13 @@ class _RunModel:
     ws: object
     extra: float
     switch_s: float
+    engine: _RunModel | None = None
 
     @classmethod
-    def of(cls, scn: Scenario, cluster: Cluster, responses: float = 1.0) -> _RunModel:
-        """The model of the run, its response lengths (mean and p99) x ``responses`` (the responses factor)."""
+    def of(cls, scn: Scenario, cluster: Cluster, responses: float = 1.0, engine: bool = False) -> _RunModel:
+        """The model of the run, its response lengths (mean and p99) x ``responses`` (the responses factor); with
+        ``engine``, also the model of one engine's share of the batch (``engine``: :func:`one_engine_scenario`;
+        None where the run has none or the model cannot run it)."""
         name, start, steps, over = phase_list(scn)[0]
         if responses != 1.0:
             over = {**over, "response_scale": over.get("response_scale", 1.0) * responses}
@@ -391,15 +403,54 @@ class _RunModel:
             one = float(model.result(RunFactors()).rates.t_sync[0])
             two = float(model.result(RunFactors(switching=2.0)).rates.t_sync[0])
             model = replace(model, switch_s=two - one)
+        one = one_engine_scenario(scn) if engine else None
+        if one is not None:
+            try:
+                model = replace(model, engine=cls.of(one, resolve(one, cluster.calibration), responses))
+            except TcocalcError:  # one engine's share the hardware cannot hold: no like-for-like comparison
+                pass
         return model
 
     def result(self, f: RunFactors) -> PhaseResult:
         return evaluate_splits(replace(self.cluster, run=f), self.scn, self.ws, [self.scn.trainer.gpus],
                                [self.scn.generator.gpus])
 
-    def stages(self, f: RunFactors, exposed: set[str] = frozenset()) -> dict[str, float]:
-        """The model's time per step of every stage the calibration can compare (module docstring)."""
-        return stage_times(self.scn, self.result(f), f, self.extra, self.switch_s, exposed)
+    def stages(self, f: RunFactors, exposed: set[str] = frozenset(),
+               rank_mean: set[str] = frozenset()) -> dict[str, float]:
+        """The model's time per step of every stage the calibration can compare (module docstring); the stages in
+        ``rank_mean`` as a log that averages the engines' timers has them (a generation: one engine's own; a switch:
+        the switch plus the batch's generation less one engine's), where the run has a one-engine model."""
+        out = stage_times(self.scn, self.result(f), f, self.extra, self.switch_s, exposed)
+        if rank_mean and self.engine is not None:
+            one = self.engine.stages(f)["generation_s"]
+            excess = max(0.0, out["generation_s"] - one)
+            if "generation_s" in rank_mean:
+                out["generation_s"] = one
+            if "switching_s" in rank_mean:
+                out["switching_s"] += excess
+        return out
+
+
+def one_engine_scenario(scn: Scenario) -> Scenario | None:
+    """One engine of a synchronous or colocated batch with its share of the prompts: the scenario on ``tp`` GPUs
+    with ``1/engines`` of the prompts (its slots, lengths and step times the same; the trainer shrunk with it, its
+    layout searched). A log whose generation timer is averaged over the engines' ranks (verl's
+    ``generate_sequences``, all-reduced with ``ReduceOp.AVG``: docs/rl-modeling.md §3.10) times this engine's
+    generation, while the batch ends with the slowest engine (``list_makespan_tokens(..., replicas)``, §4.5). None
+    where the engine's TP is not pinned, the run has one engine, or the prompts do not divide over the engines."""
+    tp = scn.generator.tp
+    if tp is None or scn.generator.gpus % tp:
+        return None
+    engines = scn.generator.gpus // tp
+    prompts = scn.workload.prompts_per_step
+    if engines < 2 or prompts % engines:
+        return None
+    try:
+        return scn.with_values({"generator.gpus": tp, "trainer.gpus": tp, "trainer.tp": None, "trainer.pp": None,
+                                "trainer.cp": None, "trainer.ep": None,
+                                "workload.prompts_per_step": prompts // engines})
+    except TcocalcError:
+        return None
 
 
 def run_stage_times(scn: Scenario, responses: float = 1.0, calibration=None) -> dict[str, float]:
@@ -470,22 +521,23 @@ class _Models:
 
     def _at(self, key: int) -> _RunModel:
         if key not in self.cache:
-            self.cache[key] = _RunModel.of(self.base.scn, self.base.cluster, math.exp(key * _RESPONSES_GRID))
+            self.cache[key] = _RunModel.of(self.base.scn, self.base.cluster, math.exp(key * _RESPONSES_GRID),
+                                           engine=self.base.engine is not None)
         return self.cache[key]
 
-    def stages(self, f: RunFactors, exposed, nearest: bool = False) -> dict[str, float]:
+    def stages(self, f: RunFactors, exposed, nearest: bool = False, rank_mean=frozenset()) -> dict[str, float]:
         """The model's stage times under ``f`` (its responses factor interpolated on the grid; ``nearest``: the
         nearest grid point's, for a derivative along another factor, which the lengths barely change within a
         cell)."""
         pos = math.log(f.responses) / _RESPONSES_GRID
         if nearest:
-            return self._at(round(pos)).stages(f, exposed)
+            return self._at(round(pos)).stages(f, exposed, rank_mean)
         low = math.floor(pos)
         t = pos - low
-        a = self._at(low).stages(f, exposed)
+        a = self._at(low).stages(f, exposed, rank_mean)
         if t < 1e-9:
             return a
-        b = self._at(low + 1).stages(f, exposed)
+        b = self._at(low + 1).stages(f, exposed, rank_mean)
         return {k: math.exp((1 - t) * math.log(max(a[k], 1e-12)) + t * math.log(max(b[k], 1e-12))) if a[k] > 0
                 and b[k] > 0 else (1 - t) * a[k] + t * b[k] for k in a}
 
@@ -497,8 +549,8 @@ _RESPONSES_GRID = 0.02
 _RESPONSES_STEP = _RESPONSES_GRID / 2
 
 
-def _fit(model: _RunModel, meas: dict[str, float], exposed: set[str], free: list[str],
-         floors: dict[str, float]) -> tuple[RunFactors | None, str, dict[str, float]]:
+def _fit(model: _RunModel, meas: dict[str, float], exposed: set[str], free: list[str], floors: dict[str, float],
+         rank_mean: set[str] = frozenset()) -> tuple[RunFactors | None, str, dict[str, float]]:
     """(the MAP factors, "", each free factor's posterior spread) or (None, why the solver stopped, {}): least squares
     over log factors (and the fixed cost in
     units of its prior scale) of the measured stages' log errors over the measurement's log-sd, plus each factor's
@@ -517,7 +569,7 @@ def _fit(model: _RunModel, meas: dict[str, float], exposed: set[str], free: list
     def residuals(u, nearest=False):
         f = _factors(free, u * scale)
         try:
-            m = models.stages(f, exposed, nearest)
+            m = models.stages(f, exposed, nearest, rank_mean)
         except TcocalcError:  # lengths the run's hardware cannot hold: as far from the measurement as can be
             return np.full(len(keys) + len(free), 1e6)
         fit = [(math.log(max(m[k], 1e-12)) - math.log(meas[k])) / sigma_m for k in keys]
@@ -693,7 +745,7 @@ def calibrate(scenario: Scenario, measurements, *, source: str | None = None, ca
     measurements : a mapping of steady-state figures, any subset of :data:`MEASUREMENT_KEYS` with at least one of
         :data:`TIME_KEYS` [s per optimizer step; tokens; samples per step], or what
         :func:`~tcocalc.load_measurements` returns (its keys logged as exposed time are compared with the model's
-        trainer wait).
+        trainer wait, those logged as the engines' mean with one engine's generation: :func:`one_engine_scenario`).
     source : what the figures came from (default: the Measurements' file and steps, else "measurements").
     calibration : a :class:`~tcocalc.catalog.calibration.CalibrationSet` instead of the shipped roofline factors.
     exposed : measured keys that time only the part the trainer waits for (:data:`EXPOSABLE`: ``generation_s``),
@@ -710,26 +762,35 @@ def calibrate(scenario: Scenario, measurements, *, source: str | None = None, ca
     measured run does not fit its hardware. Unknown keys are ignored with a warning, as are stages the mode does
     not have; a fitted factor outside the plausible range (data/rl_calibration.toml) adds a warning.
     """
-    meas, exposed, warnings = _measured(measurements, exposed)
+    meas, exposed, rank_mean, warnings = _measured(measurements, exposed)
     base = scenario.with_values({"calibration": None}) if scenario.calibration is not None else scenario
     scn, workload = _with_workload(base, meas, warnings)
     cluster = resolve(scn, calibration)
     cal = cluster.rl_cal
     _check_consistency(scn, meas, cal["calibrate_consistency_tolerance"])
     plain = evaluate(scn, calibration=calibration, advice=False)  # the typed error naming a side that cannot hold it
-    model = _RunModel.of(scn, cluster)
+    model = _RunModel.of(scn, cluster, engine=bool(rank_mean))
+    if rank_mean and model.engine is None:
+        warnings.append(f"{', '.join(sorted(rank_mean))}: logged as the engines' mean while the batch ends with the "
+                        f"slowest engine, but this run has no one-engine share the model can run (the generator's "
+                        f"tp is not set, it has one engine, or the prompts do not divide over its engines): compared "
+                        f"with the batch's end, which overstates the engines' mean by the last engine's excess")
+        rank_mean = set()
     meas = _applicable(model, meas, warnings)
+    rank_mean = {k for k in rank_mean if k in meas}
     if not any(k in meas for k in TIME_KEYS):
         raise MeasurementError("measurements", f"no time this {scn.orchestration.mode} run has a stage for: give at "
                                                f"least one of step_time_s, generation_s, training_s, weight_sync_s")
     free = _free(model, meas)
     floors = _floors(model, float(plain.metrics["trainer_mfu_busy"]), cal)
-    fitted, stopped, spread = _fit(model, meas, exposed, free, floors)
-    before = model.stages(RunFactors(), exposed)
+    fitted, stopped, spread = _fit(model, meas, exposed, free, floors, rank_mean)
+    before = model.stages(RunFactors(), exposed, rank_mean)
     fitted = fitted or RunFactors()
-    model_after = _RunModel.of(scn, cluster, fitted.responses) if fitted.responses != 1.0 else model
-    after = model_after.stages(fitted, exposed)
-    stages = tuple(StageFit(k, meas[k], before[k], after[k], k in exposed) for k in TIME_KEYS if k in meas)
+    model_after = (_RunModel.of(scn, cluster, fitted.responses, engine=bool(rank_mean)) if fitted.responses != 1.0
+                   else model)
+    after = model_after.stages(fitted, exposed, rank_mean)
+    stages = tuple(StageFit(k, meas[k], before[k], after[k], k in exposed, k in rank_mean) for k in TIME_KEYS
+                   if k in meas)
     misfit = (f"the fit did not converge ({stopped})" if stopped else "") or _misfit(stages, cal)
     if misfit and fitted is not None:  # say which factors the physics held back
         held = [f"{n} x{getattr(fitted, n):.3g} at its floor ({_FLOOR_WHY[n]})" for n in floors
@@ -751,7 +812,8 @@ def calibrate(scenario: Scenario, measurements, *, source: str | None = None, ca
     out = RunCalibration(factors=factors, stages=stages, run=run, measured=tuple(sorted(meas.items())),
                          workload=tuple(sorted(workload.items())), scenario=scn, source=source or _source(measurements),
                          date=dt.date.today().isoformat(), warnings=tuple(warnings), misfit=misfit,
-                         generation_parts=_generation_parts(model_after, fitted, after),
+                         generation_parts=_generation_parts(model_after, fitted,
+                                                            model_after.stages(fitted, exposed)),
                          spread=tuple(sorted(spread.items())))
     if not misfit:  # the fit holds on its stages: does the calibrated run still obey the physics?
         mfu = evaluate(scn.with_run_calibration(out), calibration=calibration, advice=False).metrics

@@ -344,19 +344,12 @@ def _engine_spread(scn, responses: float = 1.0) -> tuple[float, float] | None:
     share of the batch is the same model on ``tp`` GPUs with ``1/replicas`` of the prompts (its slots, lengths and
     step times the same). None where the engine's TP is not pinned, the prompts do not divide over the engines or
     the model cannot run either (a TcocalcError: the rows then keep the batch's figures)."""
-    from .calibrate import run_stage_times
+    from .calibrate import one_engine_scenario, run_stage_times
 
-    tp = scn.generator.tp
-    if tp is None or scn.generator.gpus % tp:
-        return None
-    engines = scn.generator.gpus // tp
-    prompts = scn.workload.prompts_per_step
-    if engines < 2 or prompts % engines:
+    one = one_engine_scenario(scn)
+    if one is None:
         return None
     try:
-        one = scn.with_values({"generator.gpus": tp, "trainer.gpus": tp, "trainer.tp": None, "trainer.pp": None,
-                               "trainer.cp": None, "trainer.ep": None,
-                               "workload.prompts_per_step": prompts // engines})
         gen = [run_stage_times(s, responses)["generation_s"] for s in (scn, one)]
     except TcocalcError:  # one engine's share, or these lengths, the hardware cannot hold: no like-for-like split
         return None

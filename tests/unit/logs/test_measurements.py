@@ -662,6 +662,8 @@ def test_nothing_shipped_cites_the_shared_folder():
      "framework.slime.measure.generation_s[1]", "colour"),
     ('keys = ["perf/rollout_time"]\nunit = "s"', 'keys = ["perf/rollout_time"]\nunit = "s"\nexposed = "yes"',
      "framework.slime.measure.generation_s[1]", "exposed"),
+    ('keys = ["perf/rollout_time"]\nunit = "s"', 'keys = ["perf/rollout_time"]\nunit = "s"\nrank_mean = 1',
+     "framework.slime.measure.generation_s[1]", "rank_mean"),
     ('keys = ["perf/rollout_time"]\n', 'keys = []\n', "framework.slime.measure.generation_s[1]", "keys"),
     ('op = "product"\nunit = "samples"', 'op = "ratio"\nunit = "samples"',
      "framework.nemo-rl.measure.samples_per_step[1]", "op"),

@@ -47,6 +47,9 @@ def test_verl_fsdp_console_after_954_lines_of_start_up():
     assert any("7 validation steps" in w and "left out of the medians" in w for w in m.warnings)
     assert "response_tokens_max" not in m  # the longest response is not the configured cap
     assert m.skipped_steps == () and m.exposed == ()
+    # generate_sequences is all-reduced with ReduceOp.AVG (the engines' mean) while gen ends with the slowest
+    # engine: both the generation and the switch taken from them are marked for calibrate's like-with-like
+    assert m.rank_mean == ("generation_s", "switching_s")
 
 
 def test_verl_validation_steps_are_kept_when_asked():

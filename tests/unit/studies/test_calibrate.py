@@ -324,3 +324,58 @@ def test_the_command_line_reads_a_run_of_several_and_keeps_validation_steps_when
     assert medians[1]["step_time_s"] == pytest.approx(want) and medians[1]["step_time_s"] > medians[0]["step_time_s"]
     assert main(["calibrate", "default", "--run", "x", "--measured", "step_time_s=300"]) == 2
     assert "--run" in capsys.readouterr().err
+
+
+class _Log(dict):
+    """A log's figures with the keys whose timer is averaged over the engines' ranks (Measurements.rank_mean)."""
+
+    def __init__(self, values: dict, rank_mean=("generation_s", "switching_s")):
+        super().__init__(values)
+        self.rank_mean = tuple(rank_mean)
+
+
+def test_a_generation_averaged_over_the_engines_is_compared_with_one_engines_own():
+    """verl logs generate_sequences as the mean over the engines' ranks (ReduceOp.AVG) while its gen timer, and the
+    batch, end with the slowest engine; the switch a log gives (gen less that mean) then holds the last engine's
+    excess (docs/rl-modeling.md §3.10). Such a log is compared with one engine's own generation (the scenario on
+    ``tp`` GPUs with its share of the prompts: 16 engines of 4 prompts here) and the switch plus the excess
+    [derived]. A run the model generates that way under known factors gives back its training and log-prob factors
+    (1%) and every stage (1%; the engine's speed, the batch's tail and the switch share what the two timers cannot
+    tell apart, as the priors say); the same figures read as the batch's end call the generator faster than it is
+    (the excess is over 10% of the engine's generation here)."""
+    from tcocalc.rl.cluster import resolve
+    from tcocalc.rl.run_factors import RunFactors
+    from tcocalc.studies.calibrate import _RunModel, one_engine_scenario, run_stage_times
+
+    scn = _colocated().with_values({"generator.tp": 1})
+    one = one_engine_scenario(scn)
+    assert (one.generator.gpus, one.workload.prompts_per_step) == (1, scn.workload.prompts_per_step // 16)
+    batch, mine = run_stage_times(scn), run_stage_times(one)["generation_s"]
+    assert batch["generation_s"] > 1.1 * mine
+    truth = dict(generation=1.3, training=0.8, logprob=1.1, switching=0.9)
+    model = _RunModel.of(scn, resolve(scn), engine=True)
+    meas = {k: v for k, v in model.stages(RunFactors(**truth), rank_mean={"generation_s", "switching_s"}).items()
+            if v > 0}
+    cal = tc.calibrate(scn, _Log({**meas, "response_tokens_mean": model.ws.response_mean}))
+    st = {s.stage: s for s in cal.stages}
+    assert st["generation_s"].rank_mean and st["switching_s"].rank_mean and not st["training_s"].rank_mean
+    assert st["generation_s"].before_s == pytest.approx(mine, rel=1e-9)
+    assert st["switching_s"].before_s == pytest.approx(batch["switching_s"] + batch["generation_s"] - mine,
+                                                       rel=1e-9)
+    for name in ("training", "logprob"):
+        assert cal.factor(name) == pytest.approx(truth[name], rel=0.01), name
+    for key, s in st.items():  # the engine, the tail and the switch share what one timer cannot tell apart
+        assert s.after_s == pytest.approx(meas[key], rel=0.01), key
+    plain = tc.calibrate(scn, {**meas, "response_tokens_mean": model.ws.response_mean})
+    assert plain.factor("generation") < 0.97 * cal.factor("generation")
+    assert "(engines' mean)" in str(cal)
+
+
+def test_a_rank_mean_log_without_a_one_engine_share_says_so():
+    """Without the engine's TP the model has no one-engine share to compare the engines' mean with: the figures are
+    compared with the batch's end and a warning says so."""
+    scn = _colocated()
+    assert scn.generator.tp is None
+    cal = tc.calibrate(scn, _Log(_truth(scn, generation=1.2)))
+    assert not any(s.rank_mean for s in cal.stages)
+    assert any("logged as the engines' mean" in w and "tp is not set" in w for w in cal.warnings)
