@@ -302,7 +302,9 @@ def framework_metrics(name: str) -> FrameworkMetrics:
 @dataclass(frozen=True)
 class LogLimits:
     """The bounds of the log readers (``data/log_limits.toml``): bytes of a log, of a line, of a JSON document read
-    whole; the nesting depth of a JSON document or printed dict; unmapped key names kept; files read in a folder."""
+    whole; the nesting depth of a JSON document or printed dict; unmapped key names kept; files read in a folder;
+    the tolerances of the nesting check and of the drift report (``drift_tolerance`` over at least
+    ``drift_min_steps`` kept steps: tcocalc/logs/measurements.py ``_drift``)."""
 
     max_bytes: int
     max_line_bytes: int
@@ -313,12 +315,14 @@ class LogLimits:
     max_cells: int
     nesting_rel_tolerance: float
     nesting_abs_tolerance: float
+    drift_tolerance: float
+    drift_min_steps: int
     source: str
 
 
-_TOLERANCES = ("nesting_rel_tolerance", "nesting_abs_tolerance")
+_TOLERANCES = ("nesting_rel_tolerance", "nesting_abs_tolerance", "drift_tolerance")
 _LIMIT_FIELDS = ("max_bytes", "max_line_bytes", "max_json_bytes", "max_json_depth", "max_unmapped_keys",
-                 "max_files", "max_cells")
+                 "max_files", "max_cells", "drift_min_steps")
 
 
 def parse_log_limits(text: str, file: str = LIMITS_FILE) -> LogLimits:

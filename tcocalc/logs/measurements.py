@@ -505,6 +505,37 @@ def _notes(raw: RawLog, fw: FrameworkMetrics, table: Mapping[str, pd.Series], va
     return notes
 
 
+#: What the drift report watches: the step, the stages a calibration judges within ``calibrate_tolerance_compute``
+#: (data/rl_calibration.toml, the share ``drift_tolerance`` takes) and the mean response that drives them; not the
+#: push and the switch (seconds in a step of minutes, judged within ±25%: calibrate_tolerance_transfer).
+_DRIFT_KEYS = ("step_time_s", "generation_s", "training_s", "logprob_s", "response_tokens_mean")
+
+
+def _drift(per_step: pd.DataFrame) -> list[str]:
+    """A warning where the run drifts over the kept steps: for the step, the compute stages and the mean response
+    (:data:`_DRIFT_KEYS`), the median of the first quarter of its steps against the last, named where they differ
+    by more than data/log_limits.toml ``drift_tolerance`` (with at least ``drift_min_steps`` steps); the medians
+    then mix the run's stretches, and the warning gives the ``steps=A:B`` that reads the last quarter alone."""
+    lim = log_limits()
+    moved, last = [], None
+    for name in (n for n in _DRIFT_KEYS if n in per_step.columns):
+        s = per_step[name].dropna()
+        if len(s) < lim.drift_min_steps:
+            continue
+        q = len(s) // 4
+        a, b = float(np.median(s.to_numpy(float)[:q])), float(np.median(s.to_numpy(float)[-q:]))
+        if not (a > 0 and b > 0) or max(a, b) / min(a, b) - 1.0 <= lim.drift_tolerance:
+            continue
+        unit = MEASUREMENT_UNITS[name]
+        moved.append(f"{name} {a:,.4g} -> {b:,.4g} {unit} ({b / a:.2f}x)")
+        last = (int(s.index[-q]), int(s.index[-1]) + 1) if last is None else last
+    if not moved:
+        return []
+    return [f"the run drifts over the kept steps (median of the first quarter of the steps -> of the last): "
+            f"{'; '.join(moved)}: the medians mix its stretches, which a calibration on them represents with one "
+            f"workload; steps={last[0]}:{last[1]} reads the last quarter alone"]
+
+
 def _measure(raw: RawLog, fw: FrameworkMetrics, steps, keep_validation: bool = False) -> Measurements:
     by = _by_step(raw, fw)
     usable = _usable(by, fw, raw.path)
@@ -524,6 +555,7 @@ def _measure(raw: RawLog, fw: FrameworkMetrics, steps, keep_validation: bool = F
         warnings.append("the log has one usable step: no warm-up step was dropped")
     warnings += [unsound.warning()] if unsound.why else []
     warnings += _notes(raw, fw, table, validation, keep_validation)
+    warnings += _drift(per_step)
     warnings += [f"{n}: {by.chosen[n].caveat}" for n in table if by.chosen[n].caveat]
     logged = raw.keys | {"_timestamp"}
     return Measurements(

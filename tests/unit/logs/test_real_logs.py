@@ -177,3 +177,50 @@ def test_every_real_file_has_a_source_line():
     for path in REAL.iterdir():
         if path.name != "SOURCES.md":
             assert f"`{path.name}`" in sources, path.name
+
+
+def _quarters(m: tc.Measurements, name: str) -> tuple[float, float]:
+    """The medians of the first and the last quarter of a measurement's kept steps, computed here from the
+    per-step values (statistics.median), independently of the reader's drift report."""
+    import statistics
+
+    s = [float(v) for v in m.per_step[name].dropna()]
+    q = len(s) // 4
+    return statistics.median(s[:q]), statistics.median(s[-q:])
+
+
+def test_a_run_that_drifts_over_its_kept_steps_says_so():
+    """TRL's chaos-economy trainer_state.json: the mean completion grows over the run, and the verl GSM8k FSDP
+    excerpt's engine falls into its quicker regime, so the first and last quarters' medians differ by more than the
+    10% a calibrated stage may miss (data/log_limits.toml drift_tolerance): the warning names each with both
+    medians and gives the steps of the last quarter; the Megatron excerpt, NeMo RL's timing block and the verl
+    quickstart stay below it and say nothing."""
+    trl = load("trl_chaos_economy_trainer_state.json")
+    first, last = _quarters(trl, "response_tokens_mean")
+    assert last / first > 1.10
+    drift = [w for w in trl.warnings if w.startswith("the run drifts")]
+    assert len(drift) == 1 and f"response_tokens_mean {first:,.4g} -> {last:,.4g} tokens" in drift[0]
+    q = len(trl.per_step) // 4
+    assert f"steps={int(trl.per_step.index[-q])}:{int(trl.per_step.index[-1]) + 1} reads the last quarter" in drift[0]
+    fsdp = load("verl_fsdp_qwen2-7b_math.log")
+    first, last = _quarters(fsdp, "generation_s")
+    assert last / first < 1 / 1.10
+    assert any(f"generation_s {first:,.4g} -> {last:,.4g} s" in w for w in fsdp.warnings)
+    for quiet in ("verl_megatron_qwen2-7b_math.log", "nemo_rl_pr1052_timing.log", "verl_docs_quickstart.log"):
+        assert not any(w.startswith("the run drifts") for w in load(quiet).warnings), quiet
+
+
+@pytest.mark.parametrize("late, warned", [(115.0, True), (109.0, False)])
+def test_the_drift_report_takes_the_calibrations_tolerance(late, warned):
+    """Eight steps of 100 s then 115 s (or 109 s): quarter medians 100 and 115 differ by 15%, over the 10%
+    tolerance, and are reported; 9% is not; under eight steps nothing is checked."""
+    import pandas as pd
+
+    from tcocalc.logs.measurements import _drift
+
+    frame = pd.DataFrame({"step_time_s": [100.0] * 4 + [late] * 4}, index=pd.Index(range(10, 18), name="step"))
+    out = _drift(frame)
+    assert bool(out) == warned
+    if warned:
+        assert "step_time_s 100 -> 115 s (1.15x)" in out[0] and "steps=16:18" in out[0]
+    assert _drift(frame.iloc[:7]) == []
