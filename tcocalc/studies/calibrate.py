@@ -773,7 +773,8 @@ def calibrate(scenario: Scenario, measurements, *, source: str | None = None, ca
     if rank_mean and model.engine is None:
         warnings.append(f"{', '.join(sorted(rank_mean))}: logged as the engines' mean while the batch ends with the "
                         f"slowest engine, but this run has no one-engine share the model can run (the generator's "
-                        f"tp is not set, it has one engine, or the prompts do not divide over its engines): compared "
+                        f"tp is not set, it has one engine, the prompts do not divide over its engines, or the model "
+                        f"cannot run one engine's share): compared "
                         f"with the batch's end, which overstates the engines' mean by the last engine's excess")
         rank_mean = set()
     meas = _applicable(model, meas, warnings)
