@@ -21,7 +21,9 @@
   transport reads a constant that cannot be refitted without its framework has no leave-out prediction.
 
 Each group gives its median |error|, share within ±25% (speed-ups: inside their band), worst rows and speed-ups with
-their side of 1. The out-of-sample step-time error of each regime (:func:`~tcocalc.catalog.regimes.regime_of`) comes
+their side of 1. The verl study's note also names its input-limited rows (the run's published update needs a busy MFU
+above the ceiling under the study's assumed workload) and how much each run of verl's fully-async document changes
+its own step over its 100-step windows (:func:`window_table`, from the published cumulative wall times). The out-of-sample step-time error of each regime (:func:`~tcocalc.catalog.regimes.regime_of`) comes
 from the leave-one-framework-out rows; ``python benchmarks/trust_figures.py`` writes it to
 data/prediction_errors.toml, where every report's stated typical error is read (``report.diagnosis.trust``).
 """
@@ -465,9 +467,10 @@ def regime_table(lofo):
 
 
 def window_table():
-    """Each verl study run's mean step [s] in every window between two published cumulative wall times
-    (data/validation/verl_study_windows.csv: 100-step windows), and the largest window over the smallest: how much
-    a run's own step changes over its course, which a scenario's one workload cannot follow (DataFrame)."""
+    """Each run of verl's fully-async document (the study's nine, the 30B and ReTool pairs): its mean step [s] in
+    every window between two published cumulative wall times (data/validation/verl_study_windows.csv: 100-step
+    windows), and the largest window over the smallest: how much a run's own step changes over its course, which a
+    scenario's one workload cannot follow (DataFrame)."""
     import pandas as pd
 
     rows = []
