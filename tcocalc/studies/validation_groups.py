@@ -23,8 +23,9 @@
 Each group gives its median |error|, share within ±25% (speed-ups: inside their band), worst rows and speed-ups with
 their side of 1. The verl study's note also names its input-limited rows (the run's published update needs a busy MFU
 above the ceiling under the study's assumed workload) and how much each run of verl's fully-async document changes
-its own step over its 100-step windows (:func:`window_table`, from the published cumulative wall times). The out-of-sample step-time error of each regime (:func:`~tcocalc.catalog.regimes.regime_of`) comes
-from the leave-one-framework-out rows; ``python benchmarks/trust_figures.py`` writes it to
+its own step over its 100-step windows (:func:`window_table`, from the published cumulative wall times). The
+out-of-sample step-time error of each regime (:func:`~tcocalc.catalog.regimes.regime_of`) comes from the
+leave-one-framework-out rows; ``python benchmarks/trust_figures.py`` writes it to
 data/prediction_errors.toml, where every report's stated typical error is read (``report.diagnosis.trust``).
 """
 
