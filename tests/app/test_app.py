@@ -108,6 +108,34 @@ def test_validation_page_counts_cases():
     assert metric(at, "Cases") == str(len(tc.validation_table()))  # 40 on 2026-11-30 (LMSYS rows added)
 
 
+def test_validation_page_leads_the_rl_model_with_its_out_of_sample_groups():
+    """The RL section opens with the groups of ``tc.validate()`` (issue 36: trust measured out of sample): the
+    development set's, leave-one-framework-out and stages medians as headline figures, the groups table with every
+    group and the regime table; NeMo RL's tables follow, headed as in-sample."""
+    at = run("tcocalc/app/validation.py")
+    v = tc.validate()
+    by = v.groups.set_index("group")
+    assert metric(at, "Other frameworks median |error|") == \
+        f"{by.loc['other frameworks (development set)', 'median |error| [%]']:.1f} %"
+    assert metric(at, "Leave-one-framework-out median |error|") == \
+        f"{by.loc['leave-one-framework-out', 'median |error| [%]']:.1f} %"
+    assert metric(at, "Stages median |error|") == f"{by.loc['stages', 'median |error| [%]']:.1f} %"
+    shown = [df.value for df in at.dataframe]
+    assert any("group" in t.columns and set(t["group"]) == set(vg_groups()) for t in shown)
+    regimes = next(t for t in shown if "regime" in t.columns)
+    shown_pct = [float(x) for x in regimes["median |error| [%]"]]  # display_table's four significant figures
+    assert shown_pct == pytest.approx(list(100 * v.regimes["median_abs_error"]), rel=1e-3)
+    headers = [h.value for h in at.header]
+    assert headers.index("RL model, judged out of sample") < \
+        headers.index("RL step times (in-sample: NeMo RL and verl's study)")
+
+
+def vg_groups():
+    from tcocalc.studies.validation_groups import GROUPS
+
+    return GROUPS
+
+
 @pytest.mark.parametrize("scenario", sorted(p.stem for p in (ROOT / "scenarios").glob("*.toml")))
 def test_plan_every_shipped_scenario_solves_and_simulates(scenario):
     at = run("tcocalc/app/plan.py")
