@@ -56,6 +56,7 @@ APP_NAMES = {
     "long_output_table", "DEEPSEEK_V3_MTP_ACCEPTANCE", "scenarios", "MODES", "RunCalibration", "calibrate",
     "load_measurements", "simulated_events_estimate", "simulated_steps", "calibration_line",
     "pool_pricing",  # the Plan page's GPU-cost box shows the price in use after a hardware swap (issue 39, N6)
+    "validate",  # the Validation page's out-of-sample groups (issue 36)
 }
 # Besides `import tcocalc as tc`, pages import only these library modules (figure and table builders, and the
 # app's own helper module, tcocalc.app.shared).
