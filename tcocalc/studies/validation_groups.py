@@ -305,11 +305,13 @@ def lofo_table(shipped=None):
 
 # ---------------------------------------------------------------- stages
 class _Measured(dict):
-    """Stage measurements for :func:`tcocalc.calibrate`, with the keys logged as the trainer's wait."""
+    """Stage measurements for :func:`tcocalc.calibrate`, with the keys logged as the trainer's wait and those
+    logged as the engines' mean (``Measurements.rank_mean``)."""
 
-    def __init__(self, values: dict, exposed: set):
+    def __init__(self, values: dict, exposed: set, rank_mean=()):
         super().__init__(values)
         self.exposed = frozenset(exposed)
+        self.rank_mean = tuple(rank_mean)
 
 
 def _stage_rows(case: dict) -> list[dict]:
@@ -326,7 +328,8 @@ def _stage_rows(case: dict) -> list[dict]:
     names = {"generation_s": "generation (trainer's wait)" if exposed else "generation", "training_s": "training",
              "logprob_s": "log-prob", "switching_s": "switching (colocated)"}
     try:
-        fitted = calibrate(scn, _Measured(meas, exposed), source=case["id"])
+        rank = ("generation_s", "switching_s") if case["generation_rank_mean"] else ()
+        fitted = calibrate(scn, _Measured(meas, exposed, rank), source=case["id"])
     except TcocalcError as exc:  # published times the model's step cannot hold: shown with the reason
         return [{**base, "stage": names[k], "published [s]": v, "predicted [s]": math.nan, "note": str(exc)}
                 for k, v in meas.items() if k != "step_time_s"]
@@ -360,27 +363,22 @@ def _engine_spread(scn, responses: float = 1.0) -> tuple[float, float] | None:
 
 
 def _rank_mean_rows(scn, rows: list[dict], names: dict, responses: float, limited: bool) -> None:
-    """The rows of a run whose logged generation is the engines' mean and whose switch is the rest of a wall
-    time that ends with the slowest engine (verl: ``generate_sequences`` all-reduced with ``ReduceOp.AVG``,
-    ``gen`` the driver's wall time; docs/rl-modeling.md §3.10), compared like with like: the predicted generation
-    becomes one engine's own, the predicted switch gains the last engine's excess over it. The excess grows with
-    the response lengths' spread; where the run is input-limited its size under the lengths the run's published
-    times imply (``responses``, the run's own calibration) is the evidence: within 2x of the published switch,
-    the row is named input-limited (explained), else it stays unexplained with the figures in its note."""
+    """The note on the switch of a run whose logged generation is the engines' mean and whose switch is the rest
+    of a wall time that ends with the slowest engine (verl: ``generate_sequences`` all-reduced with
+    ``ReduceOp.AVG``, ``gen`` the driver's wall time; docs/rl-modeling.md §3.10). The rows already compare like
+    with like (calibrate's ``rank_mean``: one engine's generation, the switch plus the last engine's excess). The
+    excess grows with the response lengths' spread; where the run is input-limited its size under the lengths the
+    run's published times imply (``responses``, the run's own calibration) is the evidence: within 2x of the
+    published switch, the row is named input-limited (explained), else it stays unexplained with the figures in
+    its note."""
+    sw = next((r for r in rows if r["stage"] == names["switching_s"]), None)
     spread = _engine_spread(scn)
-    if spread is None:
+    if sw is None or spread is None or math.isnan(sw["predicted [s]"]):
         return
-    last, mean = spread
-    by_stage = {r["stage"]: r for r in rows}
-    if names["generation_s"] in by_stage:
-        by_stage[names["generation_s"]]["predicted [s]"] = mean
-    sw = by_stage.get(names["switching_s"])
-    if sw is None or math.isnan(sw["predicted [s]"]):
-        return
-    switch = sw["predicted [s]"]
-    sw["predicted [s]"] = switch + (last - mean)
+    excess = spread[0] - spread[1]
+    switch = sw["predicted [s]"] - excess  # the model's switch alone
     text = (f"the published switch is verl's gen less the engines' mean generate_sequences: the switch and the last "
-            f"engine's excess over the mean; the model's excess {last - mean:,.1f} s under the assumed lengths")
+            f"engine's excess over the mean; the model's excess {excess:,.1f} s under the assumed lengths")
     implied = _engine_spread(scn, responses) if limited and responses != 1.0 else None
     if implied is not None:
         at = switch + implied[0] - implied[1]
