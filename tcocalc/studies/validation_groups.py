@@ -80,6 +80,9 @@ class Validation:
     regimes: object
     groups: object
     windows: object = None
+    rl: object = None
+    """The whole RL step table (``rl_validation_table()``: NeMo RL and verl's study, every row) the groups above
+    were cut from, so that a caller showing it (the app's in-sample section) need not evaluate it again."""
 
 
 def _na(v) -> bool:
@@ -603,7 +606,7 @@ def validate() -> Validation:
     st = stage_table(fw)
     v = {"nemo": nemo, "nemo_pairs": pairs, "verl_study": verl, "frameworks": fw, "stages": st, "lofo": lofo,
          "windows": window_table()}
-    return Validation(**v, fitted=fitted_table(), regimes=regime_table(lofo), groups=group_table(v))
+    return Validation(**v, fitted=fitted_table(), regimes=regime_table(lofo), groups=group_table(v), rl=table)
 
 
 REGIMES_MARKER = "# ---------------------------------------------------------------- out of sample, by regime"
