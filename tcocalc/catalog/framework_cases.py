@@ -4,7 +4,9 @@
   original source (repository@commit:path or URL), the published configuration and every assumed input;
 * ``data/validation/framework_cases.csv``: the published figures compared with them: a step time (``step``), a
   weight-sync time (``weight_sync``) or a speed-up of one run over another (``speedup``: useful samples/s of
-  ``scenario`` over ``baseline``, with its pass band ``low``-``high``), each with its source and date;
+  ``scenario`` over ``baseline``, with its pass band ``low``-``high``), each with its source and date, and where
+  someone outside the run's authors published a run of the same configuration that disagrees with the figure,
+  that report with its source (``independent``; shown beside the row, the row still counted);
 * ``data/validation/stage_cases.csv``: published per-stage times of some of those runs (generation, training,
   log-prob passes), compared stage by stage;
 * ``data/validation/fitted_constants.csv``: which RL constants of data/rl_calibration.toml were fitted on which
@@ -47,7 +49,8 @@ def parse_framework_cases(text: str, file: str = "data/validation/framework_case
                                                        "published <= high")
         if row.get("solve") not in ("", None, "useful_samples_per_s", "usd_per_useful_sample"):
             raise DataFileError(file, rid, "solve", f"empty or an objective of tc.solve_split, got {row['solve']!r}")
-        out.append({**row, **nums, "baseline": row.get("baseline") or None, "solve": row.get("solve") or None})
+        out.append({**row, **nums, "baseline": row.get("baseline") or None, "solve": row.get("solve") or None,
+                    "independent": (row.get("independent") or "").strip() or None})
     return tuple(out)
 
 

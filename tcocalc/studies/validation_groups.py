@@ -174,6 +174,8 @@ def framework_table(calibration=None):
                 implied, note = _implied_step_mfu(case, calibration)
         except TcocalcError as exc:  # a valid scenario the model cannot run: a miss with its reason, never dropped
             pred, note = math.nan, f"{type(exc).__name__}: {exc}"
+        if case["independent"]:  # a published run of the same configuration by others that disagrees
+            note = (f"{note}; " if note else "") + f"an independent run disagrees: {case['independent']}"
         rows.append({**_case_row(case, pred, note), "implied busy MFU >=": implied})
     return _frame(rows)
 
@@ -544,9 +546,12 @@ def group_table(v: dict):
         rest = t[~t["id"].isin(limited_ids)]
         parts.append((f"without the {len(limited_ids)} input-limited step rows ({', '.join(sorted(limited_ids))}: the "
                       f"published step is shorter than the assumed workload's update at the MFU ceiling)", rest))
-        lines.append(_summary(name, basis, t["error [%]"], t["id"], t["within"], sp,
-                              note="; ".join(f"{label}: median {g['error [%]'].astype(float).abs().median():.0f}%, "
-                                             f"{int(g['within'].sum())} of {len(g)} within" for label, g in parts)))
+        note = "; ".join(f"{label}: median {g['error [%]'].astype(float).abs().median():.0f}%, "
+                         f"{int(g['within'].sum())} of {len(g)} within" for label, g in parts)
+        if contested := [c["id"] for c in framework_cases() if c["independent"]]:
+            note += (f"; contested by an independent run of the same configuration (still counted; the development "
+                     f"set's table gives the report and its source): {', '.join(contested)}")
+        lines.append(_summary(name, basis, t["error [%]"], t["id"], t["within"], sp, note=note))
     out = st[~st["in-sample"]]
     off = out[(out["ratio"] >= 2.0) | (out["ratio"] <= 0.5)]
     limited = off["note"].fillna("").str.startswith("input-limited")
@@ -658,6 +663,16 @@ def _md(df, cols: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _contested() -> str:
+    """The development set's figures that a published run of the same configuration by others disagrees with
+    (data/validation/framework_cases.csv ``independent``), each with that report; "" without any."""
+    cases = [c for c in framework_cases() if c["independent"]]
+    if not cases:
+        return ""
+    return ("\nContested by an independent run of the same configuration (the row is still counted):\n\n"
+            + "".join(f"* {c['id']} (published {c['published']:g}): {c['independent']}\n" for c in cases))
+
+
 def groups_report(v: Validation | None = None) -> str:
     """``tcocalc validate --groups``: the groups' summary, the development set with the shipped constants and left
     out by framework, what is fitted on which framework, the out-of-sample error by regime, and the stages
@@ -673,6 +688,7 @@ def groups_report(v: Validation | None = None) -> str:
            "\n### Other frameworks (development set), shipped constants\n",
            "Step and weight-sync times in seconds, speed-ups as useful samples/s of the first run over the second.\n\n",
            _md(v.frameworks, {**row, "implied busy MFU >=": "implied busy MFU ≥"}),
+           _contested(),
            "\n### What is fitted on which framework's rows\n", _md(v.fitted, {c: c for c in v.fitted.columns}),
            "\nThe roofline factors of data/calibration.toml are fitted on serving and training benchmarks "
            "(data/validation_cases.toml), none of them an RL framework's run.\n",

@@ -360,3 +360,24 @@ def test_the_verl_study_names_its_input_limited_rows(v):
     rest = v.verl_study[~v.verl_study["id"].isin(limited)]["error [%]"].astype(float).abs()
     assert f"without them: median {rest.median():.1f}%" in note and "VERL-04 106%" in note
     assert "100-step windows by up to" in note
+
+
+def test_a_contested_figure_keeps_its_row_and_shows_the_independent_report(v):
+    """``independent`` (framework_cases.csv): a published run of the same configuration by others that disagrees
+    with the figure is carried with its source (S1-1: verl-project/verl issue 3250, the two launch scripts gave
+    "basically no difference" in step time); the row stays counted, its note, the group's note and the printed
+    report name it, and a row without the column reads as None."""
+    s11 = next(c for c in fc.framework_cases() if c["id"] == "S1-1")
+    assert "verl-project/verl issue 3250" in s11["independent"]
+    assert all(c["independent"] is None for c in fc.framework_cases() if c["id"] != "S1-1")
+    fw = v.frameworks.set_index("id")
+    assert "an independent run disagrees: verl-project/verl issue 3250" in fw.loc["S1-1", "note"]
+    assert len(v.frameworks) == 33 and not fw.loc["S1-1", "within"]  # counted, and still a miss
+    for group in ("other frameworks (development set)", "leave-one-framework-out"):
+        note = v.groups.set_index("group").loc[group, "note"]
+        assert note.endswith("contested by an independent run of the same configuration (still counted; the "
+                             "development set's table gives the report and its source): S1-1")
+    assert "* S1-1 (published 1.44): verl-project/verl issue 3250" in vg.groups_report(v)
+    text = "id,set,framework,kind,scenario,baseline,published,low,high,solve,source,date\n" \
+           "X-1,1,verl,step,verl-onestep-7b,,749,,,,somewhere@abc:README.md,2025-07-17\n"
+    assert fc.parse_framework_cases(text)[0]["independent"] is None
