@@ -9,7 +9,8 @@ Detection, on the content (never the suffix alone), streamed:
 4. Otherwise every line, streamed to the end if need be, is offered to the console formats; the first line one
    claims decides (real console logs print hundreds of lines of Ray, Hydra and vLLM start-up first).
 
-A file no format claims is refused with a message that says what it looked like and lists the formats read. Adding
+A file no format claims is refused with a message that says what it looked like (a format's ``near_miss`` first:
+e.g. verl's timer pieces without their step line's start) and lists the formats read. Adding
 a format is one module in ``formats/`` and one line in :data:`REGISTRY`.
 """
 
@@ -75,6 +76,16 @@ def _console(path: Path, shown: str) -> Format | None:
     return None
 
 
+def _near_miss(path: Path, shown: str) -> str | None:
+    """What a format's ``near_miss`` finds in the first line it finds anything in (streamed; only on a refusal)."""
+    probes = [f.near_miss for f in REGISTRY if f.near_miss is not None]
+    for _, line in Lines(path, shown):
+        for probe in probes:
+            if (said := probe(line)) is not None:
+                return said
+    return None
+
+
 def _looked_like(first: str) -> str:
     header = header_of(first)
     if first.lstrip().startswith(("{", "[")):
@@ -123,8 +134,8 @@ def detect_format(path: str | Path) -> Format:
     console = _console(p, shown)
     if console is not None:
         return console
-    raise error(shown, f"not a log format tcocalc reads: it looks like {_looked_like(first)}. Formats read: "
-                       f"{_read_list()}")
+    raise error(shown, f"not a log format tcocalc reads: it looks like {_near_miss(p, shown) or _looked_like(first)}"
+                       f". Formats read: {_read_list()}")
 
 
 def read_log(path: str | Path, keep: Collection[str] = (), run: str | None = None,

@@ -44,6 +44,9 @@ class Format:
     ``head(first_line, second_line_exists)``: claims a text file from its first non-blank line; ``line(text)``:
     claims a text file from any one line (console formats, searched through the whole file, streamed).
     ``read(ctx)`` returns the :class:`~tcocalc.logs.table.RawLog`. ``what`` names the format in refusals.
+    ``near_miss(text)``: for a file no format claims, what in a line looks like this format's although the format
+    cannot read it (e.g. a pasted step line that lost its start), said in the refusal with what would work; None
+    where the line holds nothing of the kind.
     """
 
     name: str
@@ -53,6 +56,7 @@ class Format:
     file_name: Callable[[str], bool] | None = None
     head: Callable[[str, bool], bool] | None = None
     line: Callable[[str], bool] | None = None
+    near_miss: Callable[[str], str | None] | None = None
 
 
 def json_depth(text: str | bytes, opener: bytes = b"{[", closer: bytes = b"}]") -> int:

@@ -11,7 +11,10 @@ import re
 from .base import Ctx, Format
 
 _STEP = re.compile(r"(?:^|[\s|)\]])step:(\d+) - (.+)$")
-_FRAGMENT = re.compile(r"\s*-?\s*\S*(?:\s+-\s+\S*)*\s*-?\s*")  # "k:v - k:v" pieces: no other whitespace
+# "k:v - k:v" pieces: printable ASCII (verl's keys and numbers) and no other whitespace, so that a line of prose
+# without spaces (a heading in another script, "初始参数说明") is not taken for a continuation
+_FRAGMENT = re.compile(r"\s*-?\s*[!-~]*(?:\s+-\s+[!-~]*)*\s*-?\s*")
+_TIMER_PIECE = re.compile(r"(?:^|[\s-])(timing(?:_s)?/[\w/.@-]+):\s*[-+]?(?:\d|np\.float)")
 _SEPARATOR = re.compile(r"\s+-\s*|\s*-\s+")  # a " - " a wrap may have split; never "key:-0.5" (no space)
 
 
@@ -62,4 +65,17 @@ def read(ctx: Ctx):
     return cols.raw(ctx.shown, FORMAT.name, "step", notes)
 
 
-FORMAT = Format("verl-console", "verl console lines 'step:N - key:value - ...'", read, line=claims)
+def near_miss(line: str) -> str | None:
+    """A line with verl's timer pieces (``timing_s/gen:5.46``) that no step line claims: a paste that lost the
+    start of its step line (``step:N - ``), which says which step the figures belong to."""
+    m = _TIMER_PIECE.search(line)
+    if m is None:
+        return None
+    return (f"verl console pieces ({m.group(1)}: ...) without the start of their step line ('step:N - key:value "
+            f"- ...'): the paste lost the line's beginning, which says which step its figures belong to; paste "
+            f"the step lines whole, or type the figures with `tcocalc calibrate --measured KEY=VALUE` "
+            f"(e.g. step_time_s=310 generation_s=200)")
+
+
+FORMAT = Format("verl-console", "verl console lines 'step:N - key:value - ...'", read, line=claims,
+                near_miss=near_miss)

@@ -224,3 +224,29 @@ def test_the_drift_report_takes_the_calibrations_tolerance(late, warned):
     if warned:
         assert "step_time_s 100 -> 115 s (1.15x)" in out[0] and "steps=16:18" in out[0]
     assert _drift(frame.iloc[:7]) == []
+
+
+def test_a_paste_that_lost_the_start_of_its_step_line_is_refused_saying_so():
+    """A real paste (RLDecisionAgent docs/Error.md): one verl step line hard-wrapped by a Markdown editor whose
+    beginning ('step:N - ' and the first metrics) was not copied. No line says which step the figures belong to,
+    so nothing is read; the refusal names verl's timer pieces, the missing start and what works instead, not
+    "no line is in a console format"."""
+    with pytest.raises(tc.MeasurementError) as e:
+        load("verl_issue_paste_hardwrapped.log")
+    text = str(e.value)
+    assert "verl console pieces (timing_s/start_profile: ...) without the start of their step line" in text
+    assert "--measured KEY=VALUE" in text and "no line is in a console format" not in text
+
+
+def test_a_line_of_prose_after_a_step_line_is_not_joined_to_it(tmp_path):
+    """A wrapped continuation is printable ASCII pieces ('key:value - key:value'); a heading in another script
+    right after a step line (a tuning note pasting one verl step, then '初始参数说明') stays a line of its own: the
+    step's figures and no "joined" warning."""
+    line = next(line for line in (REAL / "verl_fsdp_qwen2-7b_math.log").read_text(errors="replace").splitlines()
+                if "step:6 -" in line and "timing_s/step" in line)
+    path = tmp_path / "note.md"
+    path.write_text("已知强化学习第六步的性能如下：\n" + line + "\n初始参数说明\n")
+    m = tc.load_measurements(path)
+    whole = load("verl_fsdp_qwen2-7b_math.log", steps="6:7")
+    assert m.per_step.equals(whole.per_step)
+    assert not any("joined" in w for w in m.warnings)
