@@ -16,6 +16,7 @@ a format is one module in ``formats/`` and one line in :data:`REGISTRY`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from pathlib import Path
 
@@ -86,11 +87,28 @@ def _near_miss(path: Path, shown: str) -> str | None:
     return None
 
 
+# a tqdm bar: "| 841/4096 [1:03:43<4:06:33, 4.54s/it"
+_TQDM = re.compile(r"\|\s*\d+/\d+\s*\[[\d:]+<[\d:?]+,\s*[\d.?]+\s*(?:s/it|it/s)")
+_RAY_PREFIX = re.compile(r"^\s*\((?:\w+ )?pid=\d+")  # "(TaskRunner pid=285358)", "(pid=123)"
+
+
+def _column_names(header: list[str]) -> bool:
+    """Cells a CSV header would hold: short names, none a printed mapping, bar or sentence fragment."""
+    return all(0 < len(c) <= 64 and ": " not in c and "|" not in c and "{" not in c for c in header)
+
+
 def _looked_like(first: str) -> str:
     header = header_of(first)
     if first.lstrip().startswith(("{", "[")):
         return "text that starts like JSON but is neither a JSON document nor JSONL"
-    if len(header) >= 2 and "," in first:
+    if _TQDM.search(first):
+        return ("a progress bar (tqdm): its postfix (e.g. 'glen=770, tlen=862') is a smoothed display, not a step's "
+                "timers; read the run's W&B, TensorBoard or JSONL metrics instead")
+    if _RAY_PREFIX.match(first):
+        return ("a Ray console log ('(TaskRunner pid=...)' lines) in which no step's metrics were printed: the run "
+                "may have stopped before its first step (look for a traceback), or its metrics went to another "
+                "logger (verl: trainer.logger=['console', ...])")
+    if len(header) >= 2 and "," in first and _column_names(header):
         shown = ", ".join(header[:4]) + (", ..." if len(header) > 4 else "")
         return (f"a CSV whose header ({shown}) has no step column (_step, step, train/global_step, rollout/step) "
                 "and is not TensorBoard's (tag, step, value or Wall time, Step, Value)")

@@ -1,24 +1,39 @@
 """``trl-console``: the dicts the HF Trainer (under TRL) prints once per logging step, ``{'loss': 0.0, ...,
 'completion_length': 232.8, 'epoch': 0.31}`` (huggingface/transformers@0101dc058f69:src/transformers/trainer.py,
 ``Trainer.log``). Keys are read as the W&B names ``train/<key>``; the lines carry no step, so the n-th dict is
-logging window n (a warning says so). Read as Python literals, never evaluated."""
+logging window n (a warning says so). Read as Python literals, never evaluated. A dict printed right after a tqdm
+progress bar on the same line (``... 3.02s/it]{'loss': ...}``, the bar's carriage return lost in a capture) is
+read as well."""
 
 from __future__ import annotations
+
+import re
 
 from .base import Ctx, Format
 from .slime_console import literal
 
+_BAR_END = re.compile(r"(?:s/it|it/s)\]$")  # the end of a tqdm bar: "... 3.02s/it]" or "... 17.17it/s]"
+
+
+def _dict_text(line: str) -> str | None:
+    """The printed dict of a line: the whole line, or what follows a tqdm bar on it; None otherwise."""
+    text = line.strip()
+    if text.startswith("{'"):
+        return text
+    at = text.find("{'")
+    return text[at:] if at > 0 and _BAR_END.search(text[:at].rstrip()) else None
+
 
 def claims(line: str) -> bool:
-    text = line.strip()
-    return text.startswith("{'") and text.endswith("}") and "': " in text
+    text = _dict_text(line) if "{'" in line else None
+    return text is not None and text.endswith("}") and "': " in text
 
 
 def read(ctx: Ctx):
     lines, cols, bad, n = ctx.lines(), ctx.columns(), 0, 0
     for _, line in lines:
-        text = line.strip()
-        if not text.startswith("{'"):
+        text = _dict_text(line) if "{'" in line else None
+        if text is None:
             continue
         values = literal(text)
         if values is None:

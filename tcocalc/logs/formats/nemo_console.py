@@ -11,7 +11,9 @@
 Each ``• <name>: <s>s`` line of the block becomes ``timing/train/<name>`` (``Total step time`` is
 ``timing/train/total_step_time``), the keys NeMo RL logs to W&B. The step is the ``Step N/M`` banner before the
 block, or the block's place in the file when no banner is printed. ``exposed_generation`` (asynchronous GRPO) is
-the trainer's wait for a batch, not the generation; the key table flags it as exposed."""
+the trainer's wait for a batch, not the generation; the key table flags it as exposed. The ``• Mean Generation
+Length: 201.2197`` line of the "Training Results" block printed before the timing block (grpo.py prints
+``rollout_metrics['mean_gen_tokens_per_sample']``) is the step's ``train/mean_gen_tokens_per_sample``."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from .base import Ctx, Format
 _TOTAL = re.compile(r"Total step time:\s*([-+\w.]+?)\s*s\b")
 _ITEM = re.compile(r"^\s*[•*\-]\s*([A-Za-z_][\w/ .]*?):\s*([-+\w.]+?)\s*s(?:\s*\(.*\))?\s*$")
 _BANNER = re.compile(r"=+\s*Step\s+(\d+)\s*/\s*\d+\s*=+")
+_GEN_LENGTH = re.compile(r"^\s*[•*\-]\s*Mean Generation Length:\s*([-+\w.]+)\s*$")
 
 
 def claims(line: str) -> bool:
@@ -30,10 +33,13 @@ def claims(line: str) -> bool:
 
 def read(ctx: Ctx):
     lines, cols = ctx.lines(), ctx.columns()
-    banner, blocks, record = None, 0, None
+    banner, blocks, record, length = None, 0, None, None
     for _, line in lines:
         if "Step" in line and "=" in line and (m := _BANNER.search(line)):
-            banner = int(m.group(1))
+            banner, length = int(m.group(1)), None
+            continue
+        if "Mean Generation Length:" in line and (m := _GEN_LENGTH.match(line)):
+            length = m.group(1)  # the results block, printed before the step's timing block
             continue
         if "Total step time:" in line and (m := _TOTAL.search(line)):
             if record:
@@ -41,7 +47,9 @@ def read(ctx: Ctx):
             blocks += 1
             record = [("step", banner if banner is not None else blocks),
                       ("timing/train/total_step_time", m.group(1))]
-            banner = None
+            if length is not None:
+                record.append(("train/mean_gen_tokens_per_sample", length))
+            banner = length = None
             continue
         if record is not None:
             m = _ITEM.match(line)

@@ -1,6 +1,8 @@
 """``slime-console``: slime's console ``perf <rollout_id>: {<python dict>}`` lines, printed once by the rollout
 manager and once by the actor (THUDM/slime@624b824a898a:slime/observability/logging_utils.py, slime/ray/rollout.py).
-The dict is read as a Python literal (never evaluated), its depth capped; ``rollout_id`` is ``rollout/step``."""
+The dict is read as a Python literal (never evaluated), its depth capped; ``rollout_id`` is ``rollout/step``. A dict
+pretty-printed over several lines (``perf 0: {`` alone, one ``'key': value,`` a line, then ``}``) is gathered up to
+its closing brace (at most 64 KB)."""
 
 from __future__ import annotations
 
@@ -11,10 +13,11 @@ from ..source import limits
 from .base import Ctx, Format, json_depth
 
 _PERF = re.compile(r"\bperf (\d+): (\{.*\})\s*$")
+_OPEN = re.compile(r"\bperf (\d+): \{\s*$")  # a dict printed over the lines that follow
 
 
 def claims(line: str) -> bool:
-    return "perf " in line and ": {" in line and _PERF.search(line) is not None
+    return "perf " in line and ": {" in line and (_PERF.search(line) is not None or _OPEN.search(line) is not None)
 
 
 _QUOTED = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""
@@ -43,17 +46,39 @@ def literal(text: str):
     return value if isinstance(value, dict) else None
 
 
+def _add(cols, step: str, text: str) -> bool:
+    values = literal(text)
+    if values is None:
+        return False
+    cols.add([("rollout/step", step),
+              *((k, v) for k, v in values.items() if isinstance(k, str) and not isinstance(v, dict | list))])
+    return True
+
+
 def read(ctx: Ctx):
-    lines, cols, bad = ctx.lines(), ctx.columns(), 0
+    lines, cols, bad, spread = ctx.lines(), ctx.columns(), 0, 0
+    gathering: tuple[str, list[str], int] | None = None  # (step, the dict's lines so far, their bytes)
     for _, line in lines:
+        if gathering is not None:
+            step, parts, size = gathering
+            parts.append(line.strip())
+            size += len(line)
+            if line.strip().startswith("}"):
+                ok = _add(cols, step, "{" + " ".join(parts))
+                bad, spread, gathering = bad + (not ok), spread + ok, None
+            elif size > _LITERAL_BYTES:  # no closing brace within the bound: not a dict to read
+                bad, gathering = bad + 1, None
+            else:
+                gathering = (step, parts, size)
+            continue
         if "perf " in line and (m := _PERF.search(line)):
-            values = literal(m.group(2))
-            if values is None:
-                bad += 1
-                continue
-            cols.add([("rollout/step", m.group(1)),
-                      *((k, v) for k, v in values.items() if isinstance(k, str) and not isinstance(v, dict | list))])
-    notes = lines.skipped_note() + ([f"{bad} perf lines whose dict does not parse were skipped"] if bad else [])
+            bad += not _add(cols, m.group(1), m.group(2))
+        elif "perf " in line and (m := _OPEN.search(line)):
+            gathering = (m.group(1), [], 0)
+    bad += gathering is not None  # a dict still open at the end of the file
+    notes = lines.skipped_note() + ([f"{bad} perf dicts that do not parse (cut off?) were skipped"] if bad else [])
+    if spread:
+        notes.append(f"{spread} perf dicts printed over several lines were gathered up to their closing brace")
     return cols.raw(ctx.shown, FORMAT.name, "rollout/step", notes)
 
 

@@ -2,15 +2,20 @@
 printed as ``np.float64(...)`` (verl-project/verl@1dda039b9c63:verl/utils/logger/aggregate_logger.py); older verl
 prints ``timing/*`` instead of ``timing_s/*`` keys (its docs/start/quickstart.rst). Any prefix before ``step:``
 (Ray's ``(TaskRunner pid=...)``, ANSI colours) and every other line (Ray, Hydra and vLLM start-up) are skipped.
-A step line hard-wrapped by an issue tracker or a terminal is joined with the lines that continue it."""
+A step line hard-wrapped by an issue tracker or a terminal is joined with the lines that continue it, and a step
+printed one key a line (``step:N`` alone, then `` - key:value`` lines, as in llm-d-incubation/py-inference-scheduler
+@1529b6d4:integration/verl/README.md) is read as its line."""
 
 from __future__ import annotations
 
 import re
 
+from ..source import error
 from .base import Ctx, Format
 
 _STEP = re.compile(r"(?:^|[\s|)\]])step:(\d+) - (.+)$")
+_BARE = re.compile(r"(?:^|[\s|)\]])step:(\d+)\s*$")  # a step whose keys follow one a line
+_TIMER_LINE = re.compile(r"^\s*-\s+timing(?:_s)?/[\w/.@-]+:\s*[-+]?(?:\d|np\.float)")  # " - timing_s/gen:24.5"
 # "k:v - k:v" pieces: printable ASCII (verl's keys and numbers) and no other whitespace, so that a line of prose
 # without spaces (a heading in another script, "初始参数说明") is not taken for a continuation
 _FRAGMENT = re.compile(r"\s*-?\s*[!-~]*(?:\s+-\s+[!-~]*)*\s*-?\s*")
@@ -19,7 +24,11 @@ _SEPARATOR = re.compile(r"\s+-\s*|\s*-\s+")  # a " - " a wrap may have split; ne
 
 
 def claims(line: str) -> bool:
-    return "step:" in line and " - " in line and _STEP.search(line) is not None
+    """A step line, or one of verl's timers printed on a line of its own (the one-key-a-line layout, whose
+    ``step:N`` line alone says too little to claim a file)."""
+    if "step:" in line and " - " in line and _STEP.search(line) is not None:
+        return True
+    return "timing" in line and _TIMER_LINE.match(line) is not None
 
 
 def _continues(line: str) -> bool:
@@ -29,10 +38,11 @@ def _continues(line: str) -> bool:
 
 
 def _add(cols, step: str, body: str, joined: bool = False) -> None:
-    parts = _SEPARATOR.split(body.strip()) if joined else body.split(" - ")
+    parts = [p for p in _SEPARATOR.split(body.strip()) if p.strip()] if joined else body.split(" - ")
     pairs = [p.rpartition(":")[::2] for p in parts]
     if joined:
         pairs = [(k.strip(), v) for k, v in pairs]
+    pairs = [(k, v) for k, v in pairs if k]  # a bare 'step:N' with no key line after it holds nothing
     pairs.append(("step", step))
     cols.add(pairs)
 
@@ -42,10 +52,16 @@ def read(ctx: Ctx):
     pending: list[str] | None = None
     step = ""
     joined = last_at = 0
+    bare = vertical = 0  # steps printed one key a line, and their key lines
+    orphan = None  # the first timer piece outside any step line
     for number, line in lines:
         if pending is not None and _continues(line):
             pending.append(line)  # a hard wrap only inserted a line end: join as it is
-            joined, last_at = joined + 1, number
+            if pending[0]:
+                joined += 1
+            else:
+                vertical += 1
+            last_at = number
             continue
         if pending is not None:
             _add(cols, step, "".join(pending), len(pending) > 1)
@@ -54,14 +70,23 @@ def read(ctx: Ctx):
             m = _STEP.search(line)
             if m:
                 step, pending, last_at = m.group(1), [m.group(2)], number
+            elif m := _BARE.search(line):
+                step, pending, last_at, bare = m.group(1), [""], number, bare + 1
+        elif orphan is None and pending is None and "timing" in line:
+            orphan = near_miss(line)
     cut = pending is not None and not lines.last_complete and last_at == lines.number
     if pending is not None and not cut:
         _add(cols, step, "".join(pending), len(pending) > 1)
+    if cols.n == 0 and orphan is not None:
+        raise error(ctx.shown, f"read as verl-console: no step line, only {orphan}")
     notes = lines.skipped_note()
     if cut:
         notes.append(f"the last line (step {step}) was cut off (no line end) and was skipped")
     if joined:
         notes.append(f"{joined} hard-wrapped lines were joined to the step line they continue")
+    if bare:
+        notes.append(f"{bare} step(s) printed one key a line ('step:N', then ' - key:value' lines: {vertical} key "
+                     f"lines) were read as step lines")
     return cols.raw(ctx.shown, FORMAT.name, "step", notes)
 
 

@@ -71,10 +71,12 @@ def test_verl_megatron_console():
 
 
 def test_verl_older_timing_keys_of_its_own_docs():
-    """verl's quickstart prints timing/* keys and no whole-step timer; step 0 is warm-up, step 1 is read."""
+    """verl's quickstart prints timing/* keys and no whole-step timer; step 0 is warm-up, step 1 is read. A PPO run:
+    the critic's value pass (timing/values) counts with the log-prob passes, its update with the actor's."""
     m = load("verl_docs_quickstart.log")
     assert (m.steps_used, m.format) == ((1, 1), "verl-console")
-    assert summary(m) == pytest.approx({"generation_s": 23.02, "training_s": 20.526 + 15.646, "logprob_s": 4.322,
+    assert summary(m) == pytest.approx({"generation_s": 23.02, "training_s": 20.526 + 15.646,
+                                        "logprob_s": 4.322 + 5.953,  # timing/ref + timing/values (the critic)
                                         "response_tokens_mean": 232.242, "response_tokens_longest": 256.0,
                                         "prompt_tokens": 102.398})
     assert m.keys_used["training_s"] == ("timing/update_actor", "timing/update_critic")
@@ -250,3 +252,93 @@ def test_a_line_of_prose_after_a_step_line_is_not_joined_to_it(tmp_path):
     whole = load("verl_fsdp_qwen2-7b_math.log", steps="6:7")
     assert m.per_step.equals(whole.per_step)
     assert not any("joined" in w for w in m.warnings)
+
+
+def test_verl_one_key_a_line_as_a_readme_prints_it():
+    """llm-d's verl README prints a step as '(TaskRunner pid=15930, ip=10.4.1.33) step:1' and then one ' - key:value'
+    line per key (81 lines): read as the step's line, with a note saying so. Hand-read: step 93.524, gen 24.533,
+    update_actor 35.834, old_log_prob 13.6356 + ref 12.5479, update_weights 5.458, response mean 424.55, prompt
+    111.12."""
+    m = load("verl_readme_one_key_a_line.log")
+    assert (m.framework, m.format, m.steps_used) == ("verl", "verl-console", (1, 1))
+    assert summary(m) == pytest.approx({
+        "step_time_s": 93.5243, "generation_s": 24.5334, "training_s": 35.8338, "logprob_s": 26.1834,
+        "weight_sync_s": 5.458, "response_tokens_mean": 424.5494, "response_tokens_longest": 1024.0,
+        "prompt_tokens": 111.1162})
+    assert any("printed one key a line" in w and "81 key lines" in w for w in m.warnings)
+
+
+def test_verl_one_key_a_line_without_its_step_line_is_refused_saying_so(tmp_path):
+    path = tmp_path / "no_step.log"
+    path.write_text("".join((REAL / "verl_readme_one_key_a_line.log").read_text().splitlines(True)[1:]))
+    with pytest.raises(tc.MeasurementError, match="no step line, only verl console pieces"):
+        tc.load_measurements(path)
+
+
+def test_prime_rl_steps_printed_several_to_a_line():
+    """PR 1630 pastes the orchestrator's output as a Python list: 'Step 13 | Time: 7.47s | ...' and 'Step 14 | Time:
+    0.58s | ...' sit on one physical line (step 15 is cut before its time). Both are read (step 13 then dropped as
+    warm-up by the documented rule); no field of the next list item leaks in as a key."""
+    m = load("prime_rl_pr1630_list_repr.log", steps="13:15")
+    assert list(m.per_step.index) == [13, 14]
+    assert list(m.per_step["step_time_s"]) == pytest.approx([7.47, 0.58])
+    assert set(m.ignored_keys) == {"Async Level", "Max. Off-Policy Level", "Reward", "Seq. Length", "Throughput"}
+
+
+def test_a_tqdm_bar_is_refused_as_a_progress_bar():
+    """OpenRLHF's tqdm postfix (pg=..., glen=770) is a smoothed display without a step's timers: the refusal says so
+    instead of calling the line a CSV header."""
+    with pytest.raises(tc.MeasurementError) as e:
+        load("openrlhf_simplerl_issue24_tqdm.log")
+    assert "a progress bar (tqdm)" in str(e.value) and "CSV" not in str(e.value).split("Formats read")[0]
+
+
+def test_a_ray_log_without_a_step_says_the_run_may_have_stopped(tmp_path):
+    """A verl run that died before its first step prints only Ray lines ('(TaskRunner pid=...)', one of them a dict
+    with commas): the refusal says no step's metrics were printed, not that it is a CSV without a step column."""
+    lines = [line for line in (REAL / "verl_fsdp_qwen2-7b_math.log").read_text(errors="replace").splitlines()
+             if line.startswith("(TaskRunner pid=") and "step:" not in line][:20]
+    path = tmp_path / "crash.log"
+    path.write_text("(TaskRunner pid=285358) test_gen_batch meta info: {'eos_token_id': 32021, 'pad_token_id': 32014}\n"
+                    + "\n".join(lines) + "\n")
+    with pytest.raises(tc.MeasurementError, match="a Ray console log .* no step's metrics were printed"):
+        tc.load_measurements(path)
+
+
+def test_trl_dicts_printed_after_a_tqdm_bar_are_read(tmp_path):
+    """A captured console loses the bar's carriage return, so a logging dict follows the bar on its line
+    ('... 3.02s/it]{'loss': ...}'): read like a dict on a line of its own."""
+    dicts = (REAL / "trl_issue3452_console.log").read_text().splitlines()
+    bars = [f" {10 * i}%|█         | {i}/10 [00:{10 + i}<00:40,  3.0{i}s/it]" for i in range(1, len(dicts) + 1)]
+    path = tmp_path / "tqdm.log"
+    path.write_text("\n".join(b + d for b, d in zip(bars, dicts, strict=True)) + "\n")
+    glued, whole = tc.load_measurements(path), load("trl_issue3452_console.log")
+    assert glued.per_step.equals(whole.per_step) and glued.summary == whole.summary
+
+
+def test_a_slime_perf_dict_printed_over_several_lines_is_gathered(tmp_path):
+    """slime's perf dict pretty-printed ('perf 0: {', one "'key': value," a line, '}') reads as the one-line dict."""
+    text = (REAL / "slime_issue1837_console.log").read_text()
+    line = next(line for line in text.splitlines() if " - perf 0: {" in line)
+    head, body = line.split("perf 0: {", 1)
+    items = [item.strip() for item in body.rstrip().rstrip("}").split(", '")]
+    spread = head + "perf 0: {\n" + ",\n".join(("  " if i == 0 else "  '") + item for i, item in enumerate(items)) \
+        + "\n}\n"
+    path = tmp_path / "spread.log"
+    path.write_text(spread)
+    m, whole = tc.load_measurements(path), load("slime_issue1837_console.log")
+    assert m.summary == whole.summary
+    assert any("printed over several lines were gathered" in w for w in m.warnings)
+
+
+def test_nemo_rl_mean_generation_length_of_the_results_block(tmp_path):
+    """grpo.py prints '• Mean Generation Length: <mean_gen_tokens_per_sample>' in the Training Results block before
+    the timing block: it is the step's response_tokens_mean."""
+    block = (REAL / "nemo_rl_pr1052_timing.log").read_text()
+    path = tmp_path / "with_results.log"
+    path.write_text("📊 Training Results:\n  • Loss: 0.0000\n  • Mean Generation Length: 201.2197\n\n" + block)
+    m = tc.load_measurements(path)
+    assert m.summary["response_tokens_mean"] == pytest.approx(201.2197)
+    assert m.keys_used["response_tokens_mean"] == ("train/mean_gen_tokens_per_sample",)
+    rest = {k: v for k, v in m.summary.items() if k != "response_tokens_mean"}
+    assert rest == load("nemo_rl_pr1052_timing.log").summary
