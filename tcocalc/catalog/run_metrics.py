@@ -45,9 +45,9 @@ UNIT_SCALES: Mapping[str, tuple[str, float]] = MappingProxyType({
 })
 _OPS = ("sum", "product", "step_period")
 _MERGES = ("last", "window_sum")
-_VARIANT_FIELDS = {"keys", "minus", "op", "unit", "merge", "rows_with", "when", "exposed", "rank_mean", "allow_zero",
-                   "caveat", "kind", "source"}
-_FRAMEWORK_FIELDS = {"label", "source", "date", "step_column", "contains", "measure", "validation_keys"}
+_VARIANT_FIELDS = {"keys", "minus", "op", "unit", "merge", "rows_with", "when", "unless", "exposed", "rank_mean",
+                   "allow_zero", "caveat", "kind", "source"}
+_FRAMEWORK_FIELDS = {"label", "source", "date", "step_column", "contains", "waits", "measure", "validation_keys"}
 FILE = "data/run_metrics.toml"
 LIMITS_FILE = "data/log_limits.toml"
 
@@ -60,11 +60,12 @@ class MetricVariant:
     ``minus``, or with ``op="product"`` their product (every factor needed), or with ``op="step_period"`` the
     difference of consecutive ``_timestamp`` values over the steps between them; then times ``scale`` (to the
     measurement's unit). ``when`` keys (a name ending in "/" is a prefix) must be in the log for the variant to
-    apply; ``rows_with`` takes the keys only from rows that also carry that key; ``merge`` says how values of one
-    key at one step combine (``"last"``, or ``"window_sum"``: summed, then divided by the optimizer steps to the
-    next logged step). ``rank_mean``: the value is, or is taken less, a timer averaged over the engines' ranks
-    while the phase ends with the slowest engine (a generation compared with one engine's own; a switch taken as
-    the wall time less that mean also holds the last engine's excess over it; docs/rl-modeling.md section 3.10).
+    apply, and none of the ``unless`` keys (the same form) may be; ``rows_with`` takes the keys only from rows that
+    also carry that key; ``merge`` says how values of one key at one step combine (``"last"``, or ``"window_sum"``:
+    summed, then divided by the optimizer steps to the next logged step). ``rank_mean``: the value is, or is taken
+    less, a timer averaged over the engines' ranks while the phase ends with the slowest engine (a generation
+    compared with one engine's own; a switch taken as the wall time less that mean also holds the last engine's
+    excess over it; docs/rl-modeling.md section 3.10).
     """
 
     measurement: str
@@ -78,6 +79,7 @@ class MetricVariant:
     merge: str = "last"
     rows_with: str | None = None
     when: tuple[str, ...] = ()
+    unless: tuple[str, ...] = ()
     exposed: bool = False
     rank_mean: bool = False
     allow_zero: bool = False
@@ -111,6 +113,9 @@ class FrameworkMetrics:
     measures: Mapping[str, tuple[MetricVariant, ...]]
     contains: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     validation_keys: tuple[str, ...] = ()
+    #: outer timer -> the keys whose presence makes it only the trainer's wait (an asynchronous mode's), which then
+    #: contains none of its ``contains`` timers: the per-step nesting check leaves it out
+    waits: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def known_keys(self) -> frozenset[str]:
@@ -129,8 +134,10 @@ class FrameworkMetrics:
 
     @property
     def prefixes(self) -> frozenset[str]:
-        """The ``when`` prefixes (names ending in "/"): a log has one when any of its keys starts with it."""
-        return frozenset(w for vs in self.measures.values() for v in vs for w in v.when if w.endswith("/"))
+        """The ``when`` and ``unless`` prefixes (names ending in "/"): a log has one when any of its keys starts with
+        it."""
+        return frozenset(w for vs in self.measures.values() for v in vs for w in (*v.when, *v.unless)
+                         if w.endswith("/"))
 
 
 def _strings(file: str, entry: str, name: str, value, *, allow_empty: bool = True) -> tuple[str, ...]:
@@ -182,7 +189,8 @@ def _variant(file: str, entry: str, measurement: str, raw) -> MetricVariant:
         measurement=measurement, keys=keys, unit=raw["unit"], scale=UNIT_SCALES[raw["unit"]][1],
         source=raw["source"], kind=raw["kind"], minus=minus, op=op,
         merge=_choice(file, entry, raw, "merge", _MERGES, "last"), rows_with=rows_with,
-        when=_strings(file, entry, "when", raw.get("when")), exposed=_flag(file, entry, raw, "exposed"),
+        when=_strings(file, entry, "when", raw.get("when")), unless=_strings(file, entry, "unless", raw.get("unless")),
+        exposed=_flag(file, entry, raw, "exposed"),
         rank_mean=_flag(file, entry, raw, "rank_mean"), allow_zero=_flag(file, entry, raw, "allow_zero"), caveat=caveat)
 
 
@@ -211,12 +219,12 @@ def _check_nesting(file: str, entry: str, v: MetricVariant, contains: Mapping[st
                                                       "list it under the outer key in contains")
 
 
-def _contains(file: str, name: str, raw) -> dict[str, tuple[str, ...]]:
+def _contains(file: str, name: str, raw, table: str = "contains") -> dict[str, tuple[str, ...]]:
     if raw is None:
         return {}
     if not isinstance(raw, dict):
-        raise DataFileError(file, f"framework.{name}", "contains", "expected a table of outer key -> inner keys")
-    return {outer: _strings(file, f"framework.{name}", f"contains.{outer}", inner) for outer, inner in raw.items()}
+        raise DataFileError(file, f"framework.{name}", table, "expected a table of outer key -> keys")
+    return {outer: _strings(file, f"framework.{name}", f"{table}.{outer}", inner) for outer, inner in raw.items()}
 
 
 def _framework(file: str, name: str, raw) -> FrameworkMetrics:
@@ -229,6 +237,10 @@ def _framework(file: str, name: str, raw) -> FrameworkMetrics:
     if step_column is not None and (not isinstance(step_column, str) or not step_column.strip()):
         raise DataFileError(file, entry, "step_column", f"expected a column name, got {step_column!r}")
     contains = _contains(file, name, raw.get("contains"))
+    waits = _contains(file, name, raw.get("waits"), "waits")
+    if unknown := sorted(set(waits) - set(contains)):
+        raise DataFileError(file, entry, f"waits.{unknown[0]}", "an outer timer of contains, whose inner timers the "
+                                                                "markers say it does not hold")
     measures_raw = raw.get("measure")
     if not isinstance(measures_raw, dict) or not measures_raw:
         raise DataFileError(file, entry, "measure", "missing: at least one measurement")
@@ -250,7 +262,7 @@ def _framework(file: str, name: str, raw) -> FrameworkMetrics:
         measures[measurement] = tuple(parsed)
     return FrameworkMetrics(name=name, label=raw["label"], source=raw["source"], date=raw["date"],
                             step_column=step_column, measures=MappingProxyType(measures),
-                            contains=MappingProxyType(contains),
+                            contains=MappingProxyType(contains), waits=MappingProxyType(waits),
                             validation_keys=_strings(file, entry, "validation_keys", raw.get("validation_keys")))
 
 
@@ -365,6 +377,9 @@ def _formula(v: MetricVariant) -> str:
         text += f" (rows with `{v.rows_with}`)"
     if v.when:
         text += " if the log has " + ", ".join(f"`{k}`" + ("…" if k.endswith("/") else "") for k in v.when)
+    if v.unless:
+        text += (" and " if v.when else " if the log has ") + "none of " + ", ".join(
+            f"`{k}`" + ("…" if k.endswith("/") else "") for k in v.unless)
     return text
 
 

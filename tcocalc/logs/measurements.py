@@ -263,7 +263,7 @@ def _choose(fw: FrameworkMetrics, keys: frozenset[str], has_timestamp: bool) -> 
         return any(k.startswith(name) for k in keys) if name.endswith("/") else name in keys
 
     def applies(v: MetricVariant) -> bool:
-        if not all(there(w) for w in v.when):
+        if not all(there(w) for w in v.when) or any(there(u) for u in v.unless):
             return False
         if v.op == "step_period":
             return has_timestamp
@@ -379,13 +379,15 @@ def _check_value(name: str, v: MetricVariant, series: pd.Series, unsound: _Unsou
         " (a timer is longer than the one that contains it)" if v.minus and series[s] < 0 else ""))
 
 
-def _check_nesting(fw: FrameworkMetrics, series_of, unsound: _Unsound) -> None:
+def _check_nesting(fw: FrameworkMetrics, series_of, unsound: _Unsound, there=lambda key: False) -> None:
     """Per step, an inner timer (the ``contains`` table) is never longer than the one containing it, within the
-    reading tolerance of data/log_limits.toml (console values are printed rounded)."""
+    reading tolerance of data/log_limits.toml (console values are printed rounded); an outer timer that the log's
+    ``waits`` markers (``there(key)``: the log has it) make only the trainer's wait contains nothing and is not
+    checked."""
     lim = log_limits()
     for outer, inners in fw.contains.items():
         whole = series_of(outer)
-        if whole is None:
+        if whole is None or any(there(k) for k in fw.waits.get(outer, ())):
             continue
         for inner in inners:
             part = series_of(inner)
@@ -482,7 +484,9 @@ def _sound(raw: RawLog, fw: FrameworkMetrics, by: _Steps, kept: pd.Index) -> tup
         series = _value(v, by.values, by.period).reindex(kept)
         _check_value(name, v, series, unsound)
         table[name] = series
-    _check_nesting(fw, lambda k: None if (s := by.series_of(k)) is None else s.reindex(kept), unsound)
+    keys = raw.keys
+    _check_nesting(fw, lambda k: None if (s := by.series_of(k)) is None else s.reindex(kept), unsound,
+                   lambda k: any(x.startswith(k) for x in keys) if k.endswith("/") else k in keys)
     if unsound.why and (len(unsound.why) * 2 > len(kept) or len(unsound.why) == len(kept)):
         raise unsound.error(raw.path)
     good = kept.difference(pd.Index(sorted(unsound.why), dtype=kept.dtype))

@@ -701,3 +701,20 @@ def test_doc_page_states_the_warmup_rule():
     page = DOC.read_text()
     assert "ceil(10 %) of the usable steps\n(validation steps left out), at least 1, at most 20" in page
     assert (measurements.WARMUP_SHARE, measurements.WARMUP_MAX_STEPS) == (0.10, 20)
+
+
+def test_waits_names_an_outer_timer_of_contains():
+    """``waits`` (outer timer -> markers of the modes where it is only the trainer's wait) must name a timer the
+    ``contains`` table nests others in; a stray one is refused naming the field."""
+    text = TOML.read_text().replace('[framework.verl.waits]\n"timing_s/gen"', '[framework.verl.waits]\n"timing_s/gne"')
+    with pytest.raises(tc.DataFileError, match=r"framework\.verl.*waits\.timing_s/gne"):
+        run_metrics.parse_run_metrics(text)
+
+
+def test_unless_rules_a_way_out():
+    """A way with ``unless`` keys applies only to logs without them: verl's colocated switch (gen less the
+    generation) is not formed in a one-step-off log, where gen is the trainer's wait."""
+    verl = run_metrics.run_metric_table()["verl"]
+    switch = next(v for v in verl.measures["switching_s"] if "timing_s/generate_sequences" in v.minus)
+    assert set(switch.unless) == {"timing_s/generate_async", "fully_async/", "timing_s/switch_to_rollout"}
+    assert "fully_async/" in verl.prefixes and verl.waits["timing_s/gen"] == switch.unless

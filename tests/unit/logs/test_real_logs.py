@@ -8,6 +8,8 @@ warm-up); each comment says which steps.
 
 from __future__ import annotations
 
+import statistics
+
 import pytest
 
 import tcocalc as tc
@@ -256,15 +258,18 @@ def test_a_line_of_prose_after_a_step_line_is_not_joined_to_it(tmp_path):
 
 def test_verl_one_key_a_line_as_a_readme_prints_it():
     """llm-d's verl README prints a step as '(TaskRunner pid=15930, ip=10.4.1.33) step:1' and then one ' - key:value'
-    line per key (81 lines): read as the step's line, with a note saying so. Hand-read: step 93.524, gen 24.533,
-    update_actor 35.834, old_log_prob 13.6356 + ref 12.5479, update_weights 5.458, response mean 424.55, prompt
-    111.12."""
+    line per key (81 lines): read as the step's line, with a note saying so. Hand-read: step 93.524, gen 24.533 of
+    which the agent loop's slowest trajectory 20.618 in the engine and 0 in tools (the generation) and 3.915 the rest
+    (replicas put to sleep, dispatch: the switch), update_actor 35.834, old_log_prob 13.6356 + ref 12.5479,
+    update_weights 5.458, response mean 424.55, prompt 111.12."""
     m = load("verl_readme_one_key_a_line.log")
     assert (m.framework, m.format, m.steps_used) == ("verl", "verl-console", (1, 1))
     assert summary(m) == pytest.approx({
-        "step_time_s": 93.5243, "generation_s": 24.5334, "training_s": 35.8338, "logprob_s": 26.1834,
-        "weight_sync_s": 5.458, "response_tokens_mean": 424.5494, "response_tokens_longest": 1024.0,
-        "prompt_tokens": 111.1162})
+        "step_time_s": 93.5243, "generation_s": 20.6181, "switching_s": 24.5334 - 20.6181, "training_s": 35.8338,
+        "logprob_s": 26.1834, "weight_sync_s": 5.458, "response_tokens_mean": 424.5494,
+        "response_tokens_longest": 1024.0, "prompt_tokens": 111.1162})
+    assert m.keys_used["generation_s"] == ("timing_s/agent_loop/slowest/generate_sequences",
+                                           "timing_s/agent_loop/slowest/tool_calls")
     assert any("printed one key a line" in w and "81 key lines" in w for w in m.warnings)
 
 
@@ -342,3 +347,25 @@ def test_nemo_rl_mean_generation_length_of_the_results_block(tmp_path):
     assert m.keys_used["response_tokens_mean"] == ("train/mean_gen_tokens_per_sample",)
     rest = {k: v for k, v in m.summary.items() if k != "response_tokens_mean"}
     assert rest == load("nemo_rl_pr1052_timing.log").summary
+
+
+def test_a_one_step_off_log_whose_gen_is_only_the_wait_keeps_its_steps(tmp_path):
+    """In one-step-off (verl's one_step_off_policy trainer) timing_s/gen is the trainer's residual wait while the
+    batch's own timers (generate_sequences, timing_s/generate_async) run beside it, so gen 'contains' nothing: the
+    per-step nesting check leaves it out (data/run_metrics.toml waits) and no gen-less-generation switch is formed.
+    The real FSDP log's step lines, rewritten as one-step-off lines: gen a 5 s wait, generate_async the old gen."""
+    import re
+
+    lines = [line for line in (REAL / "verl_fsdp_qwen2-7b_math.log").read_text(errors="replace").splitlines()
+             if "step:" in line and "timing_s/step" in line and "timing_s/testing" not in line][:12]
+    out, gens = [], []
+    for line in lines:
+        gen = float(re.search(r"timing_s/gen:([\d.]+)", line).group(1))
+        gens.append(gen)
+        out.append(re.sub(r"timing_s/gen:[\d.]+", "timing_s/gen:5.0", line) + f" - timing_s/generate_async:{gen}")
+    path = tmp_path / "one_step_off.log"
+    path.write_text("\n".join(out) + "\n")
+    m = tc.load_measurements(path)
+    assert not any("unsound" in w for w in m.warnings)
+    assert m.keys_used["generation_s"] == ("timing_s/generate_async",) and "switching_s" not in m.summary
+    assert m.summary["generation_s"] == pytest.approx(statistics.median(gens[m.warmup_steps:]))
