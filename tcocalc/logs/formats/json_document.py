@@ -7,7 +7,12 @@
 - A summary of runs: ``{"runs": {<run>: {"steps": {N: {<key>: value}}}}}``, as SkyPilot's slime benchmark
   (skypilot-org/skypilot@273ca3590d43:llm/slime/benchmark/metrics.json), whose ``<name>_sec`` keys are slime's
   ``perf/<name>`` timers (its ``_meta.source``: "slime perf/*"). A file with several runs needs ``run=``.
-- A list of flat objects, or an object holding one such list, one record each (``step`` or ``_step`` their step).
+- A TRL ``log_history`` saved on its own: a list of such entries (``step`` and ``epoch`` in them, and a trainer key
+  such as ``loss`` or ``learning_rate``), read as a ``trainer_state.json``.
+- Per-step records keyed by step number: ``{"steps": {"1": {<key>: value}, ...}}`` (an AReaL stats summary,
+  areal-project/AReaL@f59cb6b3:research/muon/evidence/grpo/summary.json), other top-level entries ignored.
+- A list of flat objects, or an object holding one such list, one record each (``step`` or ``_step`` their step;
+  a list whose entries carry neither, per-sample rollouts say, is not read as steps).
 
 A prime-rl trainer benchmark (``{"config": {"type": ...}, "metrics": {"step_time": {"mean": ...}}}``,
 PrimeIntellect-ai/prime-rl@559b44772e47:benchmarks/baselines/) is refused, naming what it is and what it can and
@@ -45,12 +50,38 @@ def _benchmark(doc: dict, ctx: Ctx):
         "a pilot run's stages. Give the run's metrics.jsonl, W&B history or console log instead")
 
 
-def _trainer_state(doc: dict, ctx: Ctx):
+def _trainer_state(doc: dict, ctx: Ctx, notes=()):
     cols = ctx.columns()
     for entry in doc["log_history"]:
         if isinstance(entry, dict):
             cols.add((("train/global_step" if k == "step" else f"train/{k}"), v) for k, v in _flat(entry))
-    return cols.raw(ctx.shown, "trl-trainer-state", "train/global_step")
+    return cols.raw(ctx.shown, "trl-trainer-state", "train/global_step", notes)
+
+
+_TRAINER_KEYS = frozenset({"loss", "learning_rate", "grad_norm", "train_runtime"})
+
+
+def _is_log_history(doc) -> bool:
+    """A list of HF Trainer log entries: dicts, one at least with ``step`` and ``epoch`` and a trainer key."""
+    return (isinstance(doc, list) and bool(doc) and all(isinstance(e, dict) for e in doc)
+            and any("step" in e and "epoch" in e and not _TRAINER_KEYS.isdisjoint(e) for e in doc))
+
+
+def _step_mapping(doc: dict, ctx: Ctx):
+    """``{"steps": {"<N>": {...}}}``: one record a step, the step its key."""
+    cols = ctx.columns()
+    for step, values in doc["steps"].items():
+        if isinstance(values, dict):
+            cols.add([("step", step), *_flat(values)])
+    others = sorted(k for k in doc if k != "steps")
+    notes = [f"read the document's steps mapping ({len(doc['steps'])} steps); not read: {', '.join(others)}"] \
+        if others else []
+    return cols.raw(ctx.shown, FORMAT.name, "step", notes)
+
+
+def _numbered(mapping) -> bool:
+    return isinstance(mapping, dict) and bool(mapping) and all(
+        isinstance(k, str) and k.strip().isdigit() and isinstance(v, dict) for k, v in mapping.items())
 
 
 def _runs(doc: dict, ctx: Ctx):
@@ -73,6 +104,8 @@ def _records(doc, ctx: Ctx):
         doc = lists[0]
     if not isinstance(doc, list) or not all(isinstance(e, dict) for e in doc):
         return None
+    if not any("step" in e or "_step" in e for e in doc):  # per-sample records, say, not steps
+        return None
     cols = ctx.columns()
     for entry in doc:
         cols.add(_flat(entry))
@@ -94,11 +127,17 @@ def read(ctx: Ctx):
         return _trainer_state(doc, ctx)
     if isinstance(doc, dict) and isinstance(doc.get("runs"), dict):
         return _runs(doc, ctx)
+    if _is_log_history(doc):
+        return _trainer_state({"log_history": doc}, ctx, ["a list of TRL / HF Trainer log entries, read as a "
+                                                          "trainer_state.json's log_history"])
+    if isinstance(doc, dict) and _numbered(doc.get("steps")):
+        return _step_mapping(doc, ctx)
     raw = _records(doc, ctx)
     if raw is None:
         top = ", ".join(list(doc)[:8]) if isinstance(doc, dict) else type(doc).__name__
         raise ctx.error(f"a JSON document of no shape a reader takes (top level: {top}); read: a trainer_state.json "
-                        "log_history, a summary of runs with steps, or a list of per-step objects")
+                        "log_history, a summary of runs with steps, a steps mapping keyed by step number, or a list "
+                        "of per-step objects (each with a step or _step)")
     return raw
 
 

@@ -369,3 +369,32 @@ def test_a_one_step_off_log_whose_gen_is_only_the_wait_keeps_its_steps(tmp_path)
     assert not any("unsound" in w for w in m.warnings)
     assert m.keys_used["generation_s"] == ("timing_s/generate_async",) and "switching_s" not in m.summary
     assert m.summary["generation_s"] == pytest.approx(statistics.median(gens[m.warmup_steps:]))
+
+
+def test_trl_log_history_saved_as_a_bare_list():
+    """A GRPO run's log_history dumped on its own (a list of HF Trainer entries, not a trainer_state.json): read as
+    TRL's, keys as train/<key>. Hand-read with json + statistics.median: 40 entries with step_time (steps 5..200),
+    ceil(10%) = 4 dropped, medians over steps 25..200: step_time 32.0841 s, completions/mean_length 512."""
+    m = load("trl_log_history_list.json")
+    assert (m.framework, m.format, m.steps_used, m.warmup_steps) == ("trl", "trl-trainer-state", (25, 200), 4)
+    assert summary(m)["step_time_s"] == pytest.approx(32.0841) and summary(m)["response_tokens_mean"] == 512.0
+    assert any("read as a trainer_state.json's log_history" in w for w in m.warnings)
+
+
+def test_a_steps_mapping_keyed_by_step_number_is_read(tmp_path):
+    """{"steps": {"1": {...}, ...}} (an AReaL stats summary's shape) reads one record a step; a document whose only
+    list holds per-sample records without a step (its "rollouts") is refused naming the shapes read, never read as
+    steps."""
+    import json
+
+    steps = {str(n): {"timeperf/train_step": t, "timeperf/rollout": 0.01, "ppo_actor/n_seqs": 8.0}
+             for n, t in ((1, 3.55), (2, 0.361), (3, 0.339))}
+    path = tmp_path / "summary.json"
+    path.write_text(json.dumps({"steps": steps, "rollouts": [{"reward": 1.0}, {"reward": 0.0}], "note": "x"}))
+    m = tc.load_measurements(path, framework="areal")
+    assert list(m.per_step.index) == [2, 3] and m.summary["training_s"] == pytest.approx((0.361 + 0.339) / 2)
+    assert any("read the document's steps mapping (3 steps); not read: note, rollouts" in w for w in m.warnings)
+    only_rollouts = tmp_path / "rollouts.json"
+    only_rollouts.write_text(json.dumps({"rollouts": [{"reward": 1.0}, {"reward": 0.0}]}))
+    with pytest.raises(tc.MeasurementError, match="no shape a reader takes .*each with a step or _step"):
+        tc.load_measurements(only_rollouts)
