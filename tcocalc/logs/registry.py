@@ -34,6 +34,7 @@ from .formats import (
     tensorboard_tags,
     verl_console,
     wandb_csv,
+    wandb_panel_csv,
 )
 from .formats.base import Ctx, Format
 from .formats.csvs import header_of
@@ -44,7 +45,7 @@ __all__ = ["REGISTRY", "FORMATS", "read_log", "detect_format", "tag_from_filenam
 
 REGISTRY: tuple[Format, ...] = (
     tensorboard_events.FORMAT, mlflow.FORMAT, tensorboard_tags.FORMAT,
-    jsonl.FORMAT, json_document.FORMAT, tensorboard_csv.FORMAT, wandb_csv.FORMAT,
+    jsonl.FORMAT, json_document.FORMAT, wandb_panel_csv.FORMAT, tensorboard_csv.FORMAT, wandb_csv.FORMAT,
     verl_console.FORMAT, nemo_console.FORMAT, slime_console.FORMAT, prime_console.FORMAT, dict_console.FORMAT,
 )
 #: every ``format`` a :class:`~tcocalc.logs.table.RawLog` can carry (a JSON document names its shape)
@@ -94,7 +95,7 @@ _RAY_PREFIX = re.compile(r"^\s*\((?:\w+ )?pid=\d+")  # "(TaskRunner pid=285358)"
 
 def _column_names(header: list[str]) -> bool:
     """Cells a CSV header would hold: short names, none a printed mapping, bar or sentence fragment."""
-    return all(0 < len(c) <= 64 and ": " not in c and "|" not in c and "{" not in c for c in header)
+    return all(0 < len(c) <= 256 and ": " not in c and "|" not in c and "{" not in c for c in header)
 
 
 def _looked_like(first: str) -> str:

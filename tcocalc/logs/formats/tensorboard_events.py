@@ -96,5 +96,5 @@ def read(ctx: Ctx):
     return cols.raw(ctx.shown, FORMAT.name, "step", notes)
 
 
-FORMAT = Format("tensorboard-events", "TensorBoard event files (events.out.tfevents.*), a file or a folder", read,
+FORMAT = Format("tensorboard-events", "TensorBoard event files (events.out.tfevents.*)", read,
                 folder=claims_folder, file_name=claims_name)

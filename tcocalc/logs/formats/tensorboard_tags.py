@@ -100,5 +100,5 @@ def read(ctx: Ctx):
     return cols.raw(ctx.shown, FORMAT.name, "step", notes)
 
 
-FORMAT = Format("tensorboard-tag-csv", "TensorBoard per-tag CSV downloads (Wall time,Step,Value), a file or a folder",
+FORMAT = Format("tensorboard-tag-csv", "TensorBoard per-tag CSV downloads (Wall time,Step,Value)",
                 read, folder=claims_folder, head=claims)

@@ -81,6 +81,9 @@ def _blocks(ctx: Ctx, options: dict):
 
 
 def read(ctx: Ctx):
+    if ctx.run is not None:  # one run's history: a run name would be silently ignored
+        raise ctx.error(f"a W&B run-history CSV holds one run, so run={ctx.run!r} picks nothing; leave run= out "
+                        "(run= picks a run of a file with several: a W&B chart export, a JSON summary of runs)")
     header, header_line, lines_in, lines = scan(ctx)
     cols = ctx.columns()
     last = {c: i for i, c in enumerate(header) if c in ctx.keep}  # a name twice: its last column

@@ -398,3 +398,52 @@ def test_a_steps_mapping_keyed_by_step_number_is_read(tmp_path):
     only_rollouts.write_text(json.dumps({"rollouts": [{"reward": 1.0}, {"reward": 0.0}]}))
     with pytest.raises(tc.MeasurementError, match="no shape a reader takes .*each with a step or _step"):
         tc.load_measurements(only_rollouts)
+
+
+def test_a_wandb_chart_export_needs_its_run_and_reads_its_keys():
+    """W&B's chart export (Deep-GRPO's response-length panel, two verl runs): several runs need run=, which names
+    them; with run= the run's plotted key is read under its own name against the Step column, its __MIN/__MAX bucket
+    bounds left out (its key, response_length/main_chain/mean, is that repository's own, which no reader maps)."""
+    from tcocalc.logs.registry import read_log
+
+    with pytest.raises(tc.MeasurementError, match=r"holds 2 runs \(Qwen2.5-0.5B-Instruct-GSM8K-CRPO-sp-p1-b8-gamma2"):
+        load("wandb_panel_export_two_runs.csv")
+    raw = read_log(REAL / "wandb_panel_export_two_runs.csv", run="qwen2.5-0.5b-instruct-gsm8k-crpo-no-branch")
+    assert raw.format == "wandb-panel-csv" and list(raw.rows["_step"][:3]) == [1.0, 2.0, 3.0] and len(raw.rows) == 200
+    assert raw.unmapped == {"response_length/main_chain/mean"}
+    with pytest.raises(tc.MeasurementError, match="has no run 'nope'; its runs: Qwen2.5"):
+        read_log(REAL / "wandb_panel_export_two_runs.csv", run="nope")
+
+
+def test_a_wandb_chart_export_of_mapped_keys_reads_like_the_run(tmp_path):
+    """The two real verl logs' step times and response means laid out as W&B's chart export of two runs (x-axis
+    Step, '<run> - <key>' columns with __MIN/__MAX): each run reads as its console log does."""
+    import csv as csv_module
+
+    runs = {"fsdp": load("verl_fsdp_qwen2-7b_math.log", keep_validation=True),
+            "megatron": load("verl_megatron_qwen2-7b_math.log", keep_validation=True)}
+    keys = {"timing_s/step": "step_time_s", "response_length/mean": "response_tokens_mean"}
+    steps = sorted(set(runs["fsdp"].per_step.index) | set(runs["megatron"].per_step.index))
+    header = ["Step"] + [f"{r} - {k}{b}" for r in runs for k in keys for b in ("", "__MIN", "__MAX")]
+    path = tmp_path / "panel.csv"
+    with path.open("w", newline="") as f:
+        out = csv_module.writer(f, quoting=csv_module.QUOTE_ALL)
+        out.writerow(header)
+        for s in steps:
+            row = [s]
+            for m in runs.values():
+                for name in keys.values():
+                    v = m.per_step[name].get(s) if s in m.per_step.index else None
+                    row += ["" if v is None else float(v)] * 3
+            out.writerow(row)
+    for run, whole in runs.items():
+        kept = whole.per_step.index  # the console read's kept steps, read here with no further warm-up drop
+        m = tc.load_measurements(path, run=run, framework="verl", keep_validation=True,
+                                 steps=f"{kept[0]}:{kept[-1] + 1}")
+        assert m.format == "wandb-panel-csv"
+        assert m.summary == pytest.approx({n: whole.summary[n] for n in keys.values()})
+
+
+def test_run_on_a_one_run_history_csv_is_refused_not_ignored():
+    with pytest.raises(tc.MeasurementError, match="holds one run, so run='other' picks nothing"):
+        tc.load_measurements(ROOT / "tests" / "data" / "logs" / "verl_wandb.csv", run="other")
