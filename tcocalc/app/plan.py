@@ -492,8 +492,9 @@ with st.expander("Calibrate from a run", expanded="_calibration" in ss):
                "per step. The fitted factors apply to every split, mode and price this page plans (where the "
                "stack differs, the factors that do not carry over are dropped and named).")
     c1, c2, c3 = st.columns([2, 1, 1])
-    cal_log = c1.file_uploader("Run log (W&B history CSV, JSONL, verl console lines, TensorBoard CSV)",
-                               type=["csv", "jsonl", "json", "log", "txt"], key="cal_log")
+    cal_log = c1.file_uploader("Run log: console output, W&B or TensorBoard CSV, JSON / JSONL, a TensorBoard event "
+                               "file", type=None, key="cal_log",  # read by content: a slurm .out or a .md paste too
+                               help="any name or extension: the format is told from the content (docs/run-logs.md)")
     cal_fw = c2.selectbox("Log's framework", ["(guess)", *CALIBRATION_FRAMEWORKS], key="cal_fw")
     cal_steps = c3.text_input("Steps (A:B)", key="cal_steps", help="logged steps to use, A included, B excluded; "
                                                                   "empty: all after the warm-up")

@@ -303,3 +303,21 @@ def test_planner_swaps_hardware_exports_and_compares_an_upload(page, app_url, tm
     _idle(page)
     assert "Traceback" not in page.content()
     _whole_page(page, "planner_compare_upload.png")
+
+
+def test_a_run_log_uploads_whatever_its_extension(page, app_url, tmp_path):
+    """A pilot's console output as a cluster saves it (a slurm job's .out file) uploads on the Plan page's
+    "Calibrate from a run" and is read by its content: the measured-against-the-model table appears, no error.
+    The uploader once took csv/jsonl/json/log/txt only, so the browser refused a .out file before tcocalc saw it."""
+    page.goto(app_url)
+    page.get_by_text("Useful samples/s").first.wait_for()
+    _idle(page)
+    page.get_by_text("Calibrate from a run").first.click()
+    log = tmp_path / "slurm-510942.out"
+    log.write_bytes((ROOT / "tests" / "data" / "logs" / "real" / "verl_megatron_qwen2-7b_math.log").read_bytes())
+    page.locator('input[type="file"]').nth(1).set_input_files(str(log))  # the log's uploader (the scenario's first)
+    _idle(page)
+    page.get_by_role("button", name="Calibrate", exact=True).click()
+    _expect(page.get_by_text("Measured against the model, before and after")).to_be_visible()
+    assert "Traceback" not in page.content()
+    page.screenshot(path=str(ARTIFACTS / "calibrate_upload.png"), full_page=True)
