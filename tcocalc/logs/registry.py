@@ -106,9 +106,9 @@ def _looked_like(first: str) -> str:
         return ("a progress bar (tqdm): its postfix (e.g. 'glen=770, tlen=862') is a smoothed display, not a step's "
                 "timers; read the run's W&B, TensorBoard or JSONL metrics instead")
     if _RAY_PREFIX.match(first):
-        return ("a Ray console log ('(TaskRunner pid=...)' lines) in which no step's metrics were printed: the run "
-                "may have stopped before its first step (look for a traceback), or its metrics went to another "
-                "logger (verl: trainer.logger=['console', ...])")
+        return ("a Ray console log ('(<actor> pid=...)' lines) in which no step's metrics were printed in a shape "
+                "tcocalc reads: the run may have stopped before its first step (look for a traceback), or its "
+                "metrics went to another logger (verl: trainer.logger=['console', ...])")
     if len(header) >= 2 and "," in first and _column_names(header):
         shown = ", ".join(header[:4]) + (", ..." if len(header) > 4 else "")
         return (f"a CSV whose header ({shown}) has no step column (_step, step, train/global_step, rollout/step) "

@@ -166,6 +166,14 @@ class Columns:
                 rows.pop()
                 values.pop()
 
+    def renumber(self, key: str, values: list[float]) -> None:
+        """Replace the values of ``key``, a kept key added once a row (a step column written while reading, before
+        the real step numbers were known), in the order they were added."""
+        rows, old = self._cols[key]
+        if len(values) != len(old):
+            raise ValueError(f"{key}: {len(values)} values for {len(old)} rows")
+        self._cols[key] = (rows, array("d", (float(v) for v in values)))
+
     def has(self, key: str) -> bool:
         """Whether a value of the kept key ``key`` was added."""
         return key in self._cols or key in self._dense

@@ -3,7 +3,10 @@
 ``Trainer.log``). Keys are read as the W&B names ``train/<key>``; the lines carry no step, so the n-th dict is
 logging window n (a warning says so). Read as Python literals, never evaluated. A dict printed right after a tqdm
 progress bar on the same line (``... 3.02s/it]{'loss': ...}``, the bar's carriage return lost in a capture) is
-read as well."""
+read as well. Where the training loop's progress bar (``| 10/29790 [01:29<...``, the bar with the largest total)
+was printed before every dict, and its counts rise from dict to dict, the count is the dict's step (the Trainer
+logs after the bar has moved to the step, transformers' ``Trainer._inner_training_loop``); otherwise dict n is
+window n."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from .base import Ctx, Format
 from .slime_console import literal
 
 _BAR_END = re.compile(r"(?:s/it|it/s)\]$")  # the end of a tqdm bar: "... 3.02s/it]" or "... 17.17it/s]"
+_COUNT = re.compile(r"\|\s*(\d+)/(\d+)\s*\[")  # a tqdm bar's count: "| 10/29790 ["
 
 
 def _dict_text(line: str) -> str | None:
@@ -31,7 +35,16 @@ def claims(line: str) -> bool:
 
 def read(ctx: Ctx):
     lines, cols, bad, n = ctx.lines(), ctx.columns(), 0, 0
+    total, count = 0, None  # the training bar's total (the largest seen) and its latest count
+    counts: list[int | None] = []  # the training bar's count before each dict
     for _, line in lines:
+        if "/" in line and "[" in line:
+            for m in _COUNT.finditer(line.split("{'", 1)[0]):
+                done, of = int(m.group(1)), int(m.group(2))
+                if of > total:
+                    total, count = of, None  # a longer bar: the training loop's (shard loading comes first)
+                if of == total:
+                    count = done
         text = _dict_text(line) if "{'" in line else None
         if text is None:
             continue
@@ -40,9 +53,16 @@ def read(ctx: Ctx):
             bad += 1
             continue
         n += 1
+        counts.append(count)
         cols.add([("train/global_step", n),
                   *((f"train/{k}", v) for k, v in values.items() if isinstance(k, str) and not isinstance(v, dict))])
-    notes = lines.skipped_note() + [f"the printed dicts carry no step: dict n is read as logging window n (1..{n})"]
+    if n and None not in counts and all(a < b for a, b in zip(counts, counts[1:], strict=False)):
+        cols.renumber("train/global_step", counts)
+        notes = lines.skipped_note() + [f"each dict's step is the training progress bar's count printed before it "
+                                        f"(steps {counts[0]}..{counts[-1]} of {total})"]
+    else:
+        notes = lines.skipped_note() + [f"the printed dicts carry no step: dict n is read as logging window n "
+                                        f"(1..{n})"]
     if bad:
         notes.append(f"{bad} printed dicts that do not parse (cut off?) were skipped")
     return cols.raw(ctx.shown, FORMAT.name, "train/global_step", notes)

@@ -96,10 +96,10 @@ def near_miss(line: str) -> str | None:
     m = _TIMER_PIECE.search(line)
     if m is None:
         return None
-    return (f"verl console pieces ({m.group(1)}: ...) without the start of their step line ('step:N - key:value "
-            f"- ...'): the paste lost the line's beginning, which says which step its figures belong to; paste "
-            f"the step lines whole, or type the figures with `tcocalc calibrate --measured KEY=VALUE` "
-            f"(e.g. step_time_s=310 generation_s=200)")
+    return (f"verl console pieces ({m.group(1)}: ...) outside any step line ('step:N - key:value - ...' as verl "
+            f"prints it), so no line says which step they belong to (a paste that lost the line's start, or keys "
+            f"regrouped by hand); paste the step lines as verl printed them, or type the figures with `tcocalc "
+            f"calibrate --measured KEY=VALUE` (e.g. step_time_s=310 generation_s=200)")
 
 
 FORMAT = Format("verl-console", "verl console lines 'step:N - key:value - ...'", read, line=claims,

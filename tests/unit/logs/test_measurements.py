@@ -718,3 +718,16 @@ def test_unless_rules_a_way_out():
     switch = next(v for v in verl.measures["switching_s"] if "timing_s/generate_sequences" in v.minus)
     assert set(switch.unless) == {"timing_s/generate_async", "fully_async/", "timing_s/switch_to_rollout"}
     assert "fully_async/" in verl.prefixes and verl.waits["timing_s/gen"] == switch.unless
+
+
+def test_slime_step_time_needs_both_its_parts(tmp_path):
+    """slime's step is perf/train_wait_time + perf/train_time: a log with the wait alone (miles' quick-start prints
+    an abridged perf dict) has no step time, rather than the wait taken for the step."""
+    path = tmp_path / "slime.log"
+    path.write_text("".join(f"perf {i}: {{'perf/rollout_time': 98.6, 'perf/train_wait_time': 101.2, "
+                            f"'perf/actor_train_time': 41.3}}\n" for i in range(3)))
+    m = tc.load_measurements(path)
+    assert "step_time_s" not in m.summary and m.summary["training_s"] == pytest.approx(41.3)
+    path.write_text("".join(f"perf {i}: {{'perf/train_wait_time': 101.2, 'perf/train_time': 45.0}}\n"
+                            for i in range(3)))
+    assert tc.load_measurements(path).summary["step_time_s"] == pytest.approx(146.2)

@@ -238,7 +238,7 @@ def test_a_paste_that_lost_the_start_of_its_step_line_is_refused_saying_so():
     with pytest.raises(tc.MeasurementError) as e:
         load("verl_issue_paste_hardwrapped.log")
     text = str(e.value)
-    assert "verl console pieces (timing_s/start_profile: ...) without the start of their step line" in text
+    assert "verl console pieces (timing_s/start_profile: ...) outside any step line" in text
     assert "--measured KEY=VALUE" in text and "no line is in a console format" not in text
 
 
@@ -447,3 +447,32 @@ def test_a_wandb_chart_export_of_mapped_keys_reads_like_the_run(tmp_path):
 def test_run_on_a_one_run_history_csv_is_refused_not_ignored():
     with pytest.raises(tc.MeasurementError, match="holds one run, so run='other' picks nothing"):
         tc.load_measurements(ROOT / "tests" / "data" / "logs" / "verl_wandb.csv", run="other")
+
+
+def test_trl_dicts_take_their_step_from_the_training_bar(tmp_path):
+    """The HF Trainer logs a dict after its progress bar has moved to the step, so a console that prints the bar
+    (its largest total: the training loop's, not shard loading's) before each dict gives the dicts' steps; where a
+    count is missing or does not rise, dict n stays logging window n."""
+    dicts = (REAL / "trl_issue3452_console.log").read_text().splitlines()
+    shards = "Loading checkpoint shards: 100%|##########| 2/2 [00:00<00:00,  8.66it/s]\n"
+    bars = [f" {i}%|█         | {10 * i}/120 [00:{10 + i}<04:00,  3.0{i}s/it]" for i in range(1, len(dicts) + 1)]
+    path = tmp_path / "bars.log"
+    path.write_text(shards + "".join(f"{b}\n{d}\n" for b, d in zip(bars, dicts, strict=True)))
+    m = tc.load_measurements(path, steps="1:1000")
+    assert list(m.per_step.index) == [10 * i for i in range(1, len(dicts) + 1)]
+    assert any("training progress bar's count printed before it (steps 10..40 of 120)" in w for w in m.warnings)
+    assert list(m.per_step["response_tokens_mean"]) == list(load("trl_issue3452_console.log", steps="1:1000")
+                                                           .per_step["response_tokens_mean"])
+    path.write_text("".join(f"{b}\n{d}\n" for b, d in zip(reversed(bars), dicts, strict=True)))  # counts fall
+    assert list(tc.load_measurements(path, steps="1:1000").per_step.index) == list(range(1, len(dicts) + 1))
+
+
+def test_prime_rl_trainer_console_lines_are_the_trainers_steps():
+    """prime-rl's trainer prints 'Step N | Time: ... | Loss: ... | MFU: ...' (PR 999, steps 0-4): its Time is the
+    trainer's step, read as such (the orchestrator's lines carry no Loss). Hand-read: steps 1..4 after the warm-up
+    step 0: 0.60, 0.35, 0.36, 0.36 s, median 0.36 s."""
+    m = load("prime_rl_pr999_trainer_console.log")
+    assert (m.framework, m.steps_used) == ("prime-rl", (1, 4)) and summary(m) == {"step_time_s": 0.36}
+    assert m.keys_used["step_time_s"] == ("time/step",)
+    assert any("the trainer's console lines" in w for w in m.warnings)
+    assert not any("orchestrator's, the cycle" in w for w in m.warnings)
