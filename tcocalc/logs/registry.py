@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ..errors import MeasurementError
 from .formats import (
+    areal_console,
     dict_console,
     json_document,
     jsonl,
@@ -47,6 +48,7 @@ REGISTRY: tuple[Format, ...] = (
     tensorboard_events.FORMAT, mlflow.FORMAT, tensorboard_tags.FORMAT,
     jsonl.FORMAT, json_document.FORMAT, wandb_panel_csv.FORMAT, tensorboard_csv.FORMAT, wandb_csv.FORMAT,
     verl_console.FORMAT, nemo_console.FORMAT, slime_console.FORMAT, prime_console.FORMAT, dict_console.FORMAT,
+    areal_console.FORMAT,
 )
 #: every ``format`` a :class:`~tcocalc.logs.table.RawLog` can carry (a JSON document names its shape)
 FORMATS: tuple[str, ...] = (*(f.name for f in REGISTRY), "trl-trainer-state", "json-runs")

@@ -191,7 +191,7 @@ def test_printable():
 
 def test_warnings_carry_the_caveats_used():
     m = load("verl_wandb.csv")
-    assert any(w.startswith("generation_s: timing_s/gen includes") for w in m.warnings)
+    assert any(w.startswith("generation_s: timing_s/gen is the whole rollout phase") for w in m.warnings)
     assert not any(w.startswith("step_time_s") for w in m.warnings)  # timing_s/step has no caveat
 
 

@@ -476,3 +476,11 @@ def test_prime_rl_trainer_console_lines_are_the_trainers_steps():
     assert m.keys_used["step_time_s"] == ("time/step",)
     assert any("the trainer's console lines" in w for w in m.warnings)
     assert not any("orchestrator's, the cycle" in w for w in m.warnings)
+
+
+def test_areal_legacy_master_worker_console():
+    """Legacy AReaL (realhf) prints '(global step 14) finishes. #End to end# execution time: *706.147*s.' at each
+    step's end (issue 145's paste): read as timeperf/e2e, the key the same function logs, i.e. the step time."""
+    m = load("areal_legacy_issue145_master_worker.log")
+    assert (m.framework, m.format, m.steps_used) == ("areal", "areal-console", (14, 14))
+    assert summary(m) == {"step_time_s": 706.147} and m.keys_used["step_time_s"] == ("timeperf/e2e",)
