@@ -2,7 +2,9 @@
 (verl-project/verl@1dda039b9c63:verl/utils/tracking.py), prime-rl's FileMonitor flat ``{"step": N, "time": t,
 <key>: value, ...}`` rows, several a step (PrimeIntellect-ai/prime-rl@559b44772e47:src/prime_rl/monitors/).
 A line that is not a JSON object (a cut-off last line, a stray print) is skipped and counted; nested values other
-than verl's ``data`` are not keys."""
+than verl's ``data`` are not keys. Lines of the HF Trainer's logs that carry their step only as
+``"global_step/max_steps": "N/M"`` (ms-swift's GRPO trainer, modelscope/ms-swift issue 9261) are read at step N with
+their keys as TRL's W&B names ``train/<key>``."""
 
 from __future__ import annotations
 
@@ -47,11 +49,21 @@ def _decoded(batch: list[str]) -> list:
         return [_object(text) for text in batch]
 
 
+def _of_steps(value) -> int | None:
+    """N of an HF Trainer progress string "N/M", or None."""
+    if not isinstance(value, str):
+        return None
+    done, _, of = value.partition("/")
+    return int(done) if done.strip().isdigit() and of.strip().isdigit() else None
+
+
 def _add(cols, obj) -> bool:
     if not isinstance(obj, dict):
         return False
     if isinstance(obj.get("data"), dict) and "step" in obj:  # verl's file backend
         obj = {"step": obj["step"], **obj["data"]}
+    elif "step" not in obj and (n := _of_steps(obj.get("global_step/max_steps"))) is not None:
+        obj = {"train/global_step": n, **{f"train/{k}": v for k, v in obj.items()}}  # the HF Trainer's, TRL's keys
     cols.add(obj)  # nested values are skipped by add
     return True
 
@@ -80,7 +92,7 @@ def read(ctx: Ctx):
     if bad:
         cut = " (the last one cut off)" if last_bad and not lines.last_complete else ""
         notes.append(f"{bad} lines that are not a JSON object were skipped{cut}")
-    step = "step" if cols.has("step") or not cols.has("_step") else "_step"
+    step = next((c for c in ("step", "_step", "train/global_step") if cols.has(c)), "step")
     return cols.raw(ctx.shown, FORMAT.name, step, notes)
 
 

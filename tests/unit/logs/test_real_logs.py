@@ -484,3 +484,12 @@ def test_areal_legacy_master_worker_console():
     m = load("areal_legacy_issue145_master_worker.log")
     assert (m.framework, m.format, m.steps_used) == ("areal", "areal-console", (14, 14))
     assert summary(m) == {"step_time_s": 706.147} and m.keys_used["step_time_s"] == ("timeperf/e2e",)
+
+
+def test_hf_trainer_json_lines_with_only_a_progress_string_for_a_step():
+    """ms-swift's GRPO log lines (issue 9261) carry TRL's keys without train/ and the step only as
+    "global_step/max_steps": "2/10000": read as TRL's at step N. Hand-read: steps 1 and 2, step 1 dropped as
+    warm-up; step_time 1.57797493 s at step 2."""
+    m = load("msswift_issue9261_logging.jsonl")
+    assert (m.framework, m.format, m.steps_used) == ("trl", "jsonl", (2, 2))
+    assert summary(m) == {"step_time_s": 1.578}
