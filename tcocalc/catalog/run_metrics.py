@@ -316,7 +316,9 @@ class LogLimits:
     """The bounds of the log readers (``data/log_limits.toml``): bytes of a log, of a line, of a JSON document read
     whole; the nesting depth of a JSON document or printed dict; unmapped key names kept; files read in a folder;
     the tolerances of the nesting check and of the drift report (``drift_tolerance`` over at least
-    ``drift_min_steps`` kept steps: tcocalc/logs/measurements.py ``_drift``)."""
+    ``drift_min_steps`` kept steps: tcocalc/logs/measurements.py ``_drift``); the spread of the kept step times
+    past which the median is said to stand for one kind of step (``spread_ratio``, 90th over 10th percentile:
+    ``_spread``)."""
 
     max_bytes: int
     max_line_bytes: int
@@ -330,6 +332,7 @@ class LogLimits:
     drift_tolerance: float
     drift_min_steps: int
     source: str
+    spread_ratio: float = 3.0
 
 
 _TOLERANCES = ("nesting_rel_tolerance", "nesting_abs_tolerance", "drift_tolerance")
@@ -348,14 +351,17 @@ def parse_log_limits(text: str, file: str = LIMITS_FILE) -> LogLimits:
     raw = parse_toml(text, file).get("limits")
     numbers = check_entry(file, "limits", raw, require=("source",), whole_fields=_LIMIT_FIELDS,
                           positive=_LIMIT_FIELDS, value_fields=_TOLERANCES, date_fields=("date",), kinds=KINDS)
-    extra = set(raw) - {*_LIMIT_FIELDS, *_TOLERANCES, "source", "date", "kind"}
+    extra = set(raw) - {*_LIMIT_FIELDS, *_TOLERANCES, "spread_ratio", "source", "date", "kind"}
     if extra:
         raise DataFileError(file, "limits", sorted(extra)[0], f"unknown field; expected {list(_LIMIT_FIELDS)}")
     for name in _TOLERANCES:
         if not 0 <= numbers[name] < 1:
             raise DataFileError(file, "limits", name, f"expected a tolerance in [0, 1), got {numbers[name]!r}")
+    spread = raw.get("spread_ratio", 3.0)
+    if isinstance(spread, bool) or not isinstance(spread, int | float) or not 1 < spread < 1e6:
+        raise DataFileError(file, "limits", "spread_ratio", f"expected a ratio above 1, got {spread!r}")
     return LogLimits(**{k: int(numbers[k]) for k in _LIMIT_FIELDS},
-                     **{k: float(numbers[k]) for k in _TOLERANCES}, source=raw["source"])
+                     **{k: float(numbers[k]) for k in _TOLERANCES}, source=raw["source"], spread_ratio=float(spread))
 
 
 @functools.cache

@@ -515,6 +515,25 @@ def _notes(raw: RawLog, fw: FrameworkMetrics, table: Mapping[str, pd.Series], va
 _DRIFT_KEYS = ("step_time_s", "generation_s", "training_s", "logprob_s", "response_tokens_mean")
 
 
+def _spread(per_step: pd.DataFrame) -> list[str]:
+    """A warning where the kept step times are of two kinds: their 90th percentile more than data/log_limits.toml
+    ``spread_ratio`` times their 10th (at least 3 steps). The median then stands for one kind of step; a run whose
+    steps alternate (a TRL GRPO step that generates, then steps that reuse its rollouts) paces at the mean."""
+    if "step_time_s" not in per_step.columns:
+        return []
+    s = per_step["step_time_s"].dropna().to_numpy(float)
+    if len(s) < 3:
+        return []
+    low, high = np.percentile(s, [10, 90])
+    if not (low > 0 and high / low > log_limits().spread_ratio):
+        return []
+    return [f"step_time_s spreads from {low:,.4g} to {high:,.4g} s over the kept steps (10th and 90th percentiles, "
+            f"{high / low:.1f}x): the median {np.median(s):,.4g} s stands for one kind of step; where steps "
+            f"alternate (a TRL GRPO step that generates, then steps that reuse its rollouts) the run paces at the "
+            f"mean, {s.mean():,.4g} s: calibrate on it (tcocalc calibrate ... --measured step_time_s={s.mean():.4g}; "
+            f"tc.calibrate(scenario, {{**m, 'step_time_s': {s.mean():.4g}}})), or pick steps= of one kind"]
+
+
 def _drift(per_step: pd.DataFrame) -> list[str]:
     """A warning where the run drifts over the kept steps: for the step, the compute stages and the mean response
     (:data:`_DRIFT_KEYS`), the median of the first quarter of its steps against the last, named where they differ
@@ -560,6 +579,7 @@ def _measure(raw: RawLog, fw: FrameworkMetrics, steps, keep_validation: bool = F
     warnings += [unsound.warning()] if unsound.why else []
     warnings += _notes(raw, fw, table, validation, keep_validation)
     warnings += _drift(per_step)
+    warnings += _spread(per_step)
     warnings += [f"{n}: {by.chosen[n].caveat}" for n in table if by.chosen[n].caveat]
     logged = raw.keys | {"_timestamp"}
     return Measurements(

@@ -493,3 +493,24 @@ def test_hf_trainer_json_lines_with_only_a_progress_string_for_a_step():
     m = load("msswift_issue9261_logging.jsonl")
     assert (m.framework, m.format, m.steps_used) == ("trl", "jsonl", (2, 2))
     assert summary(m) == {"step_time_s": 1.578}
+
+
+def test_step_times_of_two_kinds_say_so(tmp_path):
+    """A TRL GRPO run generates in one step of each cycle and reuses the rollouts in the others, so its step times
+    come in two kinds (a real paste: 244.4, 35.5 and 180.5 s after warm-up): the reader names the spread (10th and
+    90th percentiles past data/log_limits.toml spread_ratio) and the mean a calibration wants; the real logs of one
+    kind of step (every file in tests/data/logs/real) stay quiet."""
+    dicts = [{"loss": 0.0, "step_time": t, "epoch": 0.1 * i} for i, t in enumerate((17.7, 244.38, 35.51, 180.53))]
+    path = tmp_path / "alternating.log"
+    path.write_text("".join(f"{d}\n" for d in dicts))
+    m = tc.load_measurements(path)
+    spread = [w for w in m.warnings if w.startswith("step_time_s spreads")]
+    assert len(spread) == 1 and "the run paces at the mean, 153.5 s" in spread[0]
+    quiet = []
+    for f in sorted(REAL.iterdir()):
+        try:
+            if any(w.startswith("step_time_s spreads") for w in tc.load_measurements(f).warnings):
+                quiet.append(f.name)
+        except tc.MeasurementError:
+            continue
+    assert quiet == []
