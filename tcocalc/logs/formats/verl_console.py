@@ -40,9 +40,8 @@ def _continues(line: str) -> bool:
 def _add(cols, step: str, body: str, joined: bool = False) -> None:
     parts = [p for p in _SEPARATOR.split(body.strip()) if p.strip()] if joined else body.split(" - ")
     pairs = [p.rpartition(":")[::2] for p in parts]
-    if joined:
-        pairs = [(k.strip(), v) for k, v in pairs]
-    pairs = [(k, v) for k, v in pairs if k]  # a bare 'step:N' with no key line after it holds nothing
+    if joined:  # a hard wrap's or a one-key-a-line step's pieces; a bare 'step:N' with no key line holds nothing
+        pairs = [(k.strip(), v) for k, v in pairs if k.strip()]
     pairs.append(("step", step))
     cols.add(pairs)
 
