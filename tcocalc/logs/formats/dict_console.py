@@ -28,6 +28,20 @@ def _dict_text(line: str) -> str | None:
     return text[at:] if at > 0 and _BAR_END.search(text[:at].rstrip()) else None
 
 
+def _bars(text: str, total: int, count: int | None) -> tuple[int, int | None]:
+    """The training bar's (total, latest count) after the tqdm bars drawn in ``text``: the bar with the largest
+    total is the training loop's (shard loading and evaluation bars are shorter)."""
+    if "/" not in text or "[" not in text:
+        return total, count
+    for m in _COUNT.finditer(text):
+        done, of = int(m.group(1)), int(m.group(2))
+        if of > total:
+            total, count = of, None
+        if of == total:
+            count = done
+    return total, count
+
+
 def claims(line: str) -> bool:
     text = _dict_text(line) if "{'" in line else None
     return text is not None and text.endswith("}") and "': " in text
@@ -37,25 +51,29 @@ def read(ctx: Ctx):
     lines, cols, bad, n = ctx.lines(), ctx.columns(), 0, 0
     total, count = 0, None  # the training bar's total (the largest seen) and its latest count
     counts: list[int | None] = []  # the training bar's count before each dict
-    for _, line in lines:
-        if "/" in line and "[" in line:
-            for m in _COUNT.finditer(line.split("{'", 1)[0]):
-                done, of = int(m.group(1)), int(m.group(2))
-                if of > total:
-                    total, count = of, None  # a longer bar: the training loop's (shard loading comes first)
-                if of == total:
-                    count = done
-        text = _dict_text(line) if "{'" in line else None
-        if text is None:
-            continue
-        values = literal(text)
-        if values is None:
-            bad += 1
-            continue
-        n += 1
-        counts.append(count)
-        cols.add([("train/global_step", n),
-                  *((f"train/{k}", v) for k, v in values.items() if isinstance(k, str) and not isinstance(v, dict))])
+    summaries = 0
+    for _, physical in lines:
+        # a capture of a terminal keeps a bar's carriage returns: each piece is a line the terminal drew over
+        for line in physical.split("\r") if "\r" in physical else (physical,):
+            total, count = _bars(line.split("{'", 1)[0], total, count)
+            text = _dict_text(line) if "{'" in line else None
+            if text is None:
+                continue
+            tail = ""
+            if not text.endswith("}") and (end := text.find("}")) > 0 and _COUNT.search(text[end:]):
+                text, tail = text[:end + 1], text[end + 1:]  # bars drawn after the dict on its line
+            values = literal(text)
+            total, count = _bars(tail, total, count)
+            if values is None:
+                bad += 1
+                continue
+            if "train_runtime" in values:  # the Trainer's closing summary: whole-run means, not a logging window
+                summaries += 1
+                continue
+            n += 1
+            counts.append(count)
+            cols.add([("train/global_step", n), *((f"train/{k}", v) for k, v in values.items()
+                                                  if isinstance(k, str) and not isinstance(v, dict))])
     if n and None not in counts and all(a < b for a, b in zip(counts, counts[1:], strict=False)):
         cols.renumber("train/global_step", counts)
         notes = lines.skipped_note() + [f"each dict's step is the training progress bar's count printed before it "
@@ -65,6 +83,8 @@ def read(ctx: Ctx):
                                         f"(1..{n})"]
     if bad:
         notes.append(f"{bad} printed dicts that do not parse (cut off?) were skipped")
+    if summaries:
+        notes.append("the Trainer's closing summary (train_runtime, whole-run means) is not a logging window: left out")
     return cols.raw(ctx.shown, FORMAT.name, "train/global_step", notes)
 
 

@@ -53,7 +53,7 @@ def _benchmark(doc: dict, ctx: Ctx):
 def _trainer_state(doc: dict, ctx: Ctx, notes=()):
     cols = ctx.columns()
     for entry in doc["log_history"]:
-        if isinstance(entry, dict):
+        if isinstance(entry, dict) and "train_runtime" not in entry:  # the closing summary: whole-run means
             cols.add((("train/global_step" if k == "step" else f"train/{k}"), v) for k, v in _flat(entry))
     return cols.raw(ctx.shown, "trl-trainer-state", "train/global_step", notes)
 

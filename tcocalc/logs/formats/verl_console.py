@@ -53,6 +53,8 @@ def read(ctx: Ctx):
     joined = last_at = 0
     bare = vertical = 0  # steps printed one key a line, and their key lines
     orphan = None  # the first timer piece outside any step line
+    ends = None  # the key the last step line read ends with (verl prints its keys in one order every step)
+    capped = 0  # step lines exactly 4,096 characters long: W&B's console capture cuts its lines there
     for number, line in lines:
         if pending is not None and _continues(line):
             pending.append(line)  # a hard wrap only inserted a line end: join as it is
@@ -63,30 +65,48 @@ def read(ctx: Ctx):
             last_at = number
             continue
         if pending is not None:
-            _add(cols, step, "".join(pending), len(pending) > 1)
-            pending = None
+            _add(cols, step, body := "".join(pending), len(pending) > 1)
+            ends, pending = _last_key(body), None
         if "step:" in line:
             m = _STEP.search(line)
             if m:
                 step, pending, last_at = m.group(1), [m.group(2)], number
+                capped += len(line.rstrip("\r\n")) == _WANDB_LINE_CAP
             elif m := _BARE.search(line):
                 step, pending, last_at, bare = m.group(1), [""], number, bare + 1
         elif orphan is None and pending is None and "timing" in line:
             orphan = near_miss(line)
     cut = pending is not None and not lines.last_complete and last_at == lines.number
-    if pending is not None and not cut:
+    whole = cut and ends is not None and _last_key("".join(pending)) == ends  # no line end, yet the line is whole
+    if pending is not None and (not cut or whole):
         _add(cols, step, "".join(pending), len(pending) > 1)
     if cols.n == 0 and orphan is not None:
         raise error(ctx.shown, f"read as verl-console: no step line, only {orphan}")
     notes = lines.skipped_note()
-    if cut:
+    if whole:
+        notes.append(f"the last line (step {step}) has no line end but ends with {ends}, as every step line does: read")
+    elif cut:
         notes.append(f"the last line (step {step}) was cut off (no line end) and was skipped")
+    if capped:
+        notes.append(f"{capped} step lines are exactly {_WANDB_LINE_CAP:,} characters long, where W&B's console "
+                     f"capture (output.log) cuts a line: their keys past the cut are lost (a validation step's "
+                     f"timing_s/testing among them); read the run's console or its history instead")
     if joined:
         notes.append(f"{joined} hard-wrapped lines were joined to the step line they continue")
     if bare:
         notes.append(f"{bare} step(s) printed one key a line ('step:N', then ' - key:value' lines: {vertical} key "
                      f"lines) were read as step lines")
     return cols.raw(ctx.shown, FORMAT.name, "step", notes)
+
+
+_WANDB_LINE_CAP = 4096  # W&B's output.log keeps a console line's first 4,096 characters (seen in real run folders)
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$|np\.float\d*\([^()]*\)$")
+
+
+def _last_key(body: str) -> str | None:
+    """The key of a step line's last ``key:value`` piece where its value is a whole number, else None."""
+    key, _, value = body.rstrip().rpartition(" - ")[2].rpartition(":")
+    return key.strip() or None if _NUMBER.match(value.strip()) else None
 
 
 def near_miss(line: str) -> str | None:

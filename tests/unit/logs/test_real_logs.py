@@ -514,3 +514,54 @@ def test_step_times_of_two_kinds_say_so(tmp_path):
         except tc.MeasurementError:
             continue
     assert quiet == []
+
+
+def test_nemo_rl_validation_inside_a_step_is_left_out():
+    """Step 10 of a real NeMo RL run validates and checkpoints (80.85 s against 40.59 and 38.99 s): its "Validation
+    Timing" block's total (30.49 s) is timing/train/validation, which marks it a validation step, out of the
+    medians. Hand-read over steps 9 and 11: step 39.79 s, generation 30.98 s."""
+    m = load("nemo_rl_b200_steps9_11_validation.log", steps="9:12")
+    assert m.validation_steps == (10,) and list(m.per_step.index) == [9, 11]
+    assert summary(m)["step_time_s"] == pytest.approx((40.59 + 38.99) / 2)
+    assert summary(m)["generation_s"] == pytest.approx((31.02 + 30.94) / 2)
+    kept = load("nemo_rl_b200_steps9_11_validation.log", steps="9:12", keep_validation=True)
+    assert kept.per_step.loc[10, "step_time_s"] == pytest.approx(80.85)
+
+
+def test_trl_console_under_nohup():
+    """A whole TRL run captured with nohup (Ning-Guo/hotpotqa-agent logs/grpo.log): bars drawn over with carriage
+    returns, three dicts with bars after them on their line, and the Trainer's closing train_runtime summary (whole-
+    run means). Every logging dict is read (93), the summary is not; hand median of completion_length over windows
+    11..93 (10 dropped as warm-up): 109.206 (the summary's own 112.117 left out)."""
+    m = load("trl_hotpotqa_grpo_nohup.log")
+    assert (m.steps_used, m.warmup_steps) == ((11, 93), 10) and len(m.per_step) == 83
+    assert summary(m)["response_tokens_mean"] == pytest.approx(109.2062, abs=1e-3)
+    assert not any("do not parse" in w for w in m.warnings)
+    assert any("closing summary (train_runtime" in w for w in m.warnings)
+
+
+def test_a_last_step_line_without_a_line_end_is_read_when_whole(tmp_path):
+    """A log whose file ends right after its last step line (no newline) keeps that step where the line ends with
+    the key every step line ends with; a line cut inside (test above) is still skipped."""
+    text = (REAL / "verl_fsdp_qwen2-7b_math.log").read_text(errors="replace")
+    last = text.rindex("timing_s/step:")
+    end = text.index("\n", last)
+    path = tmp_path / "no_newline.log"
+    path.write_text(text[:end])
+    m, whole = tc.load_measurements(path), load("verl_fsdp_qwen2-7b_math.log")
+    assert m.per_step.index[-1] == whole.per_step.index[-1]
+    assert any("has no line end but ends with" in w for w in m.warnings)
+
+
+def test_step_lines_cut_at_wandbs_4096_characters_say_so(tmp_path):
+    """W&B's output.log keeps a console line's first 4,096 characters, so a long step line (a validation step's)
+    loses its last keys: the reader counts such lines."""
+    import re
+
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", (REAL / "verl_fsdp_qwen2-7b_math.log").read_text(errors="replace"))
+    lines = [line.strip() for line in plain.splitlines() if "step:" in line and "timing_s/step" in line][:8]
+    cut = lines[:7] + [(lines[7] + " - " + " - ".join(f"val-aux/k{i}:0.5" for i in range(400)))[:4096]]
+    path = tmp_path / "output.log"
+    path.write_text("\n".join(cut) + "\n")
+    m = tc.load_measurements(path)
+    assert any(w.startswith("1 step lines are exactly 4,096 characters long") for w in m.warnings)
