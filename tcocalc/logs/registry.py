@@ -23,6 +23,7 @@ from pathlib import Path
 from ..errors import MeasurementError
 from .formats import (
     areal_console,
+    areal_stats,
     dict_console,
     json_document,
     jsonl,
@@ -48,7 +49,7 @@ REGISTRY: tuple[Format, ...] = (
     tensorboard_events.FORMAT, mlflow.FORMAT, tensorboard_tags.FORMAT,
     jsonl.FORMAT, json_document.FORMAT, wandb_panel_csv.FORMAT, tensorboard_csv.FORMAT, wandb_csv.FORMAT,
     verl_console.FORMAT, nemo_console.FORMAT, slime_console.FORMAT, prime_console.FORMAT, dict_console.FORMAT,
-    areal_console.FORMAT,
+    areal_console.FORMAT, areal_stats.FORMAT,
 )
 #: every ``format`` a :class:`~tcocalc.logs.table.RawLog` can carry (a JSON document names its shape)
 FORMATS: tuple[str, ...] = (*(f.name for f in REGISTRY), "trl-trainer-state", "json-runs")

@@ -88,4 +88,4 @@ def read(ctx: Ctx):
     return cols.raw(ctx.shown, FORMAT.name, "train/global_step", notes)
 
 
-FORMAT = Format("trl-console", "TRL / HF Trainer console dicts \"{'loss': ..., ...}\"", read, line=claims)
+FORMAT = Format("trl-console", "TRL console dicts {'loss': ...}", read, line=claims)

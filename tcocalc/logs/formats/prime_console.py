@@ -32,4 +32,4 @@ def read(ctx: Ctx):
     return cols.raw(ctx.shown, FORMAT.name, "step", lines.skipped_note())
 
 
-FORMAT = Format("prime-rl-console", "prime-rl orchestrator console 'Step N | Time: 73.77s | ...'", read, line=claims)
+FORMAT = Format("prime-rl-console", "prime-rl console 'Step N | Time: ...'", read, line=claims)

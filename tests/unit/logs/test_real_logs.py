@@ -565,3 +565,16 @@ def test_step_lines_cut_at_wandbs_4096_characters_say_so(tmp_path):
     path.write_text("\n".join(cut) + "\n")
     m = tc.load_measurements(path)
     assert any(w.startswith("1 step lines are exactly 4,096 characters long") for w in m.warnings)
+
+
+def test_areal_lite_stats_tables_on_the_console():
+    """AReaL-lite's StatsLogger prints 'Train step N/M done.' and a box table of key │ value pairs (a real run in
+    AReaL's own repository, train steps 1-4). Hand-read: the 'done' lines at 20:32:41.821, 47.812, 55.384 and
+    20:33:01.199 give step periods 5.991, 7.572, 5.815 s; timeperf/train_step 3.5399, 1.0697, 2.0690, 0.80973 s;
+    grpo_actor/seq_len/avg - prompt_len/avg is the response (the older actor scope's names)."""
+    m = load("areal_lite_stats_steps1_4.log", steps="1:5")
+    assert (m.framework, m.format) == ("areal", "areal-stats-console")
+    assert list(m.per_step["step_time_s"].dropna()) == pytest.approx([5.991, 7.572, 5.815])
+    assert list(m.per_step["training_s"]) == pytest.approx([3.5399, 1.0697, 2.0690, 0.80973])
+    assert m.keys_used["response_tokens_mean"] == ("grpo_actor/seq_len/avg", "grpo_actor/prompt_len/avg")
+    assert m.per_step.loc[1, "prompt_tokens"] == pytest.approx(99.375)
