@@ -1,6 +1,7 @@
 """``slime-console``: slime's console ``perf <rollout_id>: {<python dict>}`` lines, printed once by the rollout
 manager and once by the actor (THUDM/slime@624b824a898a:slime/observability/logging_utils.py, slime/ray/rollout.py).
-The dict is read as a Python literal (never evaluated), its depth capped; ``rollout_id`` is ``rollout/step``. A dict
+The dict is read as a Python literal (never evaluated), its depth capped; ``rollout_id`` is ``rollout/step``; the
+actor's ``rollout <rollout_id>: {...}`` dict (its per-sample lengths: the prompt's, by difference) is read too. A dict
 pretty-printed over several lines (``perf 0: {`` alone, one ``'key': value,`` a line, then ``}``) is gathered up to
 its closing brace (at most 64 KB)."""
 
@@ -12,12 +13,18 @@ import re
 from ..source import limits
 from .base import Ctx, Format, json_depth
 
-_PERF = re.compile(r"\bperf (\d+): (\{.*\})\s*$")
-_OPEN = re.compile(r"\bperf (\d+): \{\s*$")  # a dict printed over the lines that follow
+# the rollout manager's and the actor's perf dicts, and the actor's rollout dict (its per-sample means of the batch's
+# lengths: THUDM/slime actor.py, logger.info(f"rollout {rollout_id}: {log_dict}")), all keyed by the rollout id
+_PERF = re.compile(r"\b(?:perf|rollout) (\d+): (\{.*\})\s*$")
+_OPEN = re.compile(r"\b(?:perf|rollout) (\d+): \{\s*$")  # a dict printed over the lines that follow
 
 
 def claims(line: str) -> bool:
-    return "perf " in line and ": {" in line and (_PERF.search(line) is not None or _OPEN.search(line) is not None)
+    """A perf dict's line (a rollout dict alone holds no timer, so it does not claim a file)."""
+    if "perf " not in line or ": {" not in line:
+        return False
+    m = _PERF.search(line) or _OPEN.search(line)
+    return m is not None and m.group(0).startswith("perf")
 
 
 _QUOTED = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""
@@ -71,9 +78,9 @@ def read(ctx: Ctx):
             else:
                 gathering = (step, parts, size)
             continue
-        if "perf " in line and (m := _PERF.search(line)):
+        if ": {" in line and (m := _PERF.search(line)):
             bad += not _add(cols, m.group(1), m.group(2))
-        elif "perf " in line and (m := _OPEN.search(line)):
+        elif ": {" in line and (m := _OPEN.search(line)):
             gathering = (m.group(1), [], 0)
     bad += gathering is not None  # a dict still open at the end of the file
     notes = lines.skipped_note() + ([f"{bad} perf dicts that do not parse (cut off?) were skipped"] if bad else [])

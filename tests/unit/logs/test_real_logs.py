@@ -578,3 +578,17 @@ def test_areal_lite_stats_tables_on_the_console():
     assert list(m.per_step["training_s"]) == pytest.approx([3.5399, 1.0697, 2.0690, 0.80973])
     assert m.keys_used["response_tokens_mean"] == ("grpo_actor/seq_len/avg", "grpo_actor/prompt_len/avg")
     assert m.per_step.loc[1, "prompt_tokens"] == pytest.approx(99.375)
+
+
+def test_slime_actor_rollout_dicts_give_the_prompt_length(tmp_path):
+    """slime's actor prints 'rollout N: {...}' with its per-sample means of the batch's lengths (actor.py
+    logger.info(f"rollout {rollout_id}: {log_dict}")): read with the perf dicts of the same rollout id, they give
+    prompt_tokens = rollout/total_lengths - rollout/response_lengths; the perf dict's figures are unchanged."""
+    text = (REAL / "slime_issue1837_console.log").read_text()
+    actor = ("(MegatronTrainRayActor pid=10122) [2026-04-15 07:58:10] data.py:193 - rollout 0: "
+             "{'rollout/response_lengths': 2773.71484375, 'rollout/total_lengths': 2900.25, 'rollout/kl': 0.0}\n")
+    path = tmp_path / "with_actor.log"
+    path.write_text(text + actor)
+    m, perf_only = tc.load_measurements(path), load("slime_issue1837_console.log")
+    assert m.summary["prompt_tokens"] == pytest.approx(2900.25 - 2773.71484375)
+    assert {k: v for k, v in m.summary.items() if k != "prompt_tokens"} == dict(perf_only.summary)
