@@ -331,8 +331,8 @@ class LogLimits:
     nesting_abs_tolerance: float
     drift_tolerance: float
     drift_min_steps: int
+    spread_ratio: float
     source: str
-    spread_ratio: float = 3.0
 
 
 _TOLERANCES = ("nesting_rel_tolerance", "nesting_abs_tolerance", "drift_tolerance")
@@ -357,7 +357,9 @@ def parse_log_limits(text: str, file: str = LIMITS_FILE) -> LogLimits:
     for name in _TOLERANCES:
         if not 0 <= numbers[name] < 1:
             raise DataFileError(file, "limits", name, f"expected a tolerance in [0, 1), got {numbers[name]!r}")
-    spread = raw.get("spread_ratio", 3.0)
+    spread = raw.get("spread_ratio")
+    if spread is None:
+        raise DataFileError(file, "limits", "spread_ratio", "missing: a ratio above 1 (90th over 10th percentile)")
     if isinstance(spread, bool) or not isinstance(spread, int | float) or not 1 < spread < 1e6:
         raise DataFileError(file, "limits", "spread_ratio", f"expected a ratio above 1, got {spread!r}")
     return LogLimits(**{k: int(numbers[k]) for k in _LIMIT_FIELDS},

@@ -99,7 +99,9 @@ def read(ctx: Ctx):
     return cols.raw(ctx.shown, FORMAT.name, "step", notes)
 
 
-_WANDB_LINE_CAP = 4096  # W&B's output.log keeps a console line's first 4,096 characters (seen in real run folders)
+# W&B's output.log keeps a console line's first 4,096 characters: a real run folder's validation step lines all stop
+# there (jianghoucheng/Agent_On_Policy_Distillation@5ce4586b:wandb/run-20251129_221801-i80f2v90/files/output.log)
+_WANDB_LINE_CAP = 4096
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$|np\.float\d*\([^()]*\)$")
 
 

@@ -80,6 +80,19 @@ def _blocks(ctx: Ctx, options: dict):
         raise ctx.error(f"not a readable CSV ({str(exc).strip()[:200]})") from None
 
 
+def rows_read(ctx: Ctx, picked, cols, header, header_line: int, lines_in: int, lines) -> list[str]:
+    """Read the picked columns' rows (:func:`read_blocks`) and say what was skipped: the format's line notes, rows with
+    more cells than the header, a cut-off last row (dropped)."""
+    rows = read_blocks(ctx, picked, cols, header_line, len(header)) if picked else 0
+    notes = lines.skipped_note()
+    if lines_in > rows:
+        notes.append(f"{lines_in - rows} CSV rows with more cells than the header were skipped")
+    if not lines.last_complete and rows and lines_in == rows:
+        cols.drop_last_row()
+        notes.append("the last row was cut off (no line end) and was skipped")
+    return notes
+
+
 def read(ctx: Ctx):
     if ctx.run is not None:  # one run's history: a run name would be silently ignored
         raise ctx.error(f"a W&B run-history CSV holds one run, so run={ctx.run!r} picks nothing; leave run= out "
@@ -91,13 +104,7 @@ def read(ctx: Ctx):
     for c in header:
         if c not in ctx.keep:
             cols.put(0, c, None)
-    rows = read_blocks(ctx, picked, cols, header_line, len(header)) if picked else 0
-    notes = lines.skipped_note()
-    if lines_in > rows:
-        notes.append(f"{lines_in - rows} CSV rows with more cells than the header were skipped")
-    if not lines.last_complete and rows and lines_in == rows:
-        cols.drop_last_row()
-        notes.append("the last row was cut off (no line end) and was skipped")
+    notes = rows_read(ctx, picked, cols, header, header_line, lines_in, lines)
     step = next((s for s in STEP_COLUMNS if s in header), "_step")
     return cols.raw(ctx.shown, FORMAT.name, step, notes)
 

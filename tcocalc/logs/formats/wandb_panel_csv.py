@@ -13,7 +13,7 @@ import re
 
 from .base import Ctx, Format, one_run
 from .csvs import header_of
-from .wandb_csv import read_blocks, scan
+from .wandb_csv import rows_read, scan
 
 _RUN_KEY = re.compile(r"^(?P<run>.+?) - (?P<key>\S+?)(?P<bound>__MIN|__MAX)?$")
 
@@ -45,13 +45,7 @@ def read(ctx: Ctx):
         if key not in ctx.keep:
             cols.put(0, key, None)
     picked = [(0, "_step"), *((i, key) for i, key in mine if key in ctx.keep)]
-    rows = read_blocks(ctx, picked, cols, header_line, len(header))
-    notes = lines.skipped_note()
-    if lines_in > rows:
-        notes.append(f"{lines_in - rows} CSV rows with more cells than the header were skipped")
-    if not lines.last_complete and rows and lines_in == rows:
-        cols.drop_last_row()
-        notes.append("the last row was cut off (no line end) and was skipped")
+    notes = rows_read(ctx, picked, cols, header, header_line, lines_in, lines)
     notes.append(f"a W&B chart export: run {run!r}" + (f" of its {len(runs)}" if len(runs) > 1 else "")
                  + f", x-axis {header[0]!r} read as the step, the __MIN/__MAX bucket bounds left out; it holds the "
                    f"keys plotted on that chart only ({', '.join(k for _, k in mine[:6])}"

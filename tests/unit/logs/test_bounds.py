@@ -261,3 +261,12 @@ def test_csv_cut_after_its_header_or_with_a_short_first_row(tmp_path):
     assert m["step_time_s"] == 63.5 and m["generation_s"] == 33.5  # steps 2..5, the short row 1 dropped as warm-up
     with pytest.raises(tc.MeasurementError, match=r"q.csv: not a readable CSV"):
         tc.load_measurements(write(tmp_path, "q.csv", '_step,timing_s/step\n1,"2\n2,3\n'))
+
+
+def test_spread_ratio_comes_from_the_limits_file():
+    """The two-kinds-of-step threshold is data: missing or not a ratio above 1, the file is refused naming it."""
+    text = (ROOT / "data" / "log_limits.toml").read_text()
+    with pytest.raises(tc.DataFileError, match="spread_ratio.*missing"):
+        run_metrics.parse_log_limits(text.replace("spread_ratio = 3.0", ""))
+    with pytest.raises(tc.DataFileError, match="spread_ratio.*a ratio above 1"):
+        run_metrics.parse_log_limits(text.replace("spread_ratio = 3.0", "spread_ratio = 0.5"))
