@@ -25,9 +25,9 @@ from .._data import parse_shipped
 from ..errors import DataFileError, MeasurementError
 from .provenance import KINDS, check_entry, parse_toml
 
-__all__ = ["MEASUREMENT_UNITS", "UNIT_SCALES", "MetricVariant", "FrameworkMetrics", "parse_run_metrics",
-           "run_metric_table", "framework_metrics", "framework_names", "key_table_markdown", "LogLimits",
-           "parse_log_limits", "log_limits"]
+__all__ = ["MEASUREMENT_UNITS", "LARGEST_OVER_STEPS", "UNIT_SCALES", "MetricVariant", "FrameworkMetrics",
+           "parse_run_metrics", "run_metric_table", "framework_metrics", "framework_names", "key_table_markdown",
+           "LogLimits", "parse_log_limits", "log_limits"]
 
 #: measurement name -> its unit (the dimension every variant's unit must convert to)
 MEASUREMENT_UNITS: Mapping[str, str] = MappingProxyType({
@@ -35,6 +35,10 @@ MEASUREMENT_UNITS: Mapping[str, str] = MappingProxyType({
     "switching_s": "s", "response_tokens_mean": "tokens", "response_tokens_longest": "tokens",
     "response_tokens_max": "tokens", "prompt_tokens": "tokens", "samples_per_step": "samples",
 })
+#: measurements a log's summary takes as the largest over its kept steps, not their median: the longest response of
+#: the run is the longest any kept step logged (a median of per-step maxima sits below responses the run did
+#: generate, and calibrate takes it as the cap where the scenario sets none)
+LARGEST_OVER_STEPS: frozenset[str] = frozenset({"response_tokens_longest"})
 #: measurements no log maps: typed by hand only (the configured response cap is a setting, never a logged figure;
 #: a log's longest response is ``response_tokens_longest``)
 HAND_TYPED: frozenset[str] = frozenset({"response_tokens_max"})

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..catalog.run_metrics import (
+    LARGEST_OVER_STEPS,
     MEASUREMENT_UNITS,
     FrameworkMetrics,
     MetricVariant,
@@ -84,8 +85,9 @@ class Measurements(Mapping[str, float]):
         Steps left out because a value they use is not a finite number, negative, a zero time, or an inner timer
         longer than the one containing it (the warnings say which and why).
 
-    ``response_tokens_longest`` is the longest response logged at a step (verl's ``response_length/max``), not the
-    configured response cap: no log carries the cap, which stays the scenario's ``workload.response_tokens_max``.
+    ``response_tokens_longest`` is the longest response logged over the kept steps (the largest of verl's per-step
+    ``response_length/max``; every other summary figure is the median over the steps), not the configured response
+    cap: no log carries the cap, which stays the scenario's ``workload.response_tokens_max``.
     """
 
     summary: Mapping[str, float]
@@ -129,7 +131,7 @@ class Measurements(Mapping[str, float]):
             unit = MEASUREMENT_UNITS[name]
             shown = f"{value:,.3f}" if unit == "s" else f"{value:,.1f}"
             rows.append((name, f"{shown} {unit}", "exposed" if name in self.exposed else
-                         "mean" if name in self.rank_mean else "",
+                         "mean" if name in self.rank_mean else "largest" if name in LARGEST_OVER_STEPS else "",
                          f"{int(self.per_step[name].count())} steps", self.formulas.get(name, "")))
         return rows
 
@@ -154,7 +156,7 @@ class Measurements(Mapping[str, float]):
         warns = "".join(f"<li>{esc(w)}</li>" for w in self.warnings)
         return (f"<div><b>Measurements</b> from <code>{esc(self.source)}</code> ({esc(self.framework)}, "
                 f"{esc(self.format)}); steps {first}..{last}, {len(self.per_step)} kept, {self.warmup_steps} "
-                "dropped as warm-up<table><tr><th>measurement</th><th>median</th><th></th><th>steps</th>"
+                "dropped as warm-up<table><tr><th>measurement</th><th>value</th><th></th><th>steps</th>"
                 f"<th>logged keys</th></tr>{cells}</table>" + (f"<ul>{warns}</ul>" if warns else "") + "</div>")
 
 
@@ -583,7 +585,7 @@ def _measure(raw: RawLog, fw: FrameworkMetrics, steps, keep_validation: bool = F
     warnings += [f"{n}: {by.chosen[n].caveat}" for n in table if by.chosen[n].caveat]
     logged = raw.keys | {"_timestamp"}
     return Measurements(
-        summary=MappingProxyType({n: float(np.median(s.dropna().to_numpy())) for n, s in table.items()}),
+        summary=MappingProxyType({n: _summary(n, s) for n, s in table.items()}),
         per_step=per_step, framework=fw.name, source=raw.path, format=raw.format,
         steps_used=(int(good[0]), int(good[-1])), warmup_steps=drop,
         keys_used=MappingProxyType({n: tuple(k for k in by.chosen[n].logged_keys if k in logged) for n in table}),
@@ -593,6 +595,13 @@ def _measure(raw: RawLog, fw: FrameworkMetrics, steps, keep_validation: bool = F
         ignored_keys=tuple(sorted(raw.keys - fw.read_keys - {raw.step_column, fw.step_column or ""})),
         warnings=tuple(warnings), validation_steps=tuple(int(s) for s in validation),
         skipped_steps=tuple(sorted(unsound.why)))
+
+
+def _summary(name: str, steps: pd.Series) -> float:
+    """One figure for a measurement over the kept steps: their median, or their largest for the measurements of
+    :data:`~tcocalc.catalog.run_metrics.LARGEST_OVER_STEPS` (the run's longest response)."""
+    values = steps.dropna().to_numpy(dtype=float)
+    return float(values.max() if name in LARGEST_OVER_STEPS else np.median(values))
 
 
 def _looks_like(raw: RawLog, fw: FrameworkMetrics) -> None:

@@ -75,10 +75,11 @@ EXPECTED = {
         "step_time_s": 30.5, "generation_s": 4.0, "training_s": 24.0, "weight_sync_s": 1.9,
         "response_tokens_mean": 1764.0, "response_tokens_longest": 16384.0, "prompt_tokens": 250.0,
         "samples_per_step": 512.0}),
-    # steps 1..4, 1 dropped; training - waiting = 45, 48, 45 -> 45; weight sync missing at step 3: (5 + 6) / 2
+    # steps 1..4, 1 dropped; training - waiting = 45, 48, 45 -> 45; weight sync missing at step 3: (5 + 6) / 2;
+    # the longest response is the largest of the kept steps' 16,384, 16,000 and 15,000 (their median was 16,000)
     "open_instruct_wandb.csv": ("open-instruct", "wandb-csv", (2, 4), 1, {
         "step_time_s": 90.0, "generation_s": 63.0, "training_s": 45.0, "weight_sync_s": 5.5,
-        "response_tokens_mean": 1700.0, "response_tokens_longest": 16000.0}),
+        "response_tokens_mean": 1700.0, "response_tokens_longest": 16384.0}),
     # logged every 10 steps, global steps 10..40, 1 dropped; generate calls per label summed / 10 steps:
     # 20 / 10, 22 / 10, 24 / 10 -> 2.2; sync 1.0 / 10; log-prob calls (2 + 3) / 10
     "trl_wandb.csv": ("trl", "wandb-csv", (20, 40), 1, {
