@@ -98,6 +98,8 @@ for title, frame, name in (("Other frameworks (development set), shipped constan
                             "rl_development_set.csv"),
                            ("Leave one framework out", groups.lofo, "rl_leave_one_framework_out.csv"),
                            ("Stages", groups.stages, "rl_stages.csv"),
+                           ("Pass pairs: two published runs of one recipe, each pass per GPU and sample",
+                            groups.passes, "rl_pass_pairs.csv"),
                            ("verl's fully-async document: each run's mean step by 100-step window", groups.windows,
                             "rl_windows.csv")):
     with st.expander(title):

@@ -9,6 +9,10 @@
   that report with its source (``independent``; shown beside the row, the row still counted);
 * ``data/validation/stage_cases.csv``: published per-stage times of some of those runs (generation, training,
   log-prob passes), compared stage by stage;
+* ``data/validation/pass_pairs.csv``: two runs of one recipe whose published stage tables give a forward-only pass
+  (old-policy or reference log-probs) and the update on both sides, with each run's trainer GPUs and samples per
+  step: what the two passes' cost per GPU and sample says about how the runs differ (docs/validation.md, "Pass
+  pairs");
 * ``data/validation/fitted_constants.csv``: which RL constants of data/rl_calibration.toml were fitted on which
   framework's rows (data/rl_cases_refit.csv), so that a leave-one-framework-out check knows what to refit.
 
@@ -24,8 +28,8 @@ from ..errors import DataFileError, TcocalcError
 from ..scenario import Scenario, loads_scenario
 from .provenance import check_entry, parse_csv
 
-__all__ = ["framework_cases", "stage_cases", "fitted_constants", "disk_reloads", "case_scenario",
-           "parse_disk_reloads", "parse_framework_cases",
+__all__ = ["framework_cases", "stage_cases", "fitted_constants", "disk_reloads", "case_scenario", "pass_pairs",
+           "parse_disk_reloads", "parse_framework_cases", "parse_pass_pairs",
            "parse_stage_cases", "parse_fitted_constants", "CASE_KINDS", "STAGE_KEYS"]
 
 CASE_KINDS = ("step", "weight_sync", "speedup")
@@ -83,6 +87,31 @@ def parse_stage_cases(text: str, file: str = "data/validation/stage_cases.csv") 
     return tuple(out)
 
 
+_PASS_TIMES = ("first_forward_s", "second_forward_s", "first_update_s", "second_update_s")
+
+
+def parse_pass_pairs(text: str, file: str = "data/validation/pass_pairs.csv") -> tuple[dict, ...]:
+    """Pairs of published runs of one recipe (module docstring): the stage cases of data/validation/stage_cases.csv
+    they are (``first_case``, ``second_case``), each run's trainer GPUs and samples per step, the forward-only pass
+    both publish (``forward_pass``, e.g. ``old_log_prob`` or ``ref``) and its time and the update's on each side
+    [s per step], as the source writes them. DataFileError naming the row for a missing or non-positive figure or a
+    pair of one case with itself."""
+    out = []
+    for _line, row in parse_csv(text, file):
+        rid = row.get("id", "?")
+        nums = check_entry(file, rid, row, require=("id", "recipe", "first_case", "second_case", "forward_pass",
+                                                    "source"),
+                           value_fields=_PASS_TIMES, positive=_PASS_TIMES, date_fields=("date",),
+                           whole_fields=("first_gpus", "second_gpus", "first_samples", "second_samples"))
+        for key in ("first_gpus", "second_gpus", "first_samples", "second_samples"):
+            if nums[key] < 1:
+                raise DataFileError(file, rid, key, f"must be at least 1, got {nums[key]}")
+        if row["first_case"] == row["second_case"]:
+            raise DataFileError(file, rid, "second_case", "a pair needs two different runs")
+        out.append({**row, **nums})
+    return tuple(out)
+
+
 def parse_disk_reloads(text: str, file: str = "data/validation/disk_reloads.csv") -> tuple[dict, ...]:
     """Published engine reloads of weights from storage: bytes each engine GPU loads [B] and the published reload
     [s], each with the framework and the source (the rows ``weight_sync_disk_fixed_s`` and
@@ -117,6 +146,12 @@ def framework_cases() -> tuple[dict, ...]:
 def stage_cases() -> tuple[dict, ...]:
     """data/validation/stage_cases.csv (read once)."""
     return parse_shipped("validation/stage_cases.csv", parse_stage_cases)
+
+
+@functools.cache
+def pass_pairs() -> tuple[dict, ...]:
+    """data/validation/pass_pairs.csv (read once)."""
+    return parse_shipped("validation/pass_pairs.csv", parse_pass_pairs)
 
 
 @functools.cache

@@ -43,6 +43,7 @@ from ..catalog.framework_cases import (
     disk_reloads,
     fitted_constants,
     framework_cases,
+    pass_pairs,
     stage_cases,
     study_windows,
 )
@@ -57,13 +58,19 @@ from ..rl.weight_sync import weight_sync_seconds
 from .rl_validation import RL_TOLERANCE, rl_refit_table, rl_speedup_pairs, rl_validation_table
 
 __all__ = ["Validation", "validate", "framework_table", "stage_table", "lofo_table", "lofo_calibration",
-           "regime_table", "fitted_table", "group_table", "window_table", "GROUPS"]
+           "regime_table", "fitted_table", "group_table", "window_table", "pass_pair_table", "GROUPS",
+           "PASS_AGREEMENT"]
 
 GROUPS = ("NeMo RL (in-sample)", "verl fully-async study (in-sample)", "other frameworks (development set)",
           "stages", "leave-one-framework-out")
 _PRESET_FRAMEWORK = {"verl-fsdp": "verl", "verl-megatron": "verl", "areal": "AReaL", "nemo-rl": "NeMo RL",
                      "prime-rl": "prime-rl", "slime": "slime"}
 """The framework a preset belongs to (the names of data/validation/fitted_constants.csv)."""
+PASS_AGREEMENT = 0.05
+"""How far apart (relative) the two passes' per-GPU, per-sample cost ratios of a pass pair may lie and still be read
+as one per-token factor (:func:`pass_pair_table`): the published cells are rounded to 3-5 digits (at most 1% in a
+ratio of four cells) and each is a mean over a run's steps, so a few percent is read as the same; PP-02, whose
+only stated difference is the batch, agrees to 0.03% and PP-01 to 4.1%, the pass pairs' widest agreement."""
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,8 @@ class Validation:
     groups: object
     windows: object = None
     rl: object = None
+    passes: object = None
+    """The pass pairs (:func:`pass_pair_table`): two published runs of one recipe compared pass by pass."""
     """The whole RL step table (``rl_validation_table()``: NeMo RL and verl's study, every row) the groups above
     were cut from, so that a caller showing it (the app's in-sample section) need not evaluate it again."""
 
@@ -423,7 +432,11 @@ def _implied_mfu(scn, stages) -> tuple[float, str]:
 def stage_table(frameworks=None):
     """Every published stage time beside the model's uncalibrated stage time, with the error [%], the ratio
     predicted/published and whether the row fitted a constant (``in-sample``) (DataFrame). ``frameworks``: the
-    :func:`framework_table` already computed (its weight-sync rows join the table)."""
+    :func:`framework_table` already computed (its weight-sync rows join the table). A row of a run in an alike
+    pass pair (:func:`pass_pair_table`) notes the published difference between the two runs and, in ``beyond pass
+    pair``, its ratio with that difference taken out."""
+    import pandas as pd
+
     rows = [r for case in stage_cases() for r in _stage_rows(case)]
     for _, r in rl_refit_table().iterrows():
         rows.append({"id": r["id"], "framework": r["case"].split(":")[0], "case": r["case"],
@@ -440,7 +453,105 @@ def stage_table(frameworks=None):
     df["error [%]"] = (100.0 * (df["predicted [s]"] / df["published [s]"] - 1.0)).astype("Float64")
     df["ratio"] = (df["predicted [s]"] / df["published [s]"]).astype("Float64")
     df["within"] = (df["error [%]"].abs() <= 100 * RL_TOLERANCE).fillna(False).astype(bool)
+    df["beyond pass pair"] = pd.array([math.nan] * len(df), dtype="Float64")
+    _note_pass_pairs(df, pass_pair_table(df))
     return df
+
+
+_FORWARD_STAGE, _UPDATE_STAGE = "log-prob", "training"
+
+
+def _forward_passes(case_id: str) -> int:
+    """Forward-only log-prob passes per trained sample of a stage case's scenario (old policy, reference)."""
+    case = next(c for c in stage_cases() if c["id"] == case_id)
+    return resolve(case_scenario(case["scenario"], case_id)).settings.extra_forward_passes
+
+
+def pass_pair_table(stages=None):
+    """Each pass pair of data/validation/pass_pairs.csv (two published runs of one recipe, a forward-only pass and
+    the update published on both sides) read pass by pass (DataFrame): the cost of each pass per trainer GPU and per
+    sample of the first run over the second's (``forward ratio``, ``update ratio``: stage time x GPUs / samples,
+    first over second), whether the two agree within :data:`PASS_AGREEMENT` (``alike``), and the model's own ratios
+    from the stage table ``stages`` (its log-prob stage divided by the scenario's forward passes; NaN where the
+    stage table has no prediction).
+
+    Why it tells something: the forward-only pass has no gradient reduction, no optimizer step and no mini-batch
+    synchronisation, so a difference between the runs that lives in what only the update does at scale (its
+    data-parallel collectives, the optimizer, the ranks waiting for each other at every mini-batch) changes the
+    update's ratio and not the forward pass's; a difference in the tokens each sample carries, or in the speed of
+    every token (the parallel layout), changes both alike. Alike pairs are read as one per-token factor (the
+    geometric mean of the two), which a model given one workload for both runs cannot show: the model's ratio
+    beside it says how much of it the model already has (its trainer's own scaling)."""
+    import pandas as pd
+
+    st = stage_table() if stages is None else stages
+
+    def predicted(case_id: str, stage: str) -> float:
+        hit = st[(st["id"] == case_id) & (st["stage"] == stage)]
+        return float(hit["predicted [s]"].iloc[0]) if len(hit) and pd.notna(hit["predicted [s]"].iloc[0]) \
+            else math.nan
+
+    rows = []
+    for p in pass_pairs():
+        per = {side: p[f"{side}_gpus"] / p[f"{side}_samples"] for side in ("first", "second")}
+        fwd = per["first"] * p["first_forward_s"] / (per["second"] * p["second_forward_s"])
+        upd = per["first"] * p["first_update_s"] / (per["second"] * p["second_update_s"])
+        m_fwd = (per["first"] * predicted(p["first_case"], _FORWARD_STAGE) / _forward_passes(p["first_case"])) / (
+            per["second"] * predicted(p["second_case"], _FORWARD_STAGE) / _forward_passes(p["second_case"]))
+        m_upd = per["first"] * predicted(p["first_case"], _UPDATE_STAGE) / (
+            per["second"] * predicted(p["second_case"], _UPDATE_STAGE))
+        alike = abs(fwd / upd - 1.0) <= PASS_AGREEMENT
+        factor = math.sqrt(fwd * upd)
+        if alike and abs(factor - 1.0) <= PASS_AGREEMENT:
+            reading = (f"the runs cost the same per GPU and sample in both passes ({p['forward_pass']} {fwd:.3f}x, "
+                       f"update {upd:.3f}x) on {p['first_gpus']} and {p['second_gpus']} trainer GPUs: no loss or gain "
+                       f"of the trainer between the two; the model's trainer gives {math.sqrt(m_fwd * m_upd):.2f}x")
+        elif alike:
+            reading = (f"both passes cost {factor:.2f}x per GPU and sample in {p['first_case']} what they cost in "
+                       f"{p['second_case']} ({p['forward_pass']} {fwd:.3f}x, update {upd:.3f}x): a per-token "
+                       f"difference between the runs (the tokens each sample carries, or each token's speed), not one "
+                       f"of what only the update does at scale (gradient reduction, the optimizer, mini-batch "
+                       f"synchronisation); the model's trainer gives {math.sqrt(m_fwd * m_upd):.2f}x")
+        else:
+            reading = (f"the passes differ ({p['forward_pass']} {fwd:.2f}x, update {upd:.2f}x per GPU and sample): "
+                       f"no one per-token factor; what changes between the runs acts on one pass more than the other")
+        rows.append({"id": p["id"], "recipe": p["recipe"], "first": p["first_case"], "second": p["second_case"],
+                     "forward pass": p["forward_pass"], "forward ratio": fwd, "update ratio": upd,
+                     "alike": alike, "factor": factor if alike else math.nan,
+                     "model forward ratio": m_fwd, "model update ratio": m_upd, "reading": reading,
+                     "source": p["source"]})
+    return pd.DataFrame(rows, columns=["id", "recipe", "first", "second", "forward pass", "forward ratio",
+                                       "update ratio", "alike", "factor", "model forward ratio",
+                                       "model update ratio", "reading", "source"])
+
+
+def _note_pass_pairs(st, pairs) -> None:
+    """Note, on each stage row of an alike pass pair's runs, the published difference between the runs and what is
+    left: with one workload for both runs, the model's error on one run's pass (its update, its single forward
+    pass) is its error on the other run's times the published per-GPU, per-sample ratio of that pass over the
+    model's own (``forward ratio / model forward ratio``, ``update ratio / model update ratio``; inverted for the
+    first run), an identity of the four times. A row already noted input-limited keeps its note; a log-prob row of
+    a run with two forward passes (old policy and reference), of which the pair publishes one, is not noted."""
+    for _, p in pairs[pairs["alike"]].iterrows():
+        for stage, pub, mod in ((_UPDATE_STAGE, "update ratio", "model update ratio"),
+                                (_FORWARD_STAGE, "forward ratio", "model forward ratio")):
+            per = p[pub] / p[mod]
+            if not per > 0:
+                continue
+            for case, other, f in ((p["second"], p["first"], per), (p["first"], p["second"], 1.0 / per)):
+                if stage == _FORWARD_STAGE and _forward_passes(case) != 1:
+                    continue
+                at = st.index[(st["id"] == case) & (st["stage"] == stage)]
+                if len(at) != 1 or str(st.at[at[0], "note"] or "").startswith("input-limited"):
+                    continue
+                ratio = float(st.at[at[0], "ratio"])
+                st.at[at[0], "beyond pass pair"] = ratio / f
+                st.at[at[0], "note"] = (
+                    f"runs differ (pass pair {p['id']}): the published {p['first']} and {p['second']} differ per GPU "
+                    f"and sample by {p['factor']:.2f}x in both passes ({p['forward pass']} {p['forward ratio']:.3f}x, "
+                    f"update {p['update ratio']:.3f}x), the model's trainer by {p[mod]:.2f}x, so with one workload "
+                    f"for both the model's {stage} error here is {f:.2f}x its error on {other}: {ratio:.2f}x = "
+                    f"{f:.2f}x x {ratio / f:.2f}x")
 
 
 # ---------------------------------------------------------------- summaries
@@ -555,18 +666,26 @@ def group_table(v: dict):
     out = st[~st["in-sample"]]
     off = out[(out["ratio"] >= 2.0) | (out["ratio"] <= 0.5)]
     limited = off["note"].fillna("").str.startswith("input-limited")
+    beyond = off["beyond pass pair"].astype(float)
+    paired = ~limited & (beyond > 0.5) & (beyond < 2.0)
     runs = off[limited].drop_duplicates("id")
     rest = out.loc[~out["note"].fillna("").str.startswith("input-limited"), "error [%]"].astype(float).abs()
 
     def listed(rows):
         return ", ".join(f"{r['id']} {r['stage']} {r['ratio']:.2f}x" for _, r in rows.iterrows())
+    pairs_listed = ", ".join(f"{r['id']} {r['stage']} {r['ratio']:.2f}x ({r['beyond pass pair']:.2f}x beyond the "
+                             f"pair)" for _, r in off[paired].iterrows())
+    pair_note = (f"{int(paired.sum())} of them where two published runs of the recipe differ per GPU and sample "
+                 f"alike in the forward-only pass and the update (pass pairs: a per-token difference, their tokens "
+                 f"per sample or an unpublished layout, which one workload per run cannot show): {pairs_listed}; ")
     lines.append(_summary(GROUPS[3], "published stage times (in-sample rows shown, not counted)", out["error [%]"],
                           out["id"] + " " + out["stage"],
                           note=f"{len(off)} stage rows off by 2x or more; {int(limited.sum())} of them input-limited "
                                f"(the run's published update needs a busy MFU above the ceiling under the assumed "
                                f"workload: " + ", ".join(f"{r['id']} {_implied_of(st, r['id']):.0%}"
                                                          for _, r in runs.iterrows())
-                               + f"): {listed(off[limited])}; not explained: {listed(off[~limited])}; the rows of "
+                               + f"): {listed(off[limited])}; " + (pair_note if paired.any() else "")
+                               + f"not explained: {listed(off[~limited & ~paired])}; the rows of "
                                  f"runs not input-limited: median {rest.median():.0f}%, {int((rest <= 25).sum())} "
                                  f"of {len(rest)} within"))
     return pd.DataFrame(sorted(lines, key=lambda line: GROUPS.index(line["group"])))
@@ -611,7 +730,8 @@ def validate() -> Validation:
     st = stage_table(fw)
     v = {"nemo": nemo, "nemo_pairs": pairs, "verl_study": verl, "frameworks": fw, "stages": st, "lofo": lofo,
          "windows": window_table()}
-    return Validation(**v, fitted=fitted_table(), regimes=regime_table(lofo), groups=group_table(v), rl=table)
+    return Validation(**v, fitted=fitted_table(), regimes=regime_table(lofo), groups=group_table(v), rl=table,
+                      passes=pass_pair_table(st))
 
 
 REGIMES_MARKER = "# ---------------------------------------------------------------- out of sample, by regime"
@@ -673,6 +793,11 @@ def _contested() -> str:
             + "".join(f"* {c['id']} (published {c['published']:g}): {c['independent']}\n" for c in cases))
 
 
+def _passes(v: Validation):
+    """The pass-pair table of ``v`` (computed from its stage table where ``v`` predates the field)."""
+    return v.passes if v.passes is not None else pass_pair_table(v.stages)
+
+
 def groups_report(v: Validation | None = None) -> str:
     """``tcocalc validate --groups``: the groups' summary, the development set with the shipped constants and left
     out by framework, what is fitted on which framework, the out-of-sample error by regime, and the stages
@@ -705,6 +830,13 @@ def groups_report(v: Validation | None = None) -> str:
            "From the published cumulative wall times (validation every 20 steps included); seconds per step.\n\n",
            _md(v.windows, {"run": "run", "case": "case", "windows": "steps: mean step [s]",
                            "largest / smallest": "largest / smallest"}),
+           "\n### Pass pairs: two published runs of one recipe, pass by pass\n",
+           "Each pass's cost per trainer GPU and sample, the first run over the second (stage time x GPUs / samples); "
+           "alike: the two ratios within " f"{PASS_AGREEMENT:.0%}" ".\n\n",
+           _md(_passes(v), {"id": "id", "first": "first", "second": "second", "forward pass": "forward pass",
+                            "forward ratio": "forward ratio", "update ratio": "update ratio", "alike": "alike",
+                            "model forward ratio": "model forward", "model update ratio": "model update",
+                            "reading": "reading"}),
            "\n### Stages\n", _md(v.stages, {"id": "id", "framework": "framework", "stage": "stage",
                                             "published [s]": "published [s]", "predicted [s]": "predicted [s]",
                                             "error [%]": "error %", "ratio": "predicted / published",

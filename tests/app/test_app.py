@@ -128,6 +128,8 @@ def test_validation_page_leads_the_rl_model_with_its_out_of_sample_groups():
     headers = [h.value for h in at.header]
     assert headers.index("RL model, judged out of sample") < \
         headers.index("RL step times (in-sample: NeMo RL and verl's study)")
+    pairs = next(t for t in shown if "forward ratio" in t.columns)  # the pass pairs, in their expander
+    assert list(pairs["id"]) == list(v.passes["id"])
 
 
 def vg_groups():

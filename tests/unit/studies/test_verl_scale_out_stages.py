@@ -75,17 +75,18 @@ def test_the_colocated_30b_trainer_on_128_h20_within_25_percent(stages):
 
 
 @pytest.mark.xfail(strict=True, reason="known miss (issue 36): the model's trainer scales out perfectly, GPU-seconds "
-                                       "flat within 4% from 32 to 128 H20, where the published tables lose 1.45x (7B) "
-                                       "and 1.67x (30B)")
-def test_the_models_trainer_loses_what_the_tables_lose_from_32_to_128_gpus(stages):
-    """The model's update GPU-seconds at 128 over 32 H20 within ±25% of the published ratio, in both studies
-    (7B FSDP2: VS-03 over VS-01, 1.45x; 30B Megatron: ST-09 over ST-10, 1.67x). Today 1.00x and 0.97x."""
+                                       "flat within 4% from 32 to 128 H20, where the 7B table loses 1.45x in the "
+                                       "update (and 2.00x in the old log-probs: pass pair PP-04, open)")
+def test_the_models_trainer_loses_what_the_7b_table_loses_from_32_to_128_gpus(stages):
+    """The model's update GPU-seconds at 128 over 32 H20 within ±25% of the published ratio of the 7B FSDP2 study
+    (VS-03 over VS-01, 1.45x; today 1.00x). The 30B Megatron pair (ST-09 over ST-10, 1.67x) was held here too until
+    2026-12-07: its reference pass loses the same 1.67x as its update (pass pair PP-03, tests/unit/studies/
+    test_pass_pairs.py), a per-token difference between the two runs (their tokens per sample or the colocated
+    run's unpublished layout), not a loss of the update to scale, so the model is not asked to scale that way."""
     def gpu_s(case_id):
         return _trainer_gpus(case_id) * _predicted(stages, case_id, "training")
 
-    seven, thirty = gpu_s("VS-03") / gpu_s("VS-01"), gpu_s("ST-09") / gpu_s("ST-10")
-    assert seven == pytest.approx(1.45, rel=0.25)
-    assert thirty == pytest.approx(1.67, rel=0.25)
+    assert gpu_s("VS-03") / gpu_s("VS-01") == pytest.approx(1.45, rel=0.25)
 
 
 def test_one_step_off_rows_per_gpu_work_tells_the_answers_per_prompt():
