@@ -580,6 +580,30 @@ def test_areal_lite_stats_tables_on_the_console():
     assert m.per_step.loc[1, "prompt_tokens"] == pytest.approx(99.375)
 
 
+def test_areal_lite_evaluation_steps_leave_the_medians(tmp_path):
+    """AReaL-lite records the evaluation's reward under the "eval-rollout" scope and exports it with the stats of the
+    step that ran the evaluator only (inclusionAI/AReaL@a838ce5bc1f4:examples/math/gsm8k_grpo.py), while
+    timeperf/eval is logged at every step (2.5e-05 s at step 1 of the real run, which evaluated nowhere in these four
+    steps): eval-rollout/reward marks the step (data/run_metrics.toml validation_keys). The real excerpt with that row
+    added to step 3's table, as such a step prints it: step 3 (its 7.572 s period) leaves the medians, with a
+    warning, and keep_validation=True keeps it."""
+    lines = (REAL / "areal_lite_stats_steps1_4.log").read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if "Train step 3/4675 done" in line)
+    row = next(i for i in range(at, len(lines)) if "rollout/reward" in lines[i])
+    stamp = lines[row].split(" ", 1)[0]
+    lines.insert(row + 1, f"{stamp} │ eval-rollout/reward              │  7.5000e-01 │\n")
+    path = tmp_path / "with_eval.log"
+    path.write_text("".join(lines))
+    m = tc.load_measurements(path, steps="1:5")
+    assert m.validation_steps == (3,)
+    assert list(m.per_step.index) == [1, 2, 4]
+    assert list(m.per_step["step_time_s"].dropna()) == pytest.approx([5.991, 5.815])
+    assert any("1 validation steps (eval-rollout/reward logged: steps 3)" in w for w in m.warnings)
+    kept = tc.load_measurements(path, steps="1:5", keep_validation=True)
+    assert list(kept.per_step["step_time_s"].dropna()) == pytest.approx([5.991, 7.572, 5.815])
+    assert load("areal_lite_stats_steps1_4.log", steps="1:5").validation_steps == ()
+
+
 def test_slime_actor_rollout_dicts_give_the_prompt_length(tmp_path):
     """slime's actor prints 'rollout N: {...}' with its per-sample means of the batch's lengths (actor.py
     logger.info(f"rollout {rollout_id}: {log_dict}")): read with the perf dicts of the same rollout id, they give
