@@ -17,7 +17,9 @@ lengths, so the fit also corrects the lengths its scenario assumed (the response
 calibrate_prior_responses): C-01, C-03 and C-05 come out with shorter responses (x0.46, x0.66, x0.37) and trainers
 below the MFU ceiling where they sat at it before. What is left is the trainer of verl's split and asynchronous runs:
 the published stages show it 1.2-1.7x faster per GPU than the same recipe's colocated trainer at the same batch (C-01,
-C-02, C-04), where the model's trainer scales linearly with its GPUs; C-04, whose pilot's stages all took longer than
+C-02, C-04), where the model's trainer scales linearly with its GPUs (C-02's runs differ alike in the reference pass
+and the update, a per-token difference between the runs, not a loss of the update to scale: pass pair PP-03,
+docs/validation.md); C-04, whose pilot's stages all took longer than
 the model's, now reads that as longer responses, which its asynchronous target pays in its trainer. Such a plan states
 the error measured on these pairs (data/rl_calibration.toml ``calibrate_across_modes_error``) and says it was carried
 across modes. The test recomputes every error, so the stated figure can never understate them."""
