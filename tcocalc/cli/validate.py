@@ -16,7 +16,8 @@ def add_validate_parser(sub) -> None:
     sp.add_argument("--rl", action="store_true", help="only the RL step-time section (NeMo RL and verl runs); with "
                                                       "--csv or --markdown in that format")
     sp.add_argument("--groups", action="store_true", help="the RL model by groups: NeMo RL (in-sample), other "
-                                                          "frameworks, stages, leave-one-framework-out (Markdown)")
+                                                          "frameworks, stages, leave-one-framework-out (Markdown; "
+                                                          "with --csv the groups' summary, one row a group)")
     sp.add_argument("--long-output", action="store_true", help="only TensorRT-LLM's 131 published long-output "
                                                                "throughput rows; with --csv or --markdown")
     sp.add_argument("--calibration", action="store_true", help="only the leave-one-out check of tc.calibrate on the "
@@ -35,8 +36,11 @@ def _cmd_validate(args) -> int:
     from .. import validation_table
 
     if args.groups:  # issue 36: every group, computed by the library
-        from ..studies.validation_groups import groups_report
+        from ..studies.validation_groups import groups_report, validate
 
+        if args.csv:  # the summary; every table is a DataFrame of tc.validate() (and a download on the app's page)
+            print_frame(validate().groups, as_csv=True)
+            return 0
         print(groups_report(), end="")
         return 0
     if args.rl:

@@ -324,6 +324,17 @@ def test_cli_prints_every_group(capsys):
     assert "Out-of-sample step-time error by regime" in out and "| S1-2 |" in out
 
 
+def test_cli_groups_as_csv_is_the_summary(capsys, v):
+    """`--groups --csv` prints the groups' summary as CSV (it printed the Markdown report, ignoring --csv): one
+    row a group, the median |error| as a number."""
+    import pandas as pd
+
+    assert main(["validate", "--groups", "--csv"]) == 0
+    got = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert list(got["group"]) == list(v.groups["group"])
+    assert list(got["median |error| [%]"]) == pytest.approx(list(v.groups["median |error| [%]"]), abs=1e-6)
+
+
 def test_a_runs_windows_are_the_steps_between_its_published_totals():
     """verl's fully-async document gives each run's total wall time at 100, 200, 300 and 400 steps
     (volcengine/verl@b178a3cd:docs/advance/fully_async.md): the colocated 32-GPU 7B run's 13h 44m, 1d 3h 43m,
