@@ -502,16 +502,19 @@ def pass_pair_table(stages=None):
             per["second"] * predicted(p["second_case"], _UPDATE_STAGE))
         alike = abs(fwd / upd - 1.0) <= PASS_AGREEMENT
         factor = math.sqrt(fwd * upd)
+        mine = math.sqrt(m_fwd * m_upd)
+        model = (f"the model's trainer gives {mine:.2f}x" if math.isfinite(mine) and mine > 0 else
+                 "the model has no trainer time for one of the two runs")
         if alike and abs(factor - 1.0) <= PASS_AGREEMENT:
             reading = (f"the runs cost the same per GPU and sample in both passes ({p['forward_pass']} {fwd:.3f}x, "
                        f"update {upd:.3f}x) on {p['first_gpus']} and {p['second_gpus']} trainer GPUs: no loss or gain "
-                       f"of the trainer between the two; the model's trainer gives {math.sqrt(m_fwd * m_upd):.2f}x")
+                       f"of the trainer between the two; {model}")
         elif alike:
             reading = (f"both passes cost {factor:.2f}x per GPU and sample in {p['first_case']} what they cost in "
                        f"{p['second_case']} ({p['forward_pass']} {fwd:.3f}x, update {upd:.3f}x): a per-token "
                        f"difference between the runs (the tokens each sample carries, or each token's speed), not one "
                        f"of what only the update does at scale (gradient reduction, the optimizer, mini-batch "
-                       f"synchronisation); the model's trainer gives {math.sqrt(m_fwd * m_upd):.2f}x")
+                       f"synchronisation); {model}")
         else:
             reading = (f"the passes differ ({p['forward_pass']} {fwd:.2f}x, update {upd:.2f}x per GPU and sample): "
                        f"no one per-token factor; what changes between the runs acts on one pass more than the other")

@@ -136,3 +136,17 @@ def test_the_report_and_the_validation_carry_the_pairs():
     assert list(v.passes["id"]) == ["PP-01", "PP-02", "PP-03", "PP-04"]
     text = vg.groups_report(v)
     assert "### Pass pairs" in text and "| PP-03 | ST-09 | ST-10 | ref |" in text
+
+
+def test_a_pair_whose_run_the_model_cannot_predict_says_so(stages):
+    """Where the stage table holds no prediction for a pair's run (a scenario the model refuses), the pair still
+    reads the published passes and says the model has none, never "nanx"."""
+    import pandas as pd
+
+    st = stages.copy()
+    st.loc[st["id"] == "ST-10", "predicted [s]"] = pd.NA
+    pairs = vg.pass_pair_table(st).set_index("id")
+    row = pairs.loc["PP-03"]
+    assert row["alike"] and row["forward ratio"] == pytest.approx(1.66713, abs=5e-5)
+    assert "the model has no trainer time for one of the two runs" in row["reading"]
+    assert "nan" not in row["reading"].lower()
