@@ -100,6 +100,10 @@ for title, frame, name in (("Other frameworks (development set), shipped constan
                            ("Stages", groups.stages, "rl_stages.csv"),
                            ("Pass pairs: two published runs of one recipe, each pass per GPU and sample",
                             groups.passes, "rl_pass_pairs.csv"),
+                           ("Stages at the response lengths each run's own update implies",
+                            groups.update_lengths, "rl_update_lengths.csv"),
+                           ("Speed-ups with each run at its own update's response lengths", groups.update_speedups,
+                            "rl_update_length_speedups.csv"),
                            ("verl's fully-async document: each run's mean step by 100-step window", groups.windows,
                             "rl_windows.csv")):
     with st.expander(title):

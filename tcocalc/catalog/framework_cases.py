@@ -30,10 +30,11 @@ from .provenance import check_entry, parse_csv
 
 __all__ = ["framework_cases", "stage_cases", "fitted_constants", "disk_reloads", "case_scenario", "pass_pairs",
            "parse_disk_reloads", "parse_framework_cases", "parse_pass_pairs",
-           "parse_stage_cases", "parse_fitted_constants", "CASE_KINDS", "STAGE_KEYS"]
+           "parse_stage_cases", "parse_fitted_constants", "CASE_KINDS", "STAGE_KEYS", "LENGTHS"]
 
 CASE_KINDS = ("step", "weight_sync", "speedup")
 STAGE_KEYS = ("generation_s", "training_s", "logprob_s", "switching_s")
+LENGTHS = ("published", "assumed")
 _BOOL = {"true": True, "false": False}
 
 
@@ -65,7 +66,8 @@ def parse_stage_cases(text: str, file: str = "data/validation/stage_cases.csv") 
     ``trainer_gpus``:``generator_gpus`` where given; ``in_sample``: the run belongs to a study the model was
     developed on (shown, not counted); ``generation_rank_mean``: the generation is the mean of the engines' own
     times and the switch is the rest of a wall time that ends with the slowest engine (verl's
-    ``generate_sequences`` and ``gen``, docs/rl-modeling.md §3.10)."""
+    ``generate_sequences`` and ``gen``, docs/rl-modeling.md §3.10); ``lengths``: whether the scenario's response
+    lengths are the run's own (``published``: its log or its source states them) or ``assumed``."""
     out = []
     for _line, row in parse_csv(text, file):
         rid = row.get("id", "?")
@@ -77,6 +79,9 @@ def parse_stage_cases(text: str, file: str = "data/validation/stage_cases.csv") 
                 raise DataFileError(file, rid, flag, "true or false")
         if (nums["trainer_gpus"] is None) != (nums["generator_gpus"] is None):
             raise DataFileError(file, rid, "generator_gpus", "give both trainer_gpus and generator_gpus, or neither")
+        if row.get("lengths") not in LENGTHS:
+            raise DataFileError(file, rid, "lengths", f"one of {', '.join(LENGTHS)}: whether the scenario's response "
+                                                      f"lengths are the run's own or assumed")
         if _BOOL[row["generation_rank_mean"]] and (nums["switching_s"] is None or nums["generation_s"] is None
                                                    or _BOOL[row["generation_exposed"]]):
             raise DataFileError(file, rid, "generation_rank_mean", "true only with a generation_s that is the "

@@ -453,11 +453,15 @@ def one_engine_scenario(scn: Scenario) -> Scenario | None:
         return None
 
 
-def run_stage_times(scn: Scenario, responses: float = 1.0, calibration=None) -> dict[str, float]:
+def run_stage_times(scn: Scenario, responses: float = 1.0, calibration=None, *, exposed=frozenset(),
+                    rank_mean=frozenset()) -> dict[str, float]:
     """The model's uncalibrated time per step [s] of every stage a calibration compares (:func:`stage_times`: the
     step, generation, update, log-prob passes, push and colocated switch) for ``scn`` as it stands, its response
-    lengths (mean and p99) x ``responses``; ``calibration``: a roofline CalibrationSet (default the shipped one)."""
-    return _RunModel.of(scn, resolve(scn, calibration), responses).stages(RunFactors())
+    lengths (mean and p99) x ``responses``; ``calibration``: a roofline CalibrationSet (default the shipped one);
+    ``exposed`` and ``rank_mean``: the stages a log times as the trainer's wait or as the engines' mean, compared
+    as :func:`calibrate` compares them."""
+    model = _RunModel.of(scn, resolve(scn, calibration), responses, engine=bool(rank_mean))
+    return model.stages(RunFactors(), set(exposed), set(rank_mean))
 
 
 def stage_times(scn: Scenario, res: PhaseResult, f: RunFactors, extra: float, switch_s: float,

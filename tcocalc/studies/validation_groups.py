@@ -59,7 +59,8 @@ from .rl_validation import RL_TOLERANCE, rl_refit_table, rl_speedup_pairs, rl_va
 
 __all__ = ["Validation", "validate", "framework_table", "stage_table", "lofo_table", "lofo_calibration",
            "regime_table", "fitted_table", "group_table", "window_table", "pass_pair_table", "GROUPS",
-           "PASS_AGREEMENT"]
+           "PASS_AGREEMENT", "update_length_table", "update_length_speedups", "update_length_stages",
+           "UPDATE_LENGTH_RANGE"]
 
 GROUPS = ("NeMo RL (in-sample)", "verl fully-async study (in-sample)", "other frameworks (development set)",
           "stages", "leave-one-framework-out")
@@ -90,6 +91,11 @@ class Validation:
     rl: object = None
     passes: object = None
     """The pass pairs (:func:`pass_pair_table`): two published runs of one recipe compared pass by pass."""
+    update_lengths: object = None
+    """The stage cases with assumed response lengths at the lengths each run's own update implies
+    (:func:`update_length_table`)."""
+    update_speedups: object = None
+    """The speed-ups whose two runs are such cases, at those lengths (:func:`update_length_speedups`)."""
     """The whole RL step table (``rl_validation_table()``: NeMo RL and verl's study, every row) the groups above
     were cut from, so that a caller showing it (the app's in-sample section) need not evaluate it again."""
 
@@ -355,6 +361,121 @@ def _stage_rows(case: dict) -> list[dict]:
     if case["generation_rank_mean"]:
         _rank_mean_rows(scn, rows, names, fitted.factor("responses"), limited=bool(note))
     return rows
+
+
+#: The response-length factors searched for the lengths a run's published update implies (x0.05 to x5 of the
+#: scenario's assumed mean and p99; the cap stays).
+UPDATE_LENGTH_RANGE = (0.05, 5.0)
+_STAGE_NAMES = {"generation_s": "generation", "training_s": "training", "logprob_s": "log-prob",
+                "switching_s": "switching (colocated)", "step_time_s": "step"}
+
+
+def _case_split(case: dict):
+    scn = case_scenario(case["scenario"], case["id"])
+    if case["trainer_gpus"] is not None:
+        scn = scn.with_split(case["trainer_gpus"], case["generator_gpus"])
+    return scn
+
+
+def _case_times(case: dict, scn, responses: float) -> dict[str, float]:
+    """The model's stage times of a stage case at its response lengths x ``responses``, timed as the case's log
+    times them (the trainer's wait, the engines' mean)."""
+    from .calibrate import run_stage_times
+
+    exposed = {"generation_s"} if case["generation_exposed"] else set()
+    rank = {"generation_s", "switching_s"} if case["generation_rank_mean"] else set()
+    return run_stage_times(scn, responses, exposed=exposed, rank_mean=rank)
+
+
+def _update_lengths(case: dict) -> float:
+    """The responses factor at which the model's update of a stage case equals its published update (NaN where no
+    factor in :data:`UPDATE_LENGTH_RANGE` does, or the model cannot run the case)."""
+    from scipy.optimize import brentq
+
+    scn = _case_split(case)
+
+    def miss(r: float) -> float:
+        return _case_times(case, scn, r)["training_s"] / case["training_s"] - 1.0
+
+    lo, hi = UPDATE_LENGTH_RANGE
+    try:
+        if miss(lo) * miss(hi) > 0:
+            return math.nan
+        return float(brentq(miss, lo, hi, xtol=1e-5))
+    except TcocalcError:
+        return math.nan
+
+
+def update_length_table():
+    """Every stage case whose response lengths are assumed (data/validation/stage_cases.csv ``lengths``) and whose
+    update is published, at the lengths its own update implies (DataFrame, one row per other published stage): the
+    responses factor that makes the model's update equal the published one (the scenario's mean and p99 x it, the
+    cap kept; NaN where none in :data:`UPDATE_LENGTH_RANGE` does), the mean response that gives, and each other
+    stage's predicted/published ratio as assumed and at those lengths.
+
+    What it measures: the response lengths are the one input most development-set runs do not publish, and every
+    token-bound stage scales with them; the update's time per token is the stage the model was validated on most
+    (NeMo RL's tables), so the update pins the lengths and the generation, log-prob passes and switch are then judged
+    on their own. It fits no constant of the model; each run's unpublished input is read off its own published
+    update, as a calibration's responses factor is (docs/calibration.md), and the update itself is not judged."""
+    import pandas as pd
+
+    rows = []
+    for case in stage_cases():
+        if case["lengths"] != "assumed" or case["training_s"] is None:
+            continue
+        scn = _case_split(case)
+        r = _update_lengths(case)
+        base = _case_times(case, scn, 1.0)
+        at = _case_times(case, scn, r) if r == r else None
+        for key in ("generation_s", "logprob_s", "switching_s", "step_time_s"):
+            pub = case[key]
+            if pub is None:
+                continue
+            name = _STAGE_NAMES[key] + (" (trainer's wait)" if key == "generation_s" and case["generation_exposed"]
+                                        else "")
+            rows.append({"id": case["id"], "stage": name, "in-sample": case["in_sample"], "published [s]": pub,
+                         "responses factor": r, "mean response [tokens]": scn.workload.response_tokens_mean * r,
+                         "ratio as assumed": base[key] / pub,
+                         "ratio at the update's lengths": math.nan if at is None else at[key] / pub,
+                         "case": case["scenario"]})
+    cols = ["id", "stage", "in-sample", "published [s]", "responses factor", "mean response [tokens]",
+            "ratio as assumed", "ratio at the update's lengths", "case"]
+    df = pd.DataFrame(rows, columns=cols)
+    for col in ("responses factor", "mean response [tokens]", "ratio at the update's lengths"):
+        df[col] = df[col].astype("Float64").mask(df[col].isna())
+    return df
+
+
+def update_length_speedups(lengths=None):
+    """The development set's speed-ups whose two runs are both stage cases with assumed lengths, each run at the
+    lengths its own update implies (:func:`update_length_table`): useful samples/s of the first over the second with
+    each scenario's mean response x its factor (DataFrame: id, published, band, as assumed, at the updates'
+    lengths, inside)."""
+    import pandas as pd
+
+    table = update_length_table() if lengths is None else lengths
+    factor = table.drop_duplicates("id").set_index("case")["responses factor"]
+    by_case = {c["scenario"]: c for c in stage_cases() if c["trainer_gpus"] is None}
+    rows = []
+    for case in framework_cases():
+        if case["kind"] != "speedup" or case["solve"] or not {case["scenario"], case["baseline"]} <= set(by_case):
+            continue
+        if not {case["scenario"], case["baseline"]} <= set(factor.index):
+            continue
+        rates = []
+        for name in (case["scenario"], case["baseline"]):
+            scn, r = case_scenario(name, case["id"]), factor[name]
+            if pd.isna(r):
+                rates = []
+                break
+            scaled = scn.with_response_mean(scn.workload.response_tokens_mean * float(r))
+            rates.append(float(evaluate(scaled, advice=False).metrics["useful_samples_per_s"]))
+        at = rates[0] / rates[1] if rates else math.nan
+        rows.append({"id": case["id"], "published": case["published"], "band": f"{case['low']:g}-{case['high']:g}",
+                     "as assumed": _predict(case, None), "at the updates' lengths": at,
+                     "inside": bool(case["low"] <= at <= case["high"]) if at == at else False})
+    return pd.DataFrame(rows, columns=["id", "published", "band", "as assumed", "at the updates' lengths", "inside"])
 
 
 def _engine_spread(scn, responses: float = 1.0) -> tuple[float, float] | None:
@@ -690,8 +811,46 @@ def group_table(v: dict):
                                + f"): {listed(off[limited])}; " + (pair_note if paired.any() else "")
                                + f"not explained: {listed(off[~limited & ~paired])}; the rows of "
                                  f"runs not input-limited: median {rest.median():.0f}%, {int((rest <= 25).sum())} "
-                                 f"of {len(rest)} within"))
+                                 f"of {len(rest)} within" + _update_length_note(v)))
     return pd.DataFrame(sorted(lines, key=lambda line: GROUPS.index(line["group"])))
+
+
+def update_length_stages(stages, lengths):
+    """The stage rows as the update-length view counts them (Series of predicted/published ratios by "id stage"):
+    the runs with assumed response lengths at the lengths each one's own update implies, without their update
+    (pinned) and their step; every other row (published lengths, weight sync, refits) as the stage table has it; no
+    in-sample row."""
+    import pandas as pd
+
+    out = stages[~stages["in-sample"]]
+    assumed = set(lengths["id"])
+    keep = out[~out["id"].isin(assumed)]
+    moved = lengths[(~lengths["in-sample"]) & (lengths["stage"] != "step")]
+    return pd.concat([pd.Series(keep["ratio"].astype(float).to_numpy(), index=keep["id"] + " " + keep["stage"]),
+                      pd.Series(moved["ratio at the update's lengths"].astype(float).to_numpy(),
+                                index=moved["id"] + " " + moved["stage"])])
+
+
+def _update_length_note(v: dict) -> str:
+    """The stage group's sentence on the update-length view (:func:`update_length_table`), "" without it."""
+    lengths, speedups = v.get("update_lengths"), v.get("update_speedups")
+    if lengths is None or not len(lengths):
+        return ""
+    ratio = update_length_stages(v["stages"], lengths)
+    err = (ratio - 1.0).abs()
+    off = ratio[(ratio >= 2.0) | (ratio <= 0.5)]
+    runs = lengths[~lengths["in-sample"]].drop_duplicates("id")
+    text = (f"; at the response lengths each run's own update implies ({len(runs)} runs whose lengths are assumed, "
+            f"their update then matched by construction and not counted; mean response x"
+            + ", x".join(f"{r['responses factor']:.2f} ({r['id']})" for _, r in runs.iterrows())
+            + f"): median {100 * err.median():.0f}%, {int((err <= RL_TOLERANCE).sum())} of {len(ratio)} within, "
+              f"{len(off)} off by 2x or more ({', '.join(f'{k} {x:.2f}x' for k, x in off.items())})")
+    if speedups is not None and len(speedups):
+        at = "at the updates' lengths"
+        text += ("; speed-ups at those lengths: " + ", ".join(
+            f"{r['id']} {r[at]:.2f}x ({r['published']:.2f}x, band {r['band']}, "
+            f"{'inside' if r['inside'] else 'outside'})" for _, r in speedups.iterrows()))
+    return text
 
 
 def _study_note(v: dict) -> str:
@@ -731,8 +890,9 @@ def validate() -> Validation:
     fw = framework_table()
     lofo = lofo_table(fw)
     st = stage_table(fw)
+    lengths = update_length_table()
     v = {"nemo": nemo, "nemo_pairs": pairs, "verl_study": verl, "frameworks": fw, "stages": st, "lofo": lofo,
-         "windows": window_table()}
+         "windows": window_table(), "update_lengths": lengths, "update_speedups": update_length_speedups(lengths)}
     return Validation(**v, fitted=fitted_table(), regimes=regime_table(lofo), groups=group_table(v), rl=table,
                       passes=pass_pair_table(st))
 
@@ -796,6 +956,13 @@ def _contested() -> str:
             + "".join(f"* {c['id']} (published {c['published']:g}): {c['independent']}\n" for c in cases))
 
 
+def _lengths(v: Validation, speedups: bool = False):
+    """The update-length table of ``v`` (or its speed-ups), computed where ``v`` predates the fields."""
+    if speedups:
+        return v.update_speedups if v.update_speedups is not None else update_length_speedups(_lengths(v))
+    return v.update_lengths if v.update_lengths is not None else update_length_table()
+
+
 def _passes(v: Validation):
     """The pass-pair table of ``v`` (computed from its stage table where ``v`` predates the field)."""
     return v.passes if v.passes is not None else pass_pair_table(v.stages)
@@ -840,6 +1007,18 @@ def groups_report(v: Validation | None = None) -> str:
                             "forward ratio": "forward ratio", "update ratio": "update ratio", "alike": "alike",
                             "model forward ratio": "model forward", "model update ratio": "model update",
                             "reading": "reading"}),
+           "\n### Stages at the response lengths each run's own update implies\n",
+           "The runs whose response lengths are assumed, each with its mean (and p99) response scaled until the "
+           "model's update equals the published update; the other stages then judged as published (ratios "
+           "predicted / published; the update itself is matched, not judged).\n\n",
+           _md(_lengths(v), {"id": "id", "stage": "stage", "published [s]": "published [s]",
+                             "responses factor": "responses factor", "mean response [tokens]": "mean response",
+                             "ratio as assumed": "as assumed",
+                             "ratio at the update's lengths": "at the update's lengths", "in-sample": "in-sample"}),
+           "\nSpeed-ups whose two runs are both such runs, each at its own update's lengths:\n\n",
+           _md(_lengths(v, speedups=True), {"id": "id", "published": "published", "band": "band",
+                                            "as assumed": "as assumed",
+                                            "at the updates' lengths": "at the updates' lengths", "inside": "inside"}),
            "\n### Stages\n", _md(v.stages, {"id": "id", "framework": "framework", "stage": "stage",
                                             "published [s]": "published [s]", "predicted [s]": "predicted [s]",
                                             "error [%]": "error %", "ratio": "predicted / published",

@@ -130,6 +130,10 @@ def test_validation_page_leads_the_rl_model_with_its_out_of_sample_groups():
         headers.index("RL step times (in-sample: NeMo RL and verl's study)")
     pairs = next(t for t in shown if "forward ratio" in t.columns)  # the pass pairs, in their expander
     assert list(pairs["id"]) == list(v.passes["id"])
+    lengths = next(t for t in shown if "responses factor" in t.columns)  # the update-length view
+    assert list(lengths["id"]) == list(v.update_lengths["id"])
+    speedups = next(t for t in shown if "at the updates' lengths" in t.columns)
+    assert list(speedups["id"]) == list(v.update_speedups["id"])
 
 
 def vg_groups():
