@@ -89,6 +89,8 @@ class Validation:
     groups: object
     windows: object = None
     rl: object = None
+    """The whole RL step table (``rl_validation_table()``: NeMo RL and verl's study, every row) the groups above
+    were cut from, so that a caller showing it (the app's in-sample section) need not evaluate it again."""
     passes: object = None
     """The pass pairs (:func:`pass_pair_table`): two published runs of one recipe compared pass by pass."""
     update_lengths: object = None
@@ -96,8 +98,6 @@ class Validation:
     (:func:`update_length_table`)."""
     update_speedups: object = None
     """The speed-ups whose two runs are such cases, at those lengths (:func:`update_length_speedups`)."""
-    """The whole RL step table (``rl_validation_table()``: NeMo RL and verl's study, every row) the groups above
-    were cut from, so that a caller showing it (the app's in-sample section) need not evaluate it again."""
 
 
 def _na(v) -> bool:
@@ -426,8 +426,11 @@ def update_length_table():
             continue
         scn = _case_split(case)
         r = _update_lengths(case)
-        base = _case_times(case, scn, 1.0)
-        at = _case_times(case, scn, r) if r == r else None
+        try:
+            base = _case_times(case, scn, 1.0)
+            at = _case_times(case, scn, r) if r == r else None
+        except TcocalcError:  # a valid scenario the model cannot run: the stage table says why; nothing to scale
+            continue
         for key in ("generation_s", "logprob_s", "switching_s", "step_time_s"):
             pub = case[key]
             if pub is None:
@@ -970,8 +973,9 @@ def _passes(v: Validation):
 
 def groups_report(v: Validation | None = None) -> str:
     """``tcocalc validate --groups``: the groups' summary, the development set with the shipped constants and left
-    out by framework, what is fitted on which framework, the out-of-sample error by regime, and the stages
-    (Markdown tables, as docs/validation.md shows them)."""
+    out by framework, what is fitted on which framework, the out-of-sample error by regime, the windows of verl's
+    fully-async runs, the pass pairs, the stages at the response lengths each run's own update implies (and the
+    speed-ups there), and the stages (Markdown tables, as docs/validation.md shows them)."""
     v = validate() if v is None else v
     g = v.groups.assign(**{"median |error| [%]": v.groups["median |error| [%]"].map(lambda x: f"{x:.1f}%")})
     row = {"id": "id", "set": "set", "framework": "framework", "kind": "kind", "case": "case", "regime": "regime",
@@ -1012,7 +1016,7 @@ def groups_report(v: Validation | None = None) -> str:
            "model's update equals the published update; the other stages then judged as published (ratios "
            "predicted / published; the update itself is matched, not judged).\n\n",
            _md(_lengths(v), {"id": "id", "stage": "stage", "published [s]": "published [s]",
-                             "responses factor": "responses factor", "mean response [tokens]": "mean response",
+                             "responses factor": "responses factor", "mean response [tokens]": "mean response [tokens]",
                              "ratio as assumed": "as assumed",
                              "ratio at the update's lengths": "at the update's lengths", "in-sample": "in-sample"}),
            "\nSpeed-ups whose two runs are both such runs, each at its own update's lengths:\n\n",
