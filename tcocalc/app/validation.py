@@ -94,6 +94,15 @@ regimes = groups.regimes.assign(median_abs_error=100 * groups.regimes["median_ab
 st.dataframe(display_table(regimes.rename(columns={"median_abs_error": "median |error| [%]",
                                                    "within_25pct": "within ±25% [%]", "ids": "runs"})),
              hide_index=True)
+_HOW = {  # what the newer tables measure, in a line each (docs/validation.md has the whole reading)
+    "rl_pass_pairs.csv": "Each pass's cost per trainer GPU and sample, first run over second. A forward-only pass "
+                         "reduces no gradients and steps no optimizer, so a difference both passes share is per "
+                         "token (tokens per sample, or each token's speed), not the update losing to scale.",
+    "rl_update_lengths.csv": "Runs whose response lengths are assumed: the mean and p99 response scaled until the "
+                             "model's update equals the published one, then the other stages compared. No constant "
+                             "is fitted; the update is matched, not judged.",
+    "rl_update_length_speedups.csv": "Speed-ups whose two runs are both such runs, each at its own update's lengths.",
+}
 for title, frame, name in (("Other frameworks (development set), shipped constants", groups.frameworks,
                             "rl_development_set.csv"),
                            ("Leave one framework out", groups.lofo, "rl_leave_one_framework_out.csv"),
@@ -107,6 +116,8 @@ for title, frame, name in (("Other frameworks (development set), shipped constan
                            ("verl's fully-async document: each run's mean step by 100-step window", groups.windows,
                             "rl_windows.csv")):
     with st.expander(title):
+        if name in _HOW:
+            st.caption(_HOW[name])
         st.dataframe(display_table(frame.drop(columns=["source"], errors="ignore")), hide_index=True)
         st.download_button("Download (CSV)", to_csv_text(frame), name, "text/csv", key=f"dl_{name}")
 
