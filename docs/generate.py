@@ -144,7 +144,30 @@ def groups_summary() -> str:
     return (f"* **RL model by groups** (`tcocalc validate --groups`): NeMo RL (in-sample) "
             f"{line('NeMo RL (in-sample)')}; other frameworks' published runs (development set) "
             f"**{line('other frameworks (development set)')}**; leave one framework out "
-            f"{line('leave-one-framework-out')}; stages {line('stages')}; set-1 speed-ups {s1}.\n")
+            f"{line('leave-one-framework-out')}; stages {line('stages')}; set-1 speed-ups {s1}.\n"
+            + _update_length_bullet())
+
+
+def _update_length_stats() -> dict:
+    """The update-length view's figures (docs/validation.md, "Stages at the response lengths each run's own update
+    implies"): its stage rows' median |error| and count within ±25%, and its speed-ups."""
+    from tcocalc.studies.validation_groups import update_length_stages
+
+    v = _groups()
+    ratio = update_length_stages(v.stages, v.update_lengths)
+    err = (ratio - 1.0).abs()
+    return {"median": 100 * float(err.median()), "within": int((err <= 0.25).sum()), "rows": len(ratio),
+            "speedups": v.update_speedups}
+
+
+def _update_length_bullet() -> str:
+    u = _update_length_stats()
+    at = "at the updates' lengths"
+    sp = ", ".join(f"{r['id']} {r[at]:.2f}x against {r['published']:.2f}x"
+                   + ("" if r["inside"] else " (outside its band)") for _, r in u["speedups"].iterrows())
+    return (f"* **Stages at each run's own response lengths** (the lengths most runs do not publish, read off each "
+            f"run's published update; no constant fitted, the update not judged): median \\|error\\| "
+            f"{u['median']:.1f}% ({u['within']} of {u['rows']} within ±25%); speed-ups {sp}.\n")
 
 
 def validation_summary() -> str:
@@ -516,7 +539,10 @@ def _readme_out_of_sample() -> str:
     return (f"* out of sample, on other frameworks' published runs (verl recipes, AReaL, checkpoint-engine, real verl "
             f"logs; `tcocalc validate --groups`): median {dev['median |error| [%]']:.1f}%, {dev['within']} within "
             f"their band ({lofo['median |error| [%]']:.1f}% with nothing fitted on the predicted framework); this, "
-            f"per regime, is the typical error every uncalibrated report states.\n")
+            f"per regime, is the typical error every uncalibrated report states. Their stages (generation, update, "
+            f"log-prob passes, switch): median {g.loc['stages', 'median |error| [%]']:.1f}% with the response "
+            f"lengths the scenarios assume, {_update_length_stats()['median']:.1f}% with each run's lengths read off "
+            f"its own published update (docs/validation.md).\n")
 
 
 def readme_solve() -> str:
