@@ -399,7 +399,8 @@ def _update_lengths(case: dict) -> float:
 
     lo, hi = UPDATE_LENGTH_RANGE
     try:
-        if miss(lo) * miss(hi) > 0:
+        ends = miss(lo) * miss(hi)
+        if not math.isfinite(ends) or ends > 0:  # no sign change (or no update time) over the range: no factor
             return math.nan
         return float(brentq(miss, lo, hi, xtol=1e-5))
     except TcocalcError:
