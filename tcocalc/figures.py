@@ -6,7 +6,7 @@ import numpy as np
 
 __all__ = ["split_sweep_figure", "sweep_figure", "timeline_figure", "roofline_figure", "waterfall_figure",
            "tornado_figure", "validation_figure", "compare_figure", "tinker_gap_figure", "rl_validation_figure",
-           "speedup_figure", "static_svg", "notebook_bundle", "portable"]
+           "speedup_figure", "update_length_figure", "static_svg", "notebook_bundle", "portable"]
 
 
 def _go():
@@ -213,6 +213,37 @@ def speedup_figure(pairs):
     fig.add_vline(x=1.0, line_color="#888888")
     fig.update_layout(height=420, xaxis_title="published speed-up: on-policy step / off-policy step [x]",
                       yaxis_title="predicted speed-up [x]", margin=dict(t=30))
+    return portable(fig)
+
+
+def update_length_figure(lengths):
+    """Each stage of the runs whose response lengths are assumed, predicted over published: as assumed (grey) and
+    at the lengths the run's own update implies (blue), joined by a line, with the ±25% band
+    (:func:`tcocalc.studies.validation_groups.update_length_table`; the step rows and the in-sample study left out,
+    as the stage group leaves them; a stage without a factor keeps only its grey point)."""
+    import pandas as pd
+
+    go = _go()
+    rows = lengths[(lengths["stage"] != "step") & ~lengths["in-sample"].astype(bool)].iloc[::-1]
+    label = (rows["id"] + " " + rows["stage"]).tolist()
+    before = rows["ratio as assumed"].astype(float).tolist()
+    after = [None if pd.isna(x) else float(x) for x in rows["ratio at the update's lengths"]]
+    fig = go.Figure()
+    for y, a, b in zip(label, before, after, strict=True):
+        if b is not None:
+            fig.add_trace(go.Scatter(x=[a, b], y=[y, y], mode="lines", line=dict(color="#bbbbbb", width=1),
+                                     hoverinfo="skip", showlegend=False))
+    fig.add_trace(go.Scatter(x=before, y=label, mode="markers", name="as assumed",
+                             marker=dict(color="#9e9e9e", size=8),
+                             hovertemplate="%{y}: %{x:.2f}x as assumed<extra></extra>"))
+    fig.add_trace(go.Scatter(x=after, y=label, mode="markers", name="at the run's update lengths",
+                             marker=dict(color="#1565c0", size=9),
+                             hovertemplate="%{y}: %{x:.2f}x at the update's lengths<extra></extra>"))
+    fig.add_vrect(x0=0.75, x1=1.25, fillcolor="green", opacity=0.07, line_width=0)
+    fig.add_vline(x=1.0, line_color="#888888")
+    fig.update_layout(height=80 + 22 * len(label), margin=dict(t=30),
+                      xaxis_title="stage time: predicted / published [x] (green band ±25%)",
+                      legend=dict(orientation="h", y=1.02, yanchor="bottom"))
     return portable(fig)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 import tcocalc as tc
-from tcocalc.figures import rl_validation_figure, speedup_figure, validation_figure
+from tcocalc.figures import rl_validation_figure, speedup_figure, update_length_figure, validation_figure
 from tcocalc.reports import display_table, error_text, to_csv_text
 
 
@@ -118,6 +118,8 @@ for title, frame, name in (("Other frameworks (development set), shipped constan
     with st.expander(title):
         if name in _HOW:
             st.caption(_HOW[name])
+        if name == "rl_update_lengths.csv" and len(frame):
+            st.plotly_chart(update_length_figure(frame), key="update_length_chart")
         st.dataframe(display_table(frame.drop(columns=["source"], errors="ignore")), hide_index=True)
         st.download_button("Download (CSV)", to_csv_text(frame), name, "text/csv", key=f"dl_{name}")
 

@@ -134,6 +134,8 @@ def test_validation_page_leads_the_rl_model_with_its_out_of_sample_groups():
     assert list(lengths["id"]) == list(v.update_lengths["id"])
     speedups = next(t for t in shown if "at the updates' lengths" in t.columns)
     assert list(speedups["id"]) == list(v.update_speedups["id"])
+    chart = at.get("plotly_chart")
+    assert any("at the run's update lengths" in c.proto.spec for c in chart)  # the before/after figure is drawn
 
 
 def vg_groups():

@@ -137,3 +137,28 @@ def test_the_report_prints_the_view_and_the_stage_note_sums_it():
     note = v.groups.set_index("group").loc["stages", "note"]
     assert "at the response lengths each run's own update implies" in note
     assert "S1-1 1.24x (1.44x, band 1.15-1.9, inside)" in note
+
+
+def test_the_figure_draws_every_out_of_sample_stage_before_and_after(lengths):
+    """update_length_figure: one grey point (as assumed) and one blue point (at the update's lengths) per
+    out-of-sample stage row of the view, no step row, the ±25% band; a row without a factor keeps its grey point
+    and has no blue one."""
+    import pandas as pd
+
+    from tcocalc.figures import update_length_figure
+
+    fig = update_length_figure(lengths)
+    named = {t.name: t for t in fig.data if t.name}
+    rows = lengths[(lengths["stage"] != "step") & ~lengths["in-sample"]]
+    assert len(named["as assumed"].y) == len(rows) == len(named["at the run's update lengths"].y)
+    assert not any(str(y).endswith(" step") for y in named["as assumed"].y)
+    got = dict(zip(named["at the run's update lengths"].y, named["at the run's update lengths"].x, strict=True))
+    assert got["ST-01 log-prob"] == pytest.approx(float(rows.set_index(["id", "stage"]).loc[
+        ("ST-01", "log-prob"), "ratio at the update's lengths"]))
+    band = [s for s in fig.layout.shapes if s.type == "rect"]
+    assert band and (band[0].x0, band[0].x1) == (0.75, 1.25)
+    gone = lengths.copy()
+    gone.loc[gone["id"] == "ST-02", "ratio at the update's lengths"] = pd.NA
+    lone = update_length_figure(gone)
+    after = next(t for t in lone.data if t.name == "at the run's update lengths")
+    assert [x for y, x in zip(after.y, after.x, strict=True) if y.startswith("ST-02")] == [None, None]
