@@ -15,6 +15,22 @@ CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts"
 
 
+def csv_with(path: Path, edits: dict[tuple[str, str], str]) -> str:
+    """The text of the CSV file ``path`` with cells changed: ``{(first column's value, column name): new text}``,
+    written back as the project's data files are (``\\n`` line ends), for tests that break one cell of a shipped
+    table and expect the parser to name it."""
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(path.read_text())))
+    head = rows[0]
+    for (key, column), value in edits.items():
+        next(r for r in rows[1:] if r[0] == key)[head.index(column)] = value
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    return out.getvalue()
+
+
 #: tests/<folder>/ -> the marker every test under it carries (no file needs a decorator)
 FOLDER_MARKERS = {"unit": "unit", "golden": "golden", "app": "app", "e2e": "e2e", "docs": "docs"}
 #: unit test files that take over 30 s on two cores (``--durations``): marked ``slow``, left out of the fast run

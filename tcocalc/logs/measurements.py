@@ -259,10 +259,15 @@ def _step_numbers(raw: RawLog, fw: FrameworkMetrics) -> tuple[pd.Series, str, li
     return steps, column, warnings
 
 
+def _has_key(keys: frozenset[str], name: str) -> bool:
+    """Whether a log with ``keys`` has ``name`` (a name ending in "/" is a prefix: any key under it)."""
+    return any(k.startswith(name) for k in keys) if name.endswith("/") else name in keys
+
+
 def _choose(fw: FrameworkMetrics, keys: frozenset[str], has_timestamp: bool) -> dict[str, MetricVariant]:
     """Measurement -> the first variant that applies to this log (its ``when`` keys and its keys are there)."""
     def there(name: str) -> bool:
-        return any(k.startswith(name) for k in keys) if name.endswith("/") else name in keys
+        return _has_key(keys, name)
 
     def applies(v: MetricVariant) -> bool:
         if not all(there(w) for w in v.when) or any(there(u) for u in v.unless):
@@ -486,9 +491,8 @@ def _sound(raw: RawLog, fw: FrameworkMetrics, by: _Steps, kept: pd.Index) -> tup
         series = _value(v, by.values, by.period).reindex(kept)
         _check_value(name, v, series, unsound)
         table[name] = series
-    keys = raw.keys
     _check_nesting(fw, lambda k: None if (s := by.series_of(k)) is None else s.reindex(kept), unsound,
-                   lambda k: any(x.startswith(k) for x in keys) if k.endswith("/") else k in keys)
+                   lambda k: _has_key(raw.keys, k))
     if unsound.why and (len(unsound.why) * 2 > len(kept) or len(unsound.why) == len(kept)):
         raise unsound.error(raw.path)
     good = kept.difference(pd.Index(sorted(unsound.why), dtype=kept.dtype))

@@ -338,17 +338,14 @@ def _stage_rows(case: dict) -> list[dict]:
     from .calibrate import calibrate
 
     meas = {"step_time_s": case["step_time_s"], **{k: case[k] for k in STAGE_KEYS if case[k] is not None}}
-    exposed = {"generation_s"} if case["generation_exposed"] else set()
-    scn = case_scenario(case["scenario"], case["id"])
-    if case["trainer_gpus"] is not None:
-        scn = scn.with_split(case["trainer_gpus"], case["generator_gpus"])
+    exposed, rank = _case_timers(case)
+    scn = _case_split(case)
     split = "" if case["trainer_gpus"] is None else f" at {case['trainer_gpus']}:{case['generator_gpus']}"
     base = {"id": case["id"], "framework": case["framework"], "case": case["scenario"] + split,
             "in-sample": case["in_sample"], "source": case["source"]}
     names = {"generation_s": "generation (trainer's wait)" if exposed else "generation", "training_s": "training",
              "logprob_s": "log-prob", "switching_s": "switching (colocated)"}
     try:
-        rank = ("generation_s", "switching_s") if case["generation_rank_mean"] else ()
         fitted = calibrate(scn, _Measured(meas, exposed, rank), source=case["id"])
     except TcocalcError as exc:  # published times the model's step cannot hold: shown with the reason
         return [{**base, "stage": names[k], "published [s]": v, "predicted [s]": math.nan, "note": str(exc)}
@@ -370,7 +367,16 @@ _STAGE_NAMES = {"generation_s": "generation", "training_s": "training", "logprob
                 "switching_s": "switching (colocated)", "step_time_s": "step"}
 
 
+def _case_timers(case: dict) -> tuple[set[str], set[str]]:
+    """The stages a stage case's log times as the trainer's wait (``exposed``) and as the engines' mean
+    (``rank_mean``), as :func:`~tcocalc.studies.calibrate.calibrate` compares them."""
+    exposed = {"generation_s"} if case["generation_exposed"] else set()
+    rank = {"generation_s", "switching_s"} if case["generation_rank_mean"] else set()
+    return exposed, rank
+
+
 def _case_split(case: dict):
+    """A stage case's scenario at the case's split where it gives one."""
     scn = case_scenario(case["scenario"], case["id"])
     if case["trainer_gpus"] is not None:
         scn = scn.with_split(case["trainer_gpus"], case["generator_gpus"])
@@ -382,8 +388,7 @@ def _case_times(case: dict, scn, responses: float) -> dict[str, float]:
     times them (the trainer's wait, the engines' mean)."""
     from .calibrate import run_stage_times
 
-    exposed = {"generation_s"} if case["generation_exposed"] else set()
-    rank = {"generation_s", "switching_s"} if case["generation_rank_mean"] else set()
+    exposed, rank = _case_timers(case)
     return run_stage_times(scn, responses, exposed=exposed, rank_mean=rank)
 
 
@@ -451,14 +456,17 @@ def update_length_table():
     return df
 
 
-def update_length_speedups(lengths=None):
+def update_length_speedups(lengths=None, frameworks=None):
     """The development set's speed-ups whose two runs are both stage cases with assumed lengths, each run at the
     lengths its own update implies (:func:`update_length_table`): useful samples/s of the first over the second with
     each scenario's mean response x its factor (DataFrame: id, published, band, as assumed, at the updates'
-    lengths, inside)."""
+    lengths, inside). ``frameworks``: the :func:`framework_table` already computed (its prediction is the "as
+    assumed" figure; evaluated here without it)."""
     import pandas as pd
 
     table = update_length_table() if lengths is None else lengths
+    assumed = {} if frameworks is None else {k: math.nan if pd.isna(x) else float(x)  # NA: the model cannot run it
+                                             for k, x in frameworks.set_index("id")["predicted"].items()}
     factor = table.drop_duplicates("id").set_index("case")["responses factor"]
     by_case = {c["scenario"]: c for c in stage_cases() if c["trainer_gpus"] is None}
     rows = []
@@ -477,7 +485,8 @@ def update_length_speedups(lengths=None):
             rates.append(float(evaluate(scaled, advice=False).metrics["useful_samples_per_s"]))
         at = rates[0] / rates[1] if rates else math.nan
         rows.append({"id": case["id"], "published": case["published"], "band": f"{case['low']:g}-{case['high']:g}",
-                     "as assumed": _predict(case, None), "at the updates' lengths": at,
+                     "as assumed": assumed[case["id"]] if case["id"] in assumed else _predict(case, None),
+                     "at the updates' lengths": at,
                      "inside": bool(case["low"] <= at <= case["high"]) if at == at else False})
     return pd.DataFrame(rows, columns=["id", "published", "band", "as assumed", "at the updates' lengths", "inside"])
 
@@ -896,7 +905,7 @@ def validate() -> Validation:
     st = stage_table(fw)
     lengths = update_length_table()
     v = {"nemo": nemo, "nemo_pairs": pairs, "verl_study": verl, "frameworks": fw, "stages": st, "lofo": lofo,
-         "windows": window_table(), "update_lengths": lengths, "update_speedups": update_length_speedups(lengths)}
+         "windows": window_table(), "update_lengths": lengths, "update_speedups": update_length_speedups(lengths, fw)}
     return Validation(**v, fitted=fitted_table(), regimes=regime_table(lofo), groups=group_table(v), rl=table,
                       passes=pass_pair_table(st))
 

@@ -5,15 +5,12 @@ moves the update's ratio alone; a difference in the tokens per sample, or in eac
 
 from __future__ import annotations
 
-import csv
-import io
-
 import pytest
 
 import tcocalc as tc
 from tcocalc.catalog import framework_cases as fc
 from tcocalc.studies import validation_groups as vg
-from tests.conftest import ROOT
+from tests.conftest import ROOT, csv_with
 
 CSV = ROOT / "data" / "validation" / "pass_pairs.csv"
 
@@ -106,16 +103,6 @@ def _tables(stages) -> dict:
             "stages": stages, "lofo": v.lofo, "windows": v.windows}
 
 
-def _rows() -> list[list[str]]:
-    return list(csv.reader(io.StringIO(CSV.read_text())))
-
-
-def _text(rows) -> str:
-    out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerows(rows)
-    return out.getvalue()
-
-
 @pytest.mark.parametrize(("field", "value", "match"), [
     ("second_forward_s", "", r"PP-01.*second_forward_s"),
     ("first_update_s", "0", r"PP-01.*first_update_s"),
@@ -124,10 +111,8 @@ def _text(rows) -> str:
     ("source", "", r"PP-01.*source"),
 ])
 def test_a_bad_pass_pair_row_names_the_field(field, value, match):
-    rows = _rows()
-    rows[1][rows[0].index(field)] = value
     with pytest.raises(tc.DataFileError, match=match):
-        fc.parse_pass_pairs(_text(rows))
+        fc.parse_pass_pairs(csv_with(CSV, {("PP-01", field): value}))
 
 
 def test_the_report_and_the_validation_carry_the_pairs():

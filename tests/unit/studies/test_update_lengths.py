@@ -6,16 +6,13 @@ No constant of the model is fitted; each run's unpublished input is read off its
 
 from __future__ import annotations
 
-import csv
-import io
-
 import pytest
 
 import tcocalc as tc
 from tcocalc.catalog import framework_cases as fc
 from tcocalc.studies import validation_groups as vg
 from tcocalc.studies.calibrate import run_stage_times
-from tests.conftest import ROOT
+from tests.conftest import ROOT, csv_with
 
 
 @pytest.fixture(scope="module")
@@ -120,13 +117,9 @@ def test_run_stage_times_times_stages_as_the_stage_table_does():
 
 
 def test_a_stage_case_without_its_lengths_flag_names_the_field():
-    text = (ROOT / "data" / "validation" / "stage_cases.csv").read_text()
-    rows = list(csv.reader(io.StringIO(text)))
-    rows[1][rows[0].index("lengths")] = "guessed"
-    out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerows(rows)
+    text = csv_with(ROOT / "data" / "validation" / "stage_cases.csv", {("ST-01", "lengths"): "guessed"})
     with pytest.raises(tc.DataFileError, match=r"ST-01.*lengths.*published, assumed"):
-        fc.parse_stage_cases(out.getvalue())
+        fc.parse_stage_cases(text)
 
 
 def test_the_report_prints_the_view_and_the_stage_note_sums_it():

@@ -3,7 +3,6 @@ leave-one-framework-out; and every report's stated typical error measured out of
 
 from __future__ import annotations
 
-import csv
 import io
 import re
 
@@ -15,7 +14,7 @@ from tcocalc.catalog.calibration import parse_rl_calibration
 from tcocalc.catalog.regimes import parse_regime_errors, regime_errors, regime_of
 from tcocalc.cli.main import main
 from tcocalc.studies import validation_groups as vg
-from tests.conftest import ROOT
+from tests.conftest import ROOT, csv_with
 
 
 @pytest.fixture(scope="module")
@@ -54,34 +53,20 @@ def test_scenario_files_cite_their_original_source():
 
 
 def test_a_bad_case_row_names_the_field():
-    text = (ROOT / "data" / "validation" / "framework_cases.csv").read_text()
-    rows = list(csv.reader(io.StringIO(text)))
-    rows[1][rows[0].index("kind")] = "throughput"
-    out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerows(rows)
+    text = csv_with(ROOT / "data" / "validation" / "framework_cases.csv", {("S1-1", "kind"): "throughput"})
     with pytest.raises(tc.DataFileError, match="S1-1.*kind"):
-        fc.parse_framework_cases(out.getvalue())
+        fc.parse_framework_cases(text)
 
 
 def test_a_rank_mean_stage_row_needs_the_engines_generation_and_a_switch():
     """``generation_rank_mean`` compares the engines' own generation and the rest of the wall time: a row without a
     switching_s, or whose generation is the trainer's wait, is refused naming the field."""
-    text = (ROOT / "data" / "validation" / "stage_cases.csv").read_text()
-    rows = list(csv.reader(io.StringIO(text)))
-    head = rows[0]
-    st03 = next(r for r in rows if r[0] == "ST-03")  # no switching_s published
-    st03[head.index("generation_rank_mean")] = "true"
-    out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerows(rows)
+    path = ROOT / "data" / "validation" / "stage_cases.csv"
+    # ST-03 publishes no switching_s
     with pytest.raises(tc.DataFileError, match="ST-03.*generation_rank_mean"):
-        fc.parse_stage_cases(out.getvalue())
-    rows = list(csv.reader(io.StringIO(text)))
-    st01 = next(r for r in rows if r[0] == "ST-01")
-    st01[head.index("generation_exposed")] = "true"
-    out = io.StringIO()
-    csv.writer(out, lineterminator="\n").writerows(rows)
+        fc.parse_stage_cases(csv_with(path, {("ST-03", "generation_rank_mean"): "true"}))
     with pytest.raises(tc.DataFileError, match="ST-01.*generation_rank_mean"):
-        fc.parse_stage_cases(out.getvalue())
+        fc.parse_stage_cases(csv_with(path, {("ST-01", "generation_exposed"): "true"}))
 
 
 def test_the_development_set_is_every_published_figure(v):
