@@ -74,6 +74,30 @@ def test_scaling_a_synchronous_run_out_carries_within_25pct(results):
         assert abs(err) <= 0.25, (pid, err)
 
 
+def test_a_plan_calibrated_in_its_own_mode_states_at_least_the_error_measured_out_of_sample(results):
+    """C-06, C-07 are the out-of-sample pairs of one mode (AReaL: no constant the model reads is fitted on its rows):
+    the stated within-mode figure (data/rl_calibration.toml calibrate_within_mode_error) is at least their recomputed
+    median |error| and within 5 points of it, its share within ±25% is theirs, and a plan calibrated within its mode
+    states the larger of it and the in-sample sibling pairs' figure (8.6%, data/prediction_errors.toml), with both
+    named in its source."""
+    from tcocalc.catalog.calibration import prediction_errors
+    from tcocalc.rl.solve import WITHIN_MODE_PAIRS
+
+    assert WITHIN_MODE_PAIRS == WITHIN
+    errors = [abs(results[pid][0]) for pid in WITHIN]
+    rl = rl_calibration()
+    median = statistics.median(errors)
+    assert rl["calibrate_within_mode_error"] >= median - 0.005
+    assert rl["calibrate_within_mode_error"] == pytest.approx(median, abs=0.05)
+    assert rl["calibrate_within_mode_within_25pct"] == pytest.approx(sum(e <= 0.25 for e in errors) / len(errors))
+    stated = max(rl["calibrate_within_mode_error"], prediction_errors()["calibrated"]["median_abs_error"])
+    for pid in WITHIN:
+        trust = results[pid][2].details["trust"]
+        assert trust["basis"] == "calibrated" and trust["typical_error"] == stated, (pid, trust)
+        assert trust["typical_error"] >= median - 0.005
+        assert "C-06" in trust["source"] and "in-sample" in trust["source"]
+
+
 def test_a_plan_carried_across_modes_says_so_and_states_the_error_measured_on_these_pairs(results):
     """C-01..C-05: every plan that applies the factors says it was carried across modes and states the pairs'
     median |error|; the stated figure (data) is at least the recomputed median and within 5 points of it, and its
