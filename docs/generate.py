@@ -513,9 +513,8 @@ README_RUN = ("run", "scenarios/semianalysis_qwen3_235b_h200.toml", "--solve")
 
 def readme_accuracy() -> str:
     """The README's "How accurate" bullets, from :func:`accuracy_summary` and the calibration's leave-one-out."""
-    from tcocalc.studies.calibration_validation import calibration_validation_summary
-
     from tcocalc.catalog.calibration import rl_calibration
+    from tcocalc.studies.calibration_validation import calibration_validation_summary
 
     a = accuracy_summary()
     c = calibration_validation_summary(_calibration_pairs(), "NeMo RL")

@@ -271,8 +271,8 @@ def calibration_line(calibration: CalibrationStatus | dict, trust: Trust | dict 
     ``report.diagnosis.calibration`` (:func:`~tcocalc.rl.solve.calibration_status`), ``trust``
     ``report.diagnosis.trust`` (:func:`~tcocalc.rl.solve.trust`: uncalibrated, the leave-one-framework-out median
     |error| of the scenario's regime, or that the regime has none; calibrated, the larger of the in-sample
-    sibling pairs' and the out-of-sample pairs' median |error|, or the across-modes pairs'); the mappings ``report.details`` gives are taken too. The one sentence the CLI, the app, sizing and the
-    workbook print."""
+    sibling pairs' and the out-of-sample pairs' median |error|, or the across-modes pairs'); the mappings
+    ``report.details`` gives are taken too. The one sentence the CLI, the app, sizing and the workbook print."""
     cal = calibration if isinstance(calibration, CalibrationStatus) else CalibrationStatus(
         calibrated=bool(calibration.get("calibrated")), source=calibration.get("source"),
         factors=calibration.get("factors") or {}, dropped=calibration.get("dropped") or {},
