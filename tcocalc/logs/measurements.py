@@ -560,9 +560,36 @@ def _drift(per_step: pd.DataFrame) -> list[str]:
         last = (int(s.index[-q]), int(s.index[-1]) + 1) if last is None else last
     if not moved:
         return []
+    shift = _level_change(per_step, [m.split(" ", 1)[0] for m in moved])
     return [f"the run drifts over the kept steps (median of the first quarter of the steps -> of the last): "
             f"{'; '.join(moved)}: the medians mix its stretches, which a calibration on them represents with one "
-            f"workload; steps={last[0]}:{last[1]} reads the last quarter alone"]
+            f"workload; steps={last[0]}:{last[1]} reads the last quarter alone" + shift]
+
+
+def _level_change(per_step: pd.DataFrame, moved: list[str]) -> str:
+    """Where the drift is largest: the kept step that splits a drifted measurement (the mean response where it
+    moved, the workload, else the first that moved) into the two stretches whose mean log values differ most, each
+    at least a tenth of the steps (and ``drift_min_steps`` / 2), found in one pass over cumulative sums; the text
+    gives each stretch's steps, median and ``steps=`` window ("" where no split leaves both stretches long
+    enough). A run whose responses jump (the verl GSM8k FSDP log: about 216 tokens to step 155, 614 from step 165)
+    is then read one workload at a time; a gradual drift gets the split at its steepest part."""
+    name = "response_tokens_mean" if "response_tokens_mean" in moved else moved[0]
+    s = per_step[name].dropna()
+    v = s.to_numpy(float)
+    n, side = len(v), max(log_limits().drift_min_steps // 2, len(v) // 10)
+    if n < 2 * side or not (v > 0).all():
+        return ""
+    c = np.concatenate(([0.0], np.cumsum(np.log(v))))
+    k = np.arange(side, n - side + 1)
+    gap = np.abs(c[k] / k - (c[n] - c[k]) / (n - k))
+    at = int(k[int(np.argmax(gap))])
+    steps = s.index.to_numpy()
+    unit = MEASUREMENT_UNITS[name]
+    a, b = float(np.median(v[:at])), float(np.median(v[at:]))
+    first, split, end = int(steps[0]), int(steps[at]), int(steps[-1])
+    return (f"; {name} changes most at step {split}: median {a:,.4g} {unit} over steps {first}-{int(steps[at - 1])} "
+            f"({at} steps), {b:,.4g} {unit} over steps {split}-{end} ({n - at} steps); steps={first}:{split} and "
+            f"steps={split}:{end + 1} read each stretch alone")
 
 
 def _measure(raw: RawLog, fw: FrameworkMetrics, steps, keep_validation: bool = False) -> Measurements:

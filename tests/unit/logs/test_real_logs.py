@@ -616,3 +616,38 @@ def test_slime_actor_rollout_dicts_give_the_prompt_length(tmp_path):
     m, perf_only = tc.load_measurements(path), load("slime_issue1837_console.log")
     assert m.summary["prompt_tokens"] == pytest.approx(2900.25 - 2773.71484375)
     assert {k: v for k, v in m.summary.items() if k != "prompt_tokens"} == dict(perf_only.summary)
+
+
+def test_a_jump_in_the_responses_is_located_and_each_stretch_given_its_steps():
+    """The whole verl GSM8k FSDP log (its per-step response means in tests/data/logs/real/verl_gpg_stage_timers.csv,
+    from diqiuzhuanzhuan/verldata@42e31cd07ea0:run_logs/qwen2-7b_math.log; the non-validation steps 22 on, the 151
+    steps the reader keeps after its warm-up) averages about 216 tokens to step 155 and 614 from step 165. The drift
+    report names the step where the mean log response changes most between the stretches before and after it (each
+    at least a tenth of the steps), recomputed here by brute force: step 161, medians 215.9 and 614.7 tokens, and
+    the two windows that read each stretch alone."""
+    import csv
+    import math
+    import statistics
+
+    import pandas as pd
+
+    from tcocalc.logs.measurements import _drift
+
+    with (REAL / "verl_gpg_stage_timers.csv").open() as fh:
+        rows = [r for r in csv.DictReader(ln for ln in fh if not ln.startswith("#"))
+                if r["run"] == "fsdp" and r["validation"] == "0" and int(r["step"]) >= 22]
+    steps = [int(r["step"]) for r in rows]
+    resp = [float(r["response_length_mean"]) for r in rows]
+    assert len(rows) == 151
+    logs, n = [math.log(x) for x in resp], len(resp)
+    side = n // 10
+    best = max(range(side, n - side + 1),
+               key=lambda k: abs(sum(logs[:k]) / k - sum(logs[k:]) / (n - k)))
+    assert steps[best] == 161
+    frame = pd.DataFrame({"response_tokens_mean": resp}, index=pd.Index(steps, name="step"))
+    out = _drift(frame)
+    assert len(out) == 1
+    a, b = statistics.median(resp[:best]), statistics.median(resp[best:])
+    assert (round(a, 1), round(b, 1)) == (215.9, 614.7)
+    assert (f"response_tokens_mean changes most at step 161: median {a:,.4g} tokens over steps 22-159 ({best} steps), "
+            f"{b:,.4g} tokens over steps 161-209 ({n - best} steps); steps=22:161 and steps=161:210") in out[0]
