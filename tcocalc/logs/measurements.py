@@ -465,7 +465,42 @@ def _by_step(raw: RawLog, fw: FrameworkMetrics) -> _Steps:
     chosen = _choose(fw, raw.keys, has_stamp)
     values = {c: _grouped(rows, step_of, c, index) for cs in _columns(chosen).values() for c in cs}
     period = _step_period(rows, step_of, index) if has_stamp else None
+    if len(index) < len(step_of):
+        warnings += _relogged(rows, step_of, chosen)
     return _Steps(rows, step_of, index, chosen, values, period, warnings)
+
+
+def _relogged(rows: pd.DataFrame, step_of: pd.Series, chosen: Mapping[str, MetricVariant]) -> list[str]:
+    """A warning where a step's measurement is logged more than once with different values (a key merged as the
+    last value of its step, not a per-call timer summed over it): two runs in one file, or a run resumed from a
+    checkpoint that logs its steps again. The last value of each step is read, as before; the warning names the
+    steps and the first key's values, so that the user picks one run's part of the file (``steps=``). Rows of one
+    step that log different keys (a W&B history row per call) or repeat a value are not counted."""
+    twice = step_of.duplicated(keep=False).to_numpy()
+    sub = {}
+    for key, rows_with, merge in dict.fromkeys(c for cs in _columns(chosen).values() for c in cs):
+        if merge == "window_sum" or key not in rows.columns or key in sub:
+            continue
+        values = rows.loc[twice, key]
+        if rows_with is not None:  # the rows the variant reads (prime-rl: the trainer's time/step, not the orchestrator's)
+            values = values.where(rows.loc[twice, rows_with].notna()) if rows_with in rows.columns else values * np.nan
+        sub[key] = values
+    if not sub:
+        return []
+    keys, sub, at = list(sub), pd.DataFrame(sub), step_of[twice]
+    distinct = sub.groupby(at.to_numpy()).nunique()
+    bad = distinct.index[(distinct > 1).any(axis=1).to_numpy()]
+    if not len(bad):
+        return []
+    step = int(bad[0])
+    key = next(k for k in keys if distinct.loc[step, k] > 1)
+    seen = [float(x) for x in sub.loc[at.to_numpy() == step, key].dropna()]
+    listed = ", ".join(str(int(b)) for b in bad[:5]) + (", ..." if len(bad) > 5 else "")
+    return [f"{len(bad)} step{'s' if len(bad) != 1 else ''} logged more than once with different values (step "
+            f"{listed}; step {step}'s {key}: {', '.join(f'{x:,.6g}' for x in seen)}): two runs in one file, or a "
+            f"run resumed from a checkpoint that logged its steps again; the last value of each step is read (a "
+            f"resumed run's own); to read one run alone, cut the file to it (steps= cannot tell two runs' step "
+            f"{step} apart)"]
 
 
 def _usable(by: _Steps, fw: FrameworkMetrics, shown: str) -> pd.Index:

@@ -651,3 +651,36 @@ def test_a_jump_in_the_responses_is_located_and_each_stretch_given_its_steps():
     assert (round(a, 1), round(b, 1)) == (215.9, 614.7)
     assert (f"response_tokens_mean changes most at step 161: median {a:,.4g} tokens over steps 22-159 ({best} steps), "
             f"{b:,.4g} tokens over steps 161-209 ({n - best} steps); steps=22:161 and steps=161:210") in out[0]
+
+
+def test_two_runs_appended_to_one_log_are_named_not_merged_silently(tmp_path):
+    """Two real verl runs appended to one file (a launch script's ``tee -a $logfile``, or two step lines pasted one
+    after the other): the FSDP and the Megatron GSM8k excerpts, both logging steps 1..39. Every step both logged with
+    its own timers is named in a warning (with the first one's timing_s/step from each run, in file order) and, as
+    the documented merge rule says, the last value is read: each such step's step time is the Megatron excerpt's.
+    One run alone says nothing of the kind."""
+    import re
+
+    fsdp, megatron = (REAL / "verl_fsdp_qwen2-7b_math.log").read_bytes(), (REAL / "verl_megatron_qwen2-7b_math.log")
+    both = tmp_path / "appended.log"
+    both.write_bytes(fsdp + megatron.read_bytes())
+
+    def steps_of(raw: bytes) -> dict[int, float]:
+        out = {}
+        for line in raw.decode("utf-8", "replace").splitlines():
+            m = re.search(r"step:(\d+) - .*timing_s/step:([\d.]+)", line)
+            if m:
+                out[int(m.group(1))] = float(m.group(2))
+        return out
+
+    a, b = steps_of(fsdp), steps_of(megatron.read_bytes())
+    shared = sorted(s for s in set(a) & set(b) if a[s] != b[s])
+    m = tc.load_measurements(both, framework="verl")
+    said = [w for w in m.warnings if "logged more than once with different values" in w]
+    assert len(said) == 1 and said[0].startswith(f"{len(shared)} steps logged more than once")
+    first = shared[0]
+    assert f"step {first}'s timing_s/step: {a[first]:,.6g}, {b[first]:,.6g}" in said[0]
+    kept = [s for s in shared if s in m.per_step.index]
+    assert kept and all(float(m.per_step.loc[s, "step_time_s"]) == pytest.approx(b[s]) for s in kept)
+    alone = tc.load_measurements(megatron)
+    assert not any("logged more than once" in w for w in alone.warnings)
