@@ -482,7 +482,7 @@ def _relogged(rows: pd.DataFrame, step_of: pd.Series, chosen: Mapping[str, Metri
         if merge == "window_sum" or key not in rows.columns or key in sub:
             continue
         values = rows.loc[twice, key]
-        if rows_with is not None:  # the rows the variant reads (prime-rl: the trainer's time/step, not the orchestrator's)
+        if rows_with is not None:  # the rows the variant reads (prime-rl: the trainer's time/step)
             values = values.where(rows.loc[twice, rows_with].notna()) if rows_with in rows.columns else values * np.nan
         sub[key] = values
     if not sub:
