@@ -3,7 +3,8 @@
 ``Trainer.log``). Keys are read as the W&B names ``train/<key>``; the lines carry no step, so the n-th dict is
 logging window n (a warning says so). Read as Python literals, never evaluated. A dict printed right after a tqdm
 progress bar on the same line (``... 3.02s/it]{'loss': ...}``, the bar's carriage return lost in a capture) is
-read as well. Where the training loop's progress bar (``| 10/29790 [01:29<...``, the bar with the largest total)
+read as well. Where the training loop's progress bar (``| 10/29790 [01:29<...``, the bar of iterations with the
+largest total)
 was printed before every dict, and its counts rise from dict to dict, the count is the dict's step (the Trainer
 logs after the bar has moved to the step, transformers' ``Trainer._inner_training_loop``); otherwise dict n is
 window n."""
@@ -16,7 +17,8 @@ from .base import Ctx, Format
 from .slime_console import literal
 
 _BAR_END = re.compile(r"(?:s/it|it/s)\]$")  # the end of a tqdm bar: "... 3.02s/it]" or "... 17.17it/s]"
-_COUNT = re.compile(r"\|\s*(\d+)/(\d+)\s*\[")  # a tqdm bar's count: "| 10/29790 ["
+_COUNT = re.compile(r"\|\s*(\d+)/(\d+)\s*\[([^\]|{]*)(\]?)")  # a tqdm bar's count: "| 10/29790 [01:29<..., 3.0s/it]"
+_ITERATIONS = re.compile(r"(?:s/it|it/s)$")  # a bar counting iterations (the Trainer's), not examples or batches
 
 
 def _dict_text(line: str) -> str | None:
@@ -29,11 +31,16 @@ def _dict_text(line: str) -> str | None:
 
 
 def _bars(text: str, total: int, count: int | None) -> tuple[int, int | None]:
-    """The training bar's (total, latest count) after the tqdm bars drawn in ``text``: the bar with the largest
-    total is the training loop's (shard loading and evaluation bars are shorter)."""
+    """The training bar's (total, latest count) after the tqdm bars drawn in ``text``: of the bars that count
+    iterations (their rate in ``it/s`` or ``s/it``, or cut before it), the one with the largest total is the
+    training loop's (shard loading and evaluation bars are shorter; the ``datasets`` library's ``Map`` and
+    ``Filter`` bars count examples, ``examples/s``, and can be longer: JuncyLu/trl_DAPO@625c53684a59,
+    training_logs/20251022_181457/run_terminal.md, 1,400 examples against 43 steps)."""
     if "/" not in text or "[" not in text:
         return total, count
     for m in _COUNT.finditer(text):
+        if m.group(4) and not _ITERATIONS.search(m.group(3).strip()):
+            continue  # a closed bar whose rate is not per iteration
         done, of = int(m.group(1)), int(m.group(2))
         if of > total:
             total, count = of, None

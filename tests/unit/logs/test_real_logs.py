@@ -684,3 +684,16 @@ def test_two_runs_appended_to_one_log_are_named_not_merged_silently(tmp_path):
     assert kept and all(float(m.per_step.loc[s, "step_time_s"]) == pytest.approx(b[s]) for s in kept)
     alone = tc.load_measurements(megatron)
     assert not any("logged more than once" in w for w in alone.warnings)
+
+
+def test_trl_console_whose_dataset_bars_count_more_examples_than_the_run_has_steps():
+    """JuncyLu/trl_DAPO's captured console: the ``datasets`` Map/Filter bars count 1,400 examples (``examples/s``),
+    the training bar 43 steps (``s/it``); the dicts follow the training bar at 10, 20 and 30. Only bars that count
+    iterations are the training loop's, so the dicts are steps 10, 20, 30 (window 1 dropped as warm-up) and
+    ``steps="20:31"`` keeps two; completions/mean_length 253.8 and 255.7640625 -> median 254.78 tokens (by hand)."""
+    m = load("trl_dapo_vl_console_tqdm.log")
+    assert (m.framework, m.format) == ("trl", "trl-console")
+    assert list(m.per_step.index) == [20, 30] and m.warmup_steps == 1
+    assert m["response_tokens_mean"] == pytest.approx(statistics.median([253.8, 255.7640625]), abs=1e-9)
+    assert any("steps 10..30 of 43" in w for w in m.warnings)
+    assert list(load("trl_dapo_vl_console_tqdm.log", steps="20:31").per_step.index) == [20, 30]
