@@ -3,7 +3,8 @@ manager and once by the actor (THUDM/slime@624b824a898a:slime/observability/logg
 The dict is read as a Python literal (never evaluated), its depth capped; ``rollout_id`` is ``rollout/step``; the
 actor's ``rollout <rollout_id>: {...}`` dict (its per-sample lengths: the prompt's, by difference) is read too. A dict
 pretty-printed over several lines (``perf 0: {`` alone, one ``'key': value,`` a line, then ``}``) is gathered up to
-its closing brace (at most 64 KB)."""
+its closing brace (at most 64 KB); so is a dict whose line a paste hard-wrapped at a fixed width, its pieces joined
+as they are (the cut may fall inside a key or a number)."""
 
 from __future__ import annotations
 
@@ -17,13 +18,16 @@ from .base import Ctx, Format, json_depth
 # lengths: THUDM/slime actor.py, logger.info(f"rollout {rollout_id}: {log_dict}")), all keyed by the rollout id
 _PERF = re.compile(r"\b(?:perf|rollout) (\d+): (\{.*\})\s*$")
 _OPEN = re.compile(r"\b(?:perf|rollout) (\d+): \{\s*$")  # a dict printed over the lines that follow
+# a dict whose line ends before its closing brace: a paste hard-wrapped at a fixed width (an issue tracker, a terminal),
+# cut anywhere, even inside a key or a number ('perf/wake_up_ti' / "me': 1.94..."), so its pieces join without a space
+_WRAPPED = re.compile(r"\b(?:perf|rollout) (\d+): (\{[^{}]*[^{}\s])\s*$")
 
 
 def claims(line: str) -> bool:
     """A perf dict's line (a rollout dict alone holds no timer, so it does not claim a file)."""
     if "perf " not in line or ": {" not in line:
         return False
-    m = _PERF.search(line) or _OPEN.search(line)
+    m = _PERF.search(line) or _OPEN.search(line) or _WRAPPED.search(line)
     return m is not None and m.group(0).startswith("perf")
 
 
@@ -63,29 +67,40 @@ def _add(cols, step: str, text: str) -> bool:
 
 
 def read(ctx: Ctx):
-    lines, cols, bad, spread = ctx.lines(), ctx.columns(), 0, 0
-    gathering: tuple[str, list[str], int] | None = None  # (step, the dict's lines so far, their bytes)
+    lines, cols, bad, spread, joined = ctx.lines(), ctx.columns(), 0, 0, 0
+    # (step, the dict's pieces so far, their bytes, wrapped: pieces of one hard-wrapped line, joined as they are)
+    gathering: tuple[str, list[str], int, bool] | None = None
     for _, line in lines:
+        if gathering is not None and gathering[3] and ": {" in line and (
+                _PERF.search(line) or _OPEN.search(line) or _WRAPPED.search(line)):
+            bad, gathering = bad + 1, None  # a new dict before the wrapped one closed: that one was cut off
         if gathering is not None:
-            step, parts, size = gathering
-            parts.append(line.strip())
+            step, parts, size, wrapped = gathering
+            piece = line.rstrip("\r\n") if wrapped else line.strip()
+            parts.append(piece)
             size += len(line)
-            if line.strip().startswith("}"):
-                ok = _add(cols, step, "{" + " ".join(parts))
-                bad, spread, gathering = bad + (not ok), spread + ok, None
+            if (piece.rstrip().endswith("}") if wrapped else piece.startswith("}")):
+                ok = _add(cols, step, "".join(parts) if wrapped else "{" + " ".join(parts))
+                bad, gathering = bad + (not ok), None
+                spread, joined = spread + (ok and not wrapped), joined + (ok and wrapped)
             elif size > _LITERAL_BYTES:  # no closing brace within the bound: not a dict to read
                 bad, gathering = bad + 1, None
             else:
-                gathering = (step, parts, size)
+                gathering = (step, parts, size, wrapped)
             continue
         if ": {" in line and (m := _PERF.search(line)):
             bad += not _add(cols, m.group(1), m.group(2))
         elif ": {" in line and (m := _OPEN.search(line)):
-            gathering = (m.group(1), [], 0)
+            gathering = (m.group(1), [], 0, False)
+        elif ": {" in line and (m := _WRAPPED.search(line)):
+            gathering = (m.group(1), [m.group(2)], len(m.group(2)), True)
     bad += gathering is not None  # a dict still open at the end of the file
     notes = lines.skipped_note() + ([f"{bad} perf dicts that do not parse (cut off?) were skipped"] if bad else [])
     if spread:
         notes.append(f"{spread} perf dicts printed over several lines were gathered up to their closing brace")
+    if joined:
+        notes.append(f"{joined} perf dicts hard-wrapped over several lines (a paste cut at a fixed width) were "
+                     f"joined again up to their closing brace")
     return cols.raw(ctx.shown, FORMAT.name, "rollout/step", notes)
 
 

@@ -336,6 +336,26 @@ def test_a_slime_perf_dict_printed_over_several_lines_is_gathered(tmp_path):
     assert any("printed over several lines were gathered" in w for w in m.warnings)
 
 
+@pytest.mark.parametrize("width", [200, 97])
+def test_a_slime_perf_dict_hard_wrapped_by_a_paste_is_joined_again(tmp_path, width):
+    """slime's perf line as an issue tracker or a terminal wraps it, every ``width`` characters even inside a key or
+    a number (THUDM/slime PR 1102 pastes one so, wrapped at about 200): the pieces join again and read as the
+    one-line dict, with a note; a wrapped dict that never closes is counted as cut off."""
+    text = (REAL / "slime_issue1837_console.log").read_text()
+    wrapped = "\n".join(line if " - perf 0: {" not in line else
+                         "\n".join(line[i:i + width] for i in range(0, len(line), width))
+                         for line in text.splitlines()) + "\n"
+    path = tmp_path / "wrapped.log"
+    path.write_text(wrapped)
+    m, whole = tc.load_measurements(path), load("slime_issue1837_console.log")
+    assert m.format == "slime-console" and m.summary == whole.summary
+    assert any("hard-wrapped over several lines" in w for w in m.warnings)
+    cut = tmp_path / "cut.log"
+    cut.write_text(wrapped.rsplit("}", 1)[0] + "\n")
+    with pytest.raises(tc.MeasurementError):
+        tc.load_measurements(cut)
+
+
 def test_nemo_rl_mean_generation_length_of_the_results_block(tmp_path):
     """grpo.py prints '• Mean Generation Length: <mean_gen_tokens_per_sample>' in the Training Results block before
     the timing block: it is the step's response_tokens_mean."""
