@@ -163,6 +163,20 @@ class Measurements(Mapping[str, float]):
 # ---------------------------------------------------------------- framework, steps, warm-up
 
 
+#: The keys verl's SFT trainer logs each step (volcengine/verl@b178a3cd:verl/trainer/fsdp_sft_trainer.py lines
+#: 527-530): a log of them is named as what it is instead of "no key of any framework".
+_VERL_SFT = frozenset({"train/loss", "train/lr(1e-3)", "train/time(s)"})
+
+
+def _sft_log(shown: str) -> MeasurementError:
+    return MeasurementError("path", f"{shown}: this looks like verl's SFT trainer console (train/loss, "
+                                    f"train/lr(1e-3), train/time(s): volcengine/verl@b178a3cd:verl/trainer/"
+                                    f"fsdp_sft_trainer.py), a supervised fine-tuning run, not an RL run: it has no "
+                                    f"generation, log-prob or weight-sync timer, so it cannot calibrate an RL pilot's "
+                                    f"stages; its train/time(s) per step can inform the trainer's MFU (trainer.mfu) "
+                                    f"by hand", path=shown)
+
+
 def guess_framework(keys: frozenset[str], shown: str = "the log") -> str:
     """The framework most of whose mapped keys are in ``keys``.
 
@@ -175,6 +189,8 @@ def guess_framework(keys: frozenset[str], shown: str = "the log") -> str:
     scores = {name: len(fw.known_keys & keys) for name, fw in table.items()}
     best = max(scores.values())
     winners = [name for name, score in scores.items() if score == best]
+    if best == 0 and _VERL_SFT <= keys:
+        raise _sft_log(shown)
     if best == 0 or len(winners) > 1:
         why = "has no key of any framework" if best == 0 else f"matches {' and '.join(winners)} equally"
         listed = ", ".join(f"{n} {s}" for n, s in sorted(scores.items(), key=lambda t: -t[1]))
@@ -741,5 +757,7 @@ def load_measurements(path: str | Path, framework: str | None = None, steps=None
     if fw is None:
         fw = framework_metrics(guess_framework(raw.keys, raw.path))
     else:
+        if _VERL_SFT <= raw.keys and not fw.known_keys & raw.keys:
+            raise _sft_log(raw.path)
         _looks_like(raw, fw)
     return _measure(raw, fw, steps, keep_validation)

@@ -717,3 +717,13 @@ def test_trl_console_whose_dataset_bars_count_more_examples_than_the_run_has_ste
     assert m["response_tokens_mean"] == pytest.approx(statistics.median([253.8, 255.7640625]), abs=1e-9)
     assert any("steps 10..30 of 43" in w for w in m.warnings)
     assert list(load("trl_dapo_vl_console_tqdm.log", steps="20:31").per_step.index) == [20, 30]
+
+
+def test_verl_sft_trainer_console_is_named_as_what_it_is():
+    """A verl SFT trainer's console (train/loss, train/lr(1e-3), train/time(s): verl/trainer/fsdp_sft_trainer.py) in a
+    ReTool replication README is not an RL pilot: refused, with or without framework='verl', saying it is verl's SFT
+    trainer, why it cannot calibrate an RL plan's stages and what its step time can inform."""
+    for kw in ({}, {"framework": "verl"}):
+        with pytest.raises(tc.MeasurementError, match="verl's SFT trainer console.*not an RL run.*trainer.mfu") as e:
+            load("verl_sft_trainer_console_readme.log", **kw)
+        assert e.value.field == "path"
