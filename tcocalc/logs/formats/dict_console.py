@@ -7,7 +7,8 @@ read as well. Where the training loop's progress bar (``| 10/29790 [01:29<...``,
 largest total)
 was printed before every dict, and its counts rise from dict to dict, the count is the dict's step (the Trainer
 logs after the bar has moved to the step, transformers' ``Trainer._inner_training_loop``); otherwise dict n is
-window n."""
+window n. The training bar's rate drawn before a dict (tqdm's smoothed seconds per optimizer step) is kept as
+``console/progress_s_per_it``, the step time of a console that logs no timer (data/run_metrics.toml)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ from .slime_console import literal
 _BAR_END = re.compile(r"(?:s/it|it/s)\]$")  # the end of a tqdm bar: "... 3.02s/it]" or "... 17.17it/s]"
 _COUNT = re.compile(r"\|\s*(\d+)/(\d+)\s*\[([^\]|{]*)(\]?)")  # a tqdm bar's count: "| 10/29790 [01:29<..., 3.0s/it]"
 _ITERATIONS = re.compile(r"(?:s/it|it/s)$")  # a bar counting iterations (the Trainer's), not examples or batches
+_RATE = re.compile(r"([\d.]+)\s*(s/it|it/s)$")  # the bar's rate: "81.39s/it" or "17.17it/s"
+#: The column holding the training bar's seconds per iteration printed before each dict (tqdm's smoothed rate).
+RATE_KEY = "console/progress_s_per_it"
 
 
 def _dict_text(line: str) -> str | None:
@@ -28,6 +32,16 @@ def _dict_text(line: str) -> str | None:
         return text
     at = text.find("{'")
     return text[at:] if at > 0 and _BAR_END.search(text[:at].rstrip()) else None
+
+
+def _rate(text: str, total: int) -> float | None:
+    """The training bar's seconds per iteration in ``text`` (the last one drawn of the bar with ``total``), or None."""
+    rate = None
+    for m in _COUNT.finditer(text):
+        if int(m.group(2)) == total and m.group(4) and (r := _RATE.search(m.group(3).strip())):
+            value = float(r.group(1))
+            rate = (value if r.group(2) == "s/it" else 1.0 / value) if value > 0 else None
+    return rate
 
 
 def _bars(text: str, total: int, count: int | None) -> tuple[int, int | None]:
@@ -58,11 +72,14 @@ def read(ctx: Ctx):
     lines, cols, bad, n = ctx.lines(), ctx.columns(), 0, 0
     total, count = 0, None  # the training bar's total (the largest seen) and its latest count
     counts: list[int | None] = []  # the training bar's count before each dict
+    rate: float | None = None  # the training bar's latest seconds per iteration
     summaries = 0
     for _, physical in lines:
         # a capture of a terminal keeps a bar's carriage returns: each piece is a line the terminal drew over
         for line in physical.split("\r") if "\r" in physical else (physical,):
-            total, count = _bars(line.split("{'", 1)[0], total, count)
+            head = line.split("{'", 1)[0]
+            total, count = _bars(head, total, count)
+            rate = _rate(head, total) or rate
             text = _dict_text(line) if "{'" in line else None
             if text is None:
                 continue
@@ -79,8 +96,8 @@ def read(ctx: Ctx):
                 continue
             n += 1
             counts.append(count)
-            cols.add([("train/global_step", n), *((f"train/{k}", v) for k, v in values.items()
-                                                  if isinstance(k, str) and not isinstance(v, dict))])
+            logged = ((f"train/{k}", v) for k, v in values.items() if isinstance(k, str) and not isinstance(v, dict))
+            cols.add([("train/global_step", n), *([(RATE_KEY, rate)] if rate is not None else []), *logged])
     if n and None not in counts and all(a < b for a, b in zip(counts, counts[1:], strict=False)):
         cols.renumber("train/global_step", counts)
         notes = lines.skipped_note() + [f"each dict's step is the training progress bar's count printed before it "

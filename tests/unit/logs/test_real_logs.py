@@ -318,7 +318,10 @@ def test_trl_dicts_printed_after_a_tqdm_bar_are_read(tmp_path):
     path = tmp_path / "tqdm.log"
     path.write_text("\n".join(b + d for b, d in zip(bars, dicts, strict=True)) + "\n")
     glued, whole = tc.load_measurements(path), load("trl_issue3452_console.log")
-    assert glued.per_step.equals(whole.per_step) and glued.summary == whole.summary
+    assert glued.per_step.drop(columns="step_time_s").equals(whole.per_step)
+    assert {k: v for k, v in glued.summary.items() if k != "step_time_s"} == dict(whole.summary)
+    # the bar's rate before each dict is the step's pace (console/progress_s_per_it): 3.02, 3.03, 3.04 s/it kept
+    assert list(glued.per_step["step_time_s"]) == [3.02, 3.03, 3.04] and "step_time_s" not in whole.summary
 
 
 def test_a_slime_perf_dict_printed_over_several_lines_is_gathered(tmp_path):
@@ -710,13 +713,18 @@ def test_trl_console_whose_dataset_bars_count_more_examples_than_the_run_has_ste
     """JuncyLu/trl_DAPO's captured console: the ``datasets`` Map/Filter bars count 1,400 examples (``examples/s``),
     the training bar 43 steps (``s/it``); the dicts follow the training bar at 10, 20 and 30. Only bars that count
     iterations are the training loop's, so the dicts are steps 10, 20, 30 (window 1 dropped as warm-up) and
-    ``steps="20:31"`` keeps two; completions/mean_length 253.8 and 255.7640625 -> median 254.78 tokens (by hand)."""
+    ``steps="20:31"`` keeps two; completions/mean_length 253.8 and 255.7640625 -> median 254.78 tokens (by hand). The
+    log has no timer, but the training bar's rate printed before each dict is the steps' pace: 77.50 and 77.09 s/it
+    at steps 20 and 30 -> step time 77.295 s, with a caveat saying what it is."""
     m = load("trl_dapo_vl_console_tqdm.log")
     assert (m.framework, m.format) == ("trl", "trl-console")
     assert list(m.per_step.index) == [20, 30] and m.warmup_steps == 1
     assert m["response_tokens_mean"] == pytest.approx(statistics.median([253.8, 255.7640625]), abs=1e-9)
     assert any("steps 10..30 of 43" in w for w in m.warnings)
     assert list(load("trl_dapo_vl_console_tqdm.log", steps="20:31").per_step.index) == [20, 30]
+    assert m["step_time_s"] == pytest.approx(statistics.median([77.50, 77.09]), abs=1e-9)
+    assert m.keys_used["step_time_s"] == ("console/progress_s_per_it",)
+    assert any(w.startswith("step_time_s: no step timer in this console") for w in m.warnings)
 
 
 def test_verl_sft_trainer_console_is_named_as_what_it_is():
