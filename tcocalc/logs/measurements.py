@@ -490,8 +490,8 @@ def _relogged(rows: pd.DataFrame, step_of: pd.Series, chosen: Mapping[str, Metri
     """A warning where a step's measurement is logged more than once with different values (a key merged as the
     last value of its step, not a per-call timer summed over it): two runs in one file, or a run resumed from a
     checkpoint that logs its steps again. The last value of each step is read, as before; the warning names the
-    steps and the first key's values, so that the user picks one run's part of the file (``steps=``). Rows of one
-    step that log different keys (a W&B history row per call) or repeat a value are not counted."""
+    steps and the first key's values, so that the user can cut the file to one run. Rows of one step that log
+    different keys (a W&B history row per call) or repeat a value are not counted."""
     twice = step_of.duplicated(keep=False).to_numpy()
     sub = {}
     for key, rows_with, merge in dict.fromkeys(c for cs in _columns(chosen).values() for c in cs):

@@ -4,10 +4,9 @@
 logging window n (a warning says so). Read as Python literals, never evaluated. A dict printed right after a tqdm
 progress bar on the same line (``... 3.02s/it]{'loss': ...}``, the bar's carriage return lost in a capture) is
 read as well. Where the training loop's progress bar (``| 10/29790 [01:29<...``, the bar of iterations with the
-largest total)
-was printed before every dict, and its counts rise from dict to dict, the count is the dict's step (the Trainer
-logs after the bar has moved to the step, transformers' ``Trainer._inner_training_loop``); otherwise dict n is
-window n. The training bar's rate drawn before a dict (tqdm's smoothed seconds per optimizer step) is kept as
+largest total) was printed before every dict, and its counts rise from dict to dict, the count is the dict's step
+(the Trainer logs after the bar has moved to the step, transformers' ``Trainer._inner_training_loop``); otherwise
+dict n is window n. The training bar's rate drawn before a dict (tqdm's smoothed seconds per optimizer step) is kept as
 ``console/progress_s_per_it``, the step time of a console that logs no timer (data/run_metrics.toml)."""
 
 from __future__ import annotations
