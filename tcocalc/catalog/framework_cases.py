@@ -24,12 +24,12 @@ from __future__ import annotations
 import functools
 
 from .._data import data_dir, display_path, parse_shipped, scenarios_dir
-from ..errors import DataFileError, TcocalcError
+from ..errors import DataFileError, ScenarioError, TcocalcError
 from ..scenario import Scenario, loads_scenario
 from .provenance import check_entry, parse_csv
 
-__all__ = ["framework_cases", "stage_cases", "fitted_constants", "disk_reloads", "case_scenario", "pass_pairs",
-           "parse_disk_reloads", "parse_framework_cases", "parse_pass_pairs",
+__all__ = ["framework_cases", "stage_cases", "stage_case", "fitted_constants", "disk_reloads", "case_scenario",
+           "pass_pairs", "parse_disk_reloads", "parse_framework_cases", "parse_pass_pairs",
            "parse_stage_cases", "parse_fitted_constants", "CASE_KINDS", "STAGE_KEYS", "LENGTHS"]
 
 CASE_KINDS = ("step", "weight_sync", "speedup")
@@ -151,6 +151,15 @@ def framework_cases() -> tuple[dict, ...]:
 def stage_cases() -> tuple[dict, ...]:
     """data/validation/stage_cases.csv (read once)."""
     return parse_shipped("validation/stage_cases.csv", parse_stage_cases)
+
+
+def stage_case(case_id: str) -> dict:
+    """The row of data/validation/stage_cases.csv with this ``id`` (ScenarioError naming the known ids if none)."""
+    for case in stage_cases():
+        if case["id"] == case_id:
+            return case
+    raise ScenarioError("id", f"no stage case {case_id!r}; stage cases: "
+                              f"{', '.join(c['id'] for c in stage_cases())}")
 
 
 @functools.cache

@@ -44,6 +44,7 @@ from ..catalog.framework_cases import (
     fitted_constants,
     framework_cases,
     pass_pairs,
+    stage_case,
     stage_cases,
     study_windows,
 )
@@ -588,7 +589,9 @@ def stage_table(frameworks=None):
     df["ratio"] = (df["predicted [s]"] / df["published [s]"]).astype("Float64")
     df["within"] = (df["error [%]"].abs() <= 100 * RL_TOLERANCE).fillna(False).astype(bool)
     df["beyond pass pair"] = pd.array([math.nan] * len(df), dtype="Float64")
-    _note_pass_pairs(df, pass_pair_table(df))
+    passes = pass_pair_table(df)
+    _note_pass_pairs(df, passes)
+    df.attrs["pass_pairs"] = passes  # read again by validate(), not recomputed
     return df
 
 
@@ -597,7 +600,7 @@ _FORWARD_STAGE, _UPDATE_STAGE = "log-prob", "training"
 
 def _forward_passes(case_id: str) -> int:
     """Forward-only log-prob passes per trained sample of a stage case's scenario (old policy, reference)."""
-    case = next(c for c in stage_cases() if c["id"] == case_id)
+    case = stage_case(case_id)
     return resolve(case_scenario(case["scenario"], case_id)).settings.extra_forward_passes
 
 
@@ -907,7 +910,7 @@ def validate() -> Validation:
     v = {"nemo": nemo, "nemo_pairs": pairs, "verl_study": verl, "frameworks": fw, "stages": st, "lofo": lofo,
          "windows": window_table(), "update_lengths": lengths, "update_speedups": update_length_speedups(lengths, fw)}
     return Validation(**v, fitted=fitted_table(), regimes=regime_table(lofo), groups=group_table(v), rl=table,
-                      passes=pass_pair_table(st))
+                      passes=st.attrs["pass_pairs"] if "pass_pairs" in st.attrs else pass_pair_table(st))
 
 
 REGIMES_MARKER = "# ---------------------------------------------------------------- out of sample, by regime"

@@ -33,33 +33,27 @@ def _dict_text(line: str) -> str | None:
     return text[at:] if at > 0 and _BAR_END.search(text[:at].rstrip()) else None
 
 
-def _rate(text: str, total: int) -> float | None:
-    """The training bar's seconds per iteration in ``text`` (the last one drawn of the bar with ``total``), or None."""
-    rate = None
-    for m in _COUNT.finditer(text):
-        if int(m.group(2)) == total and m.group(4) and (r := _RATE.search(m.group(3).strip())):
-            value = float(r.group(1))
-            rate = (value if r.group(2) == "s/it" else 1.0 / value) if value > 0 else None
-    return rate
-
-
-def _bars(text: str, total: int, count: int | None) -> tuple[int, int | None]:
-    """The training bar's (total, latest count) after the tqdm bars drawn in ``text``: of the bars that count
-    iterations (their rate in ``it/s`` or ``s/it``, or cut before it), the one with the largest total is the
-    training loop's (shard loading and evaluation bars are shorter; the ``datasets`` library's ``Map`` and
-    ``Filter`` bars count examples, ``examples/s``, and can be longer: JuncyLu/trl_DAPO@625c53684a59,
-    training_logs/20251022_181457/run_terminal.md, 1,400 examples against 43 steps)."""
+def _bars(text: str, total: int, count: int | None, rate: float | None) -> tuple[int, int | None, float | None]:
+    """The training bar's (total, latest count, latest seconds per iteration) after the tqdm bars drawn in ``text``:
+    of the bars that count iterations (their rate in ``it/s`` or ``s/it``, or cut before it), the one with the
+    largest total is the training loop's (shard loading and evaluation bars are shorter; the ``datasets`` library's
+    ``Map`` and ``Filter`` bars count examples, ``examples/s``, and can be longer: JuncyLu/trl_DAPO@625c53684a59,
+    training_logs/20251022_181457/run_terminal.md, 1,400 examples against 43 steps). A longer bar resets the count
+    and the rate; a bar cut before its rate keeps the last rate."""
     if "/" not in text or "[" not in text:
-        return total, count
+        return total, count, rate
     for m in _COUNT.finditer(text):
-        if m.group(4) and not _ITERATIONS.search(m.group(3).strip()):
+        unit = m.group(3).strip()
+        if m.group(4) and not _ITERATIONS.search(unit):
             continue  # a closed bar whose rate is not per iteration
         done, of = int(m.group(1)), int(m.group(2))
         if of > total:
-            total, count = of, None
+            total, count, rate = of, None, None
         if of == total:
             count = done
-    return total, count
+            if m.group(4) and (r := _RATE.search(unit)) and float(r.group(1)) > 0:
+                rate = float(r.group(1)) if r.group(2) == "s/it" else 1.0 / float(r.group(1))
+    return total, count, rate
 
 
 def claims(line: str) -> bool:
@@ -76,9 +70,7 @@ def read(ctx: Ctx):
     for _, physical in lines:
         # a capture of a terminal keeps a bar's carriage returns: each piece is a line the terminal drew over
         for line in physical.split("\r") if "\r" in physical else (physical,):
-            head = line.split("{'", 1)[0]
-            total, count = _bars(head, total, count)
-            rate = _rate(head, total) or rate
+            total, count, rate = _bars(line.split("{'", 1)[0], total, count, rate)
             text = _dict_text(line) if "{'" in line else None
             if text is None:
                 continue
@@ -86,7 +78,7 @@ def read(ctx: Ctx):
             if not text.endswith("}") and (end := text.find("}")) > 0 and _COUNT.search(text[end:]):
                 text, tail = text[:end + 1], text[end + 1:]  # bars drawn after the dict on its line
             values = literal(text)
-            total, count = _bars(tail, total, count)
+            total, count, _ = _bars(tail, total, count, rate)  # the rate a dict gets is the one drawn before it
             if values is None:
                 bad += 1
                 continue

@@ -52,6 +52,19 @@ def _predict(pair: dict) -> tuple[float, tc.RunCalibration, tc.RLReport]:
     return report.metrics["step_time_s"] / pair["published_step_s"] - 1.0, cal, report
 
 
+def _stated_against_pairs(results, pairs: tuple[str, ...], key: str) -> float:
+    """The pairs' recomputed median |error|, after checking the stated figure of data/rl_calibration.toml
+    (``<key>_error``) is at least it and within 5 points of it, and ``<key>_within_25pct`` is their share within
+    ±25%."""
+    errors = [abs(results[pid][0]) for pid in pairs]
+    rl = rl_calibration()
+    median = statistics.median(errors)
+    assert rl[f"{key}_error"] >= median - 0.005
+    assert rl[f"{key}_error"] == pytest.approx(median, abs=0.05)
+    assert rl[f"{key}_within_25pct"] == pytest.approx(sum(e <= 0.25 for e in errors) / len(errors))
+    return median
+
+
 @pytest.fixture(scope="module")
 def results():
     return {pid: _predict(pair) for pid, pair in PAIRS.items()}
@@ -84,12 +97,7 @@ def test_a_plan_calibrated_in_its_own_mode_states_at_least_the_error_measured_ou
     from tcocalc.rl.solve import WITHIN_MODE_PAIRS
 
     assert WITHIN_MODE_PAIRS == WITHIN
-    errors = [abs(results[pid][0]) for pid in WITHIN]
-    rl = rl_calibration()
-    median = statistics.median(errors)
-    assert rl["calibrate_within_mode_error"] >= median - 0.005
-    assert rl["calibrate_within_mode_error"] == pytest.approx(median, abs=0.05)
-    assert rl["calibrate_within_mode_within_25pct"] == pytest.approx(sum(e <= 0.25 for e in errors) / len(errors))
+    rl, median = rl_calibration(), _stated_against_pairs(results, WITHIN, "calibrate_within_mode")
     stated = max(rl["calibrate_within_mode_error"], prediction_errors()["calibrated"]["median_abs_error"])
     for pid in WITHIN:
         trust = results[pid][2].details["trust"]
@@ -102,12 +110,8 @@ def test_a_plan_carried_across_modes_says_so_and_states_the_error_measured_on_th
     """C-01..C-05: every plan that applies the factors says it was carried across modes and states the pairs'
     median |error|; the stated figure (data) is at least the recomputed median and within 5 points of it, and its
     share within ±25% is the recomputed one."""
-    errors = [abs(results[pid][0]) for pid in ACROSS]
     rl = rl_calibration()
-    median = statistics.median(errors)
-    assert rl["calibrate_across_modes_error"] >= median - 0.005
-    assert rl["calibrate_across_modes_error"] == pytest.approx(median, abs=0.05)
-    assert rl["calibrate_across_modes_within_25pct"] == pytest.approx(sum(e <= 0.25 for e in errors) / len(errors))
+    _stated_against_pairs(results, ACROSS, "calibrate_across_modes")
     for pid in ACROSS:
         _, cal, report = results[pid]
         status, trust = report.details["calibration"], report.details["trust"]

@@ -25,7 +25,7 @@ PROMPT_CAP = {"ST-01": 2_048, "ST-07": 2_048, "ST-05": 1_024, "ST-06": 1_024}
 
 
 def _row(case_id: str) -> dict:
-    return next(c for c in fc.stage_cases() if c["id"] == case_id)
+    return fc.stage_case(case_id)
 
 
 def _handoff_s(case_id: str) -> float:

@@ -26,7 +26,7 @@ def speedups(lengths):
 
 
 def _case(case_id: str) -> dict:
-    return next(c for c in fc.stage_cases() if c["id"] == case_id)
+    return fc.stage_case(case_id)
 
 
 def test_the_update_is_matched_and_only_assumed_lengths_move(lengths):

@@ -178,7 +178,7 @@ def test_a_rank_mean_switch_holds_the_last_engines_excess(v):
         assert 0.985 * last < mean <= last
         rows = st[st["id"] == cid].set_index("stage")
         assert rows.loc["generation", "predicted [s]"] == pytest.approx(mean, rel=1e-9)
-        case = next(c for c in fc.stage_cases() if c["id"] == cid)
+        case = fc.stage_case(cid)
         fit = tc.calibrate(scn, {k: case[k] for k in ("step_time_s", "generation_s", "training_s", "logprob_s",
                                                        "switching_s")})
         switch = next(s.before_s for s in fit.stages if s.stage == "switching_s")

@@ -62,7 +62,7 @@ def _median(rows: list[dict], key: str) -> float:
 
 
 def _stage_row(case_id: str) -> dict:
-    return next(c for c in fc.stage_cases() if c["id"] == case_id)
+    return fc.stage_case(case_id)
 
 
 @pytest.mark.parametrize(("case_id", "run", "engine", "gen", "reshard", "rest", "switch"), [

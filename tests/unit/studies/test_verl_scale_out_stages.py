@@ -15,7 +15,7 @@ from tcocalc.studies import validation_groups as vg
 
 
 def _row(case_id: str) -> dict:
-    return next(c for c in fc.stage_cases() if c["id"] == case_id)
+    return fc.stage_case(case_id)
 
 
 def _trainer_gpus(case_id: str) -> int:
